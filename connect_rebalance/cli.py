@@ -1,0 +1,112 @@
+"""The `connect-rebalance` command line.
+
+    connect-rebalance coordinator [-c server.properties] [--listen H:P] [--data-dir D] [-o name=value ...]
+    connect-rebalance topics {list,create,describe,delete} [--bootstrap-server H:P] ...
+    connect-rebalance quickstart
+
+The admin commands are ordinary Kafka clients (kafka-python) talking to the coordinator
+over the wire, so they work against any Kafka-compatible cluster too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+
+def _settings_from_args(args: argparse.Namespace) -> dict[str, str]:
+    from coordinator.config import ConfigError, read_properties
+
+    settings: dict[str, str] = {}
+    if args.config:
+        settings.update(read_properties(Path(args.config)))
+    if args.listen:
+        settings["listeners"] = args.listen
+    if args.data_dir:
+        settings["log.dirs"] = args.data_dir
+    for override in args.override or []:
+        name, sep, value = override.partition("=")
+        if not sep:
+            raise ConfigError(f"--override expects name=value, got {override!r}")
+        settings[name.strip()] = value.strip()
+    return settings
+
+
+def cmd_coordinator(args: argparse.Namespace) -> int:
+    from coordinator.config import ConfigError, CoordinatorConfig
+    from coordinator.main import run
+
+    try:
+        config = CoordinatorConfig.from_settings(_settings_from_args(args))
+    except (ConfigError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return run(config)
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    from . import topics_cli
+
+    return topics_cli.run(args)
+
+
+def cmd_quickstart(args: argparse.Namespace) -> int:
+    from . import quickstart
+
+    return quickstart.run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="connect-rebalance", description=__doc__.split("\n")[0])
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    coord = sub.add_parser("coordinator", help="run a coordinator (Kafka-wire broker and group coordinator)")
+    coord.add_argument("-c", "--config", help="a properties file with Kafka-style setting names")
+    coord.add_argument(
+        "--listen", help="host:port to listen on (setting 'listeners'; port 0 picks a free one)"
+    )
+    coord.add_argument("--data-dir", help="data directory (setting 'log.dirs')")
+    coord.add_argument(
+        "-o", "--override", action="append", metavar="NAME=VALUE", help="any setting, repeatable"
+    )
+    coord.set_defaults(func=cmd_coordinator)
+
+    topics = sub.add_parser("topics", help="list, create, describe and delete topics")
+    topics.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP)
+    tsub = topics.add_subparsers(dest="action", required=True)
+    tsub.add_parser("list", help="list topics")
+    create = tsub.add_parser("create", help="create a topic")
+    create.add_argument("name")
+    create.add_argument("--partitions", type=int, default=1)
+    create.add_argument("--replication-factor", type=int, default=1)
+    create.add_argument("--config", action="append", metavar="NAME=VALUE", default=[])
+    describe = tsub.add_parser("describe", help="partitions, offsets and configs of a topic")
+    describe.add_argument("name")
+    delete = tsub.add_parser("delete", help="delete a topic")
+    delete.add_argument("name")
+    topics.set_defaults(func=cmd_topics)
+
+    quick = sub.add_parser("quickstart", help="start a local coordinator and show it working")
+    quick.add_argument("--data-dir", help="data directory (default: a fresh temporary one)")
+    quick.add_argument("--records", type=int, default=3000)
+    quick.set_defaults(func=cmd_quickstart)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    for noisy in ("kafka", "aiokafka"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The Kafka wire protocol: codec adapter, API schemas and version policy helpers."""

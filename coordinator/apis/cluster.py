@@ -1,0 +1,204 @@
+"""Cluster-level APIs: ApiVersions, Metadata, DescribeCluster, DescribeConfigs.
+
+A single node is the leader of every partition, with itself as the only replica and ISR,
+at leader epoch 0. Clients bootstrap from ApiVersions and Metadata alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+
+from ..storage.partition_log import LEADER_EPOCH
+from ..storage.topic_store import Topic
+from ..topic_configs import STATIC_BROKER_CONFIG, STRING, TOPIC_CONFIGS, effective_configs
+from .registry import HANDLERS, RequestContext, handles
+
+API_VERSIONS, METADATA, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 18, 3, 32, 60
+RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
+ENDPOINT_BROKER = 1
+NO_AUTHORIZED_OPERATIONS = -(2**31)
+_SOFTWARE_FIELD = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+
+
+def advertised_api_versions() -> list[dict[str, int]]:
+    return [
+        {"api_key": spec.api_key, "min_version": spec.min_version, "max_version": spec.max_version}
+        for spec in sorted(HANDLERS.values(), key=lambda s: s.api_key)
+    ]
+
+
+@handles(API_VERSIONS, 0, 4)
+async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    error = ErrorCode.NONE
+    if ctx.version >= 3 and not (
+        _SOFTWARE_FIELD.match(request.client_software_name or "")
+        and _SOFTWARE_FIELD.match(request.client_software_version or "")
+    ):
+        error = ErrorCode.INVALID_REQUEST
+    return {"error_code": error, "api_keys": advertised_api_versions(), "throttle_time_ms": 0}
+
+
+def partition_metadata(topic: Topic, node_id: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "error_code": 0,
+            "partition_index": index,
+            "leader_id": node_id,
+            "leader_epoch": LEADER_EPOCH,
+            "replica_nodes": [node_id],
+            "isr_nodes": [node_id],
+            "offline_replicas": [],
+        }
+        for index in range(len(topic.partitions))
+    ]
+
+
+def _topic_metadata(ctx: RequestContext, topic: Topic) -> dict[str, Any]:
+    return {
+        "error_code": 0,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": topic.is_internal,
+        "partitions": partition_metadata(topic, ctx.broker.node_id),
+    }
+
+
+@handles(METADATA, 0, 13)
+async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    host, port = broker.advertised_address
+    wanted = request.topics
+    if wanted is None or (ctx.version == 0 and not wanted):
+        topics = [_topic_metadata(ctx, t) for t in broker.topics.topics.values()]
+    else:
+        allow_auto_create = request.allow_auto_topic_creation if ctx.version >= 4 else True
+        topics = []
+        for entry in wanted:
+            name = entry.name
+            topic_id = entry.topic_id if ctx.version >= 10 else None
+            try:
+                if name is None:
+                    found = broker.topics.by_id(topic_id)
+                    if found is None:
+                        raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_ID, f"no topic with id {topic_id}")
+                else:
+                    found = broker.topic_for_request(name, allow_auto_create)
+                topics.append(_topic_metadata(ctx, found))
+            except KafkaApiError as exc:
+                topics.append({"error_code": exc.code, "name": name, "topic_id": topic_id, "partitions": []})
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}],
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "topics": topics,
+        "error_code": 0,
+    }
+
+
+@handles(DESCRIBE_CLUSTER, 0, 2)
+async def describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    host, port = broker.advertised_address
+    response: dict[str, Any] = {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "endpoint_type": ENDPOINT_BROKER,
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "brokers": [
+            {"broker_id": broker.node_id, "host": host, "port": port, "rack": None, "is_fenced": False}
+        ],
+    }
+    if ctx.version >= 1 and request.endpoint_type != ENDPOINT_BROKER:
+        response.update(
+            error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+            error_message=f"endpoint type {request.endpoint_type} is not served here; only brokers (1)",
+            brokers=[],
+        )
+    return response
+
+
+def _config_entry(
+    name: str,
+    value: str,
+    source: int,
+    config_type: int,
+    read_only: bool,
+    doc: str,
+    request: Any,
+    version: int,
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": value,
+        "read_only": read_only,
+        "config_source": source,
+        "is_default": source == 5,
+        "is_sensitive": False,
+        "synonyms": [{"name": name, "value": value, "source": source}] if request.include_synonyms else [],
+        "config_type": config_type,
+        "documentation": doc if version >= 3 and request.include_documentation else None,
+    }
+
+
+def _describe_resource(ctx: RequestContext, resource: Any, request: Any) -> list[dict[str, Any]]:
+    broker = ctx.broker
+    keys = set(resource.configuration_keys) if resource.configuration_keys is not None else None
+    if resource.resource_type == RESOURCE_TOPIC:
+        topic = broker.topics.get(resource.resource_name)
+        if topic is None:
+            raise KafkaApiError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {resource.resource_name!r} does not exist"
+            )
+        entries = [
+            _config_entry(
+                name,
+                value,
+                source,
+                TOPIC_CONFIGS[name].config_type,
+                False,
+                TOPIC_CONFIGS[name].doc,
+                request,
+                ctx.version,
+            )
+            for name, (value, source) in effective_configs(topic.configs, broker.config).items()
+        ]
+    elif resource.resource_type == RESOURCE_BROKER:
+        if resource.resource_name not in ("", str(broker.node_id)):
+            raise KafkaApiError(
+                ErrorCode.INVALID_REQUEST,
+                f"no broker {resource.resource_name!r}; this is node {broker.node_id}",
+            )
+        entries = [
+            _config_entry(name, value, STATIC_BROKER_CONFIG, STRING, True, "", request, ctx.version)
+            for name, value in broker.config.kafka_settings().items()
+        ]
+    else:
+        raise KafkaApiError(
+            ErrorCode.INVALID_REQUEST,
+            f"resource type {resource.resource_type} is not supported; use 2 (topic) or 4 (broker)",
+        )
+    return [e for e in entries if keys is None or e["name"] in keys]
+
+
+@handles(DESCRIBE_CONFIGS, 1, 4)
+async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    results = []
+    for resource in request.resources:
+        result = {
+            "error_code": 0,
+            "error_message": None,
+            "resource_type": resource.resource_type,
+            "resource_name": resource.resource_name,
+            "configs": [],
+        }
+        try:
+            result["configs"] = _describe_resource(ctx, resource, request)
+        except KafkaApiError as exc:
+            result.update(error_code=exc.code, error_message=exc.message)
+        results.append(result)
+    return {"throttle_time_ms": 0, "results": results}

@@ -1,0 +1,179 @@
+"""Fetch (long poll), ListOffsets and OffsetForLeaderEpoch.
+
+Fetch answers as soon as `min_bytes` are available or `max_wait_ms` passes, waking on any
+append to a requested partition. Incremental fetch sessions (KIP-227) are not offered:
+every response carries session id 0, which clients read as "send full requests".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+
+from ..storage.partition_log import LEADER_EPOCH, PartitionLog
+from .registry import RequestContext, handles
+
+FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 1, 2, 23
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = (
+    -1,
+    -2,
+    -3,
+    -4,
+    -5,
+    -6,
+)
+READ_COMMITTED = 1
+TOPIC_IDS_FROM_VERSION = 13
+
+
+def _check_leader_epoch(current_leader_epoch: int) -> None:
+    if current_leader_epoch > LEADER_EPOCH:
+        raise KafkaApiError(
+            ErrorCode.UNKNOWN_LEADER_EPOCH, f"leader epoch {current_leader_epoch} is in the future"
+        )
+
+
+def _resolve_topic(ctx: RequestContext, name: str | None, topic_id: Any) -> str:
+    if ctx.version >= TOPIC_IDS_FROM_VERSION:
+        topic = ctx.broker.topics.by_id(topic_id)
+        if topic is None:
+            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_ID, f"no topic with id {topic_id}")
+        return topic.name
+    assert name is not None
+    return name
+
+
+def _read_partitions(
+    ctx: RequestContext, request: Any
+) -> tuple[list[dict[str, Any]], int, bool, list[PartitionLog]]:
+    """One pass over the requested partitions: (responses, bytes read, any error, logs)."""
+    budget = request.max_bytes if ctx.version >= 3 else 2**31 - 1
+    total = 0
+    any_error = False
+    logs: list[PartitionLog] = []
+    responses = []
+    for topic in request.topics:
+        partitions = []
+        for fetch in topic.partitions:
+            answer: dict[str, Any] = {
+                "partition_index": fetch.partition,
+                "error_code": 0,
+                "high_watermark": -1,
+                "last_stable_offset": -1,
+                "log_start_offset": -1,
+                "aborted_transactions": [] if request.isolation_level == READ_COMMITTED else None,
+                "preferred_read_replica": -1,
+                "records": b"",
+            }
+            try:
+                name = _resolve_topic(ctx, topic.topic, topic.topic_id)
+                log = ctx.broker.topics.partition(name, fetch.partition)
+                _check_leader_epoch(fetch.current_leader_epoch)
+                answer.update(
+                    high_watermark=log.high_watermark,
+                    last_stable_offset=log.high_watermark,
+                    log_start_offset=log.log_start_offset,
+                )
+                logs.append(log)
+                limit = min(fetch.partition_max_bytes, budget - total)
+                if limit > 0 or total == 0:
+                    data = log.read(fetch.fetch_offset, max(limit, 1))
+                    answer["records"] = data
+                    total += len(data)
+            except KafkaApiError as exc:
+                answer["error_code"] = exc.code
+                any_error = True
+            partitions.append(answer)
+        responses.append({"topic": topic.topic, "topic_id": topic.topic_id, "partitions": partitions})
+    return responses, total, any_error, logs
+
+
+@handles(FETCH, 4, 16)
+async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if request.session_id != 0:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+            "session_id": 0,
+            "responses": [],
+        }
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
+    while True:
+        # No await separates the read from registering the waits, so no append can slip
+        # in between: the event loop runs one coroutine at a time.
+        responses, total, any_error, logs = _read_partitions(ctx, request)
+        remaining = deadline - loop.time()
+        if total >= request.min_bytes or any_error or remaining <= 0 or not logs:
+            break
+        waits = [log.wait_for_append() for log in logs]
+        await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waits:
+            waiter.cancel()
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+
+
+def _list_offset(log: PartitionLog, timestamp: int) -> tuple[int, int]:
+    if timestamp == LATEST:
+        return log.high_watermark, -1
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return log.log_start_offset, -1
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return -1, -1  # nothing is tiered
+    if timestamp == MAX_TIMESTAMP:
+        found = log.max_timestamp_offset()
+    else:
+        found = log.offset_for_timestamp(timestamp)
+    return found if found is not None else (-1, -1)
+
+
+@handles(LIST_OFFSETS, 1, 11)
+async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for part in topic.partitions:
+            answer: dict[str, Any] = {
+                "partition_index": part.partition_index,
+                "error_code": 0,
+                "timestamp": -1,
+                "offset": -1,
+                "leader_epoch": -1,
+            }
+            try:
+                log = ctx.broker.topics.partition(topic.name, part.partition_index)
+                _check_leader_epoch(part.current_leader_epoch)
+                offset, timestamp = _list_offset(log, part.timestamp)
+                answer.update(offset=offset, timestamp=timestamp, leader_epoch=LEADER_EPOCH)
+            except KafkaApiError as exc:
+                answer["error_code"] = exc.code
+            partitions.append(answer)
+        topics.append({"name": topic.name, "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+@handles(OFFSET_FOR_LEADER_EPOCH, 2, 4)
+async def offset_for_leader_epoch(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for part in topic.partitions:
+            answer: dict[str, Any] = {
+                "partition": part.partition,
+                "error_code": 0,
+                "leader_epoch": -1,
+                "end_offset": -1,
+            }
+            try:
+                log = ctx.broker.topics.partition(topic.topic, part.partition)
+                _check_leader_epoch(part.current_leader_epoch)
+                if part.leader_epoch >= LEADER_EPOCH:
+                    # Every batch was written at epoch 0, so epoch 0 ends at the log end.
+                    answer.update(leader_epoch=LEADER_EPOCH, end_offset=log.log_end_offset)
+            except KafkaApiError as exc:
+                answer["error_code"] = exc.code
+            partitions.append(answer)
+        topics.append({"topic": topic.topic, "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}

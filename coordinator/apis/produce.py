@@ -1,0 +1,76 @@
+"""Produce and InitProducerId: idempotent, all-or-nothing appends of client batches.
+
+Transactions are not offered: a transactional InitProducerId or produce is refused with a
+clear error rather than half-supported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+
+from ..storage import batches
+from ..storage.partition_log import now_ms
+from .registry import RequestContext, handles
+
+PRODUCE, INIT_PRODUCER_ID = 0, 22
+VALID_ACKS = (-1, 0, 1)
+NO_TRANSACTIONS = "transactions are not supported by this coordinator"
+
+
+def _append(
+    ctx: RequestContext, topic_name: str, partition_index: int, records: bytes | None
+) -> dict[str, Any]:
+    partition = ctx.broker.topics.partition(topic_name, partition_index)
+    incoming = batches.split_batches(records or b"")
+    if any(header.is_transactional for _, header in incoming):
+        raise KafkaApiError(ErrorCode.INVALID_RECORD, NO_TRANSACTIONS)
+    result = partition.append(incoming, now_ms())
+    return {"base_offset": result.base_offset, "log_start_offset": result.log_start_offset}
+
+
+@handles(PRODUCE, 3, 11)
+async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
+    refuse: KafkaApiError | None = None
+    if request.acks not in VALID_ACKS:
+        refuse = KafkaApiError(
+            ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be -1, 0 or 1, not {request.acks}"
+        )
+    elif request.transactional_id is not None:
+        refuse = KafkaApiError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_TRANSACTIONS)
+    responses = []
+    for topic in request.topic_data:
+        partitions = []
+        for data in topic.partition_data:
+            answer: dict[str, Any] = {"index": data.index, "error_code": 0, "base_offset": -1}
+            try:
+                if refuse is not None:
+                    raise refuse
+                answer.update(_append(ctx, topic.name, data.index, data.records))
+            except KafkaApiError as exc:
+                answer.update(error_code=exc.code, error_message=exc.message, base_offset=-1)
+            partitions.append(answer)
+        responses.append({"name": topic.name, "partition_responses": partitions})
+    if request.acks == 0:
+        return None
+    return {"responses": responses, "throttle_time_ms": 0}
+
+
+@handles(INIT_PRODUCER_ID, 0, 5)
+async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if request.transactional_id is not None:
+        # No error message field exists in this response; the coordinator log says why.
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
+    assert ctx.broker.producer_ids is not None
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "producer_id": ctx.broker.producer_ids.allocate(),
+        "producer_epoch": 0,
+    }

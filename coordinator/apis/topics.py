@@ -1,0 +1,147 @@
+"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions.
+
+There is one node, so the only valid replication factor is 1 and every replica
+assignment must name this node; anything else is refused with the reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+
+from ..topic_configs import effective_configs, validate_topic_configs
+from .registry import RequestContext, handles
+
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
+
+
+def _check_replicas(ctx: RequestContext, broker_ids: list[int]) -> None:
+    node = ctx.broker.node_id
+    if broker_ids != [node]:
+        raise KafkaApiError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            f"replicas {broker_ids} are not valid: the only broker is node {node}",
+        )
+
+
+def _partition_count(ctx: RequestContext, spec: Any) -> int:
+    if spec.replication_factor not in (-1, 1):
+        raise KafkaApiError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"replication factor {spec.replication_factor} is larger than the 1 available broker"
+            if spec.replication_factor > 1
+            else f"replication factor must be positive or -1, not {spec.replication_factor}",
+        )
+    if not spec.assignments:
+        return ctx.broker.config.num_partitions if spec.num_partitions == -1 else spec.num_partitions
+    if spec.num_partitions != -1 or spec.replication_factor != -1:
+        raise KafkaApiError(
+            ErrorCode.INVALID_REQUEST,
+            "with replica assignments, num_partitions and replication_factor must both be -1",
+        )
+    indexes = sorted(a.partition_index for a in spec.assignments)
+    if indexes != list(range(len(indexes))):
+        raise KafkaApiError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"partition indexes {indexes} are not 0..n-1"
+        )
+    for assignment in spec.assignments:
+        _check_replicas(ctx, list(assignment.broker_ids))
+    return len(indexes)
+
+
+@handles(CREATE_TOPICS, 2, 7)
+async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    repeated = {name for name, count in Counter(t.name for t in request.topics).items() if count > 1}
+    results = []
+    for spec in request.topics:
+        result: dict[str, Any] = {
+            "name": spec.name,
+            "error_code": 0,
+            "error_message": None,
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": None,
+        }
+        try:
+            if spec.name in repeated:
+                raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"topic {spec.name!r} appears more than once")
+            partitions = _partition_count(ctx, spec)
+            configs = validate_topic_configs({c.name: c.value for c in spec.configs})
+            broker.topics.check_new_topic(spec.name, partitions)
+            if not request.validate_only:
+                result["topic_id"] = broker.topics.create(spec.name, partitions, configs).topic_id
+            result.update(
+                num_partitions=partitions,
+                replication_factor=1,
+                configs=[
+                    {
+                        "name": name,
+                        "value": value,
+                        "read_only": False,
+                        "config_source": source,
+                        "is_sensitive": False,
+                    }
+                    for name, (value, source) in effective_configs(configs, broker.config).items()
+                ],
+            )
+        except KafkaApiError as exc:
+            result.update(error_code=exc.code, error_message=exc.message)
+        results.append(result)
+    return {"throttle_time_ms": 0, "topics": results}
+
+
+@handles(DELETE_TOPICS, 1, 6)
+async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    if ctx.version >= 6:
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    responses = []
+    for name, topic_id in wanted:
+        result: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_code": 0, "error_message": None}
+        try:
+            if not broker.config.delete_topic_enable:
+                raise KafkaApiError(ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
+            if name is None:
+                topic = broker.topics.by_id(topic_id)
+                if topic is None:
+                    raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_ID, f"no topic with id {topic_id}")
+                name = topic.name
+            deleted = broker.topics.delete(name)
+            result.update(name=deleted.name, topic_id=deleted.topic_id)
+        except KafkaApiError as exc:
+            result.update(error_code=exc.code, error_message=exc.message)
+        responses.append(result)
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+@handles(CREATE_PARTITIONS, 0, 3)
+async def create_partitions(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    results = []
+    for spec in request.topics:
+        result: dict[str, Any] = {"name": spec.name, "error_code": 0, "error_message": None}
+        try:
+            topic = broker.topics.get(spec.name)
+            if topic is None:
+                raise KafkaApiError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {spec.name!r} does not exist"
+                )
+            if spec.count <= len(topic.partitions):
+                raise KafkaApiError(
+                    ErrorCode.INVALID_PARTITIONS,
+                    f"topic {spec.name!r} has {len(topic.partitions)} partitions; "
+                    f"the new count must be larger, not {spec.count}",
+                )
+            for assignment in spec.assignments or []:
+                _check_replicas(ctx, list(assignment.broker_ids))
+            if not request.validate_only:
+                broker.topics.add_partitions(spec.name, spec.count)
+        except KafkaApiError as exc:
+            result.update(error_code=exc.code, error_message=exc.message)
+        results.append(result)
+    return {"throttle_time_ms": 0, "results": results}

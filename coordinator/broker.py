@@ -1,0 +1,149 @@
+"""The broker's state: data directory, cluster identity, topics and producer ids.
+
+This is what request handlers act on. It owns the data directory exclusively (a lock file
+stops a second coordinator from opening it) and runs the periodic work Kafka's log manager
+does: retention and time-based flushing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import fcntl
+import logging
+import os
+import uuid
+from pathlib import Path
+
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+
+from .config import CoordinatorConfig
+from .storage.files import read_json, write_json_atomically
+from .storage.partition_log import now_ms
+from .storage.topic_store import Topic, TopicStore, validate_topic_name
+from .topic_configs import log_settings
+
+log = logging.getLogger(__name__)
+
+PRODUCER_ID_BLOCK = 1000
+
+
+def kafka_uuid_string(value: uuid.UUID) -> str:
+    """Kafka prints ids (cluster id, topic ids) as 22-character URL-safe base64."""
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
+
+
+class DataDirectoryLocked(RuntimeError):
+    pass
+
+
+class ProducerIdAllocator:
+    """Hands out producer ids that are never reused, even across crashes.
+
+    The upper bound of the current block is persisted before any id in it is handed out.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._next = read_json(path)["block_end"] if path.exists() else 0
+        self._block_end = self._next
+
+    def allocate(self) -> int:
+        if self._next >= self._block_end:
+            self._block_end = self._next + PRODUCER_ID_BLOCK
+            write_json_atomically(self.path, {"block_end": self._block_end})
+        pid = self._next
+        self._next += 1
+        return pid
+
+
+class Broker:
+    def __init__(self, config: CoordinatorConfig) -> None:
+        self.config = config
+        self.data_dir = Path(config.log_dirs)
+        self.node_id = config.node_id
+        self.cluster_id = ""
+        self.topics = TopicStore(self.data_dir, lambda explicit: log_settings(explicit, config))
+        self.producer_ids: ProducerIdAllocator | None = None
+        # What Metadata tells clients to connect to; the server fills in a port bound as 0.
+        self.advertised_address: tuple[str, int] = config.advertised
+        self._lock_fd: int | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def open(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = os.open(self.data_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+            raise DataDirectoryLocked(f"{self.data_dir} is in use by another coordinator") from exc
+        meta = self.data_dir / "meta.json"
+        if meta.exists():
+            self.cluster_id = read_json(meta)["cluster_id"]
+        else:
+            self.cluster_id = kafka_uuid_string(uuid.uuid4())
+            write_json_atomically(meta, {"cluster_id": self.cluster_id, "format": 1})
+        self.producer_ids = ProducerIdAllocator(self.data_dir / "producer_ids.json")
+        self.topics.open()
+
+    def start_background(self) -> None:
+        self._tasks.append(
+            asyncio.create_task(
+                self._every(self.config.log_retention_check_interval_ms, self.enforce_retention)
+            )
+        )
+        self._tasks.append(
+            asyncio.create_task(self._every(self.config.log_flush_interval_ms, self.flush_all))
+        )
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        self.flush_all()
+        self.topics.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    async def _every(self, interval_ms: int, work) -> None:  # type: ignore[no-untyped-def]
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                work()
+            except Exception:  # periodic work must not stop; the next round tries again
+                log.exception("periodic %s failed", getattr(work, "__name__", work))
+
+    def enforce_retention(self) -> None:
+        now = now_ms()
+        for topic in list(self.topics.topics.values()):
+            for index, partition in enumerate(topic.partitions):
+                deleted = partition.enforce_retention(now)
+                if deleted:
+                    log.info("retention deleted %d segment(s) of %s-%d", deleted, topic.name, index)
+
+    def flush_all(self) -> None:
+        for topic in self.topics.topics.values():
+            for partition in topic.partitions:
+                partition.flush()
+
+    # -- topics ---------------------------------------------------------------------------
+
+    def topic_for_request(self, name: str, allow_auto_create: bool) -> Topic:
+        """The named topic, auto-created if the broker and the request allow it."""
+        topic = self.topics.get(name)
+        if topic is not None:
+            return topic
+        validate_topic_name(name)
+        if not (allow_auto_create and self.config.auto_create_topics_enable):
+            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        log.info("auto-creating topic %s with %d partition(s)", name, self.config.num_partitions)
+        return self.topics.create(name, self.config.num_partitions, {})

@@ -1,0 +1,110 @@
+"""Coordinator settings, named and defaulted as Apache Kafka's broker settings are.
+
+Settings come from a Java-style properties file and `--override name=value` flags, so an
+operator can carry a Kafka `server.properties` habit over. Unknown names and bad values
+fail at start with a message that names the setting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+LONG_MAX = 2**63 - 1
+
+
+class ConfigError(ValueError):
+    """A setting is unknown or invalid; the message names it."""
+
+
+class CoordinatorConfig(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    listeners: str = Field("127.0.0.1:9092", alias="listeners")
+    advertised_listeners: str | None = Field(None, alias="advertised.listeners")
+    node_id: int = Field(1, alias="node.id", ge=0)
+    log_dirs: Path = Field(Path("./data"), alias="log.dirs")
+    num_partitions: int = Field(1, alias="num.partitions", ge=1)
+    auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
+    delete_topic_enable: bool = Field(True, alias="delete.topic.enable")
+    message_max_bytes: int = Field(1048588, alias="message.max.bytes", ge=0)
+    socket_request_max_bytes: int = Field(104857600, alias="socket.request.max.bytes", ge=1024)
+    connections_max_idle_ms: int = Field(600000, alias="connections.max.idle.ms", ge=1)
+    log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14)
+    log_roll_ms: int = Field(604800000, alias="log.roll.ms", ge=1)
+    log_retention_ms: int = Field(604800000, alias="log.retention.ms", ge=-1)
+    log_retention_bytes: int = Field(-1, alias="log.retention.bytes", ge=-1)
+    log_retention_check_interval_ms: int = Field(300000, alias="log.retention.check.interval.ms", ge=1)
+    log_index_interval_bytes: int = Field(4096, alias="log.index.interval.bytes", ge=0)
+    # Durability: every acknowledged write has reached the operating system, so a killed
+    # coordinator loses nothing. These two add fsync for machine crashes (docs/operations.md).
+    log_flush_interval_messages: int = Field(LONG_MAX, alias="log.flush.interval.messages", ge=1)
+    log_flush_interval_ms: int = Field(1000, alias="log.flush.interval.ms", ge=1)
+
+    @field_validator("listeners", "advertised_listeners")
+    @classmethod
+    def _listener_has_port(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_listener(value)
+        return value
+
+    @property
+    def bind(self) -> tuple[str, int]:
+        return parse_listener(self.listeners)
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        return parse_listener(self.advertised_listeners or self.listeners)
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> CoordinatorConfig:
+        known = {f.alias for f in cls.model_fields.values()}
+        for name in settings:
+            if name not in known:
+                raise ConfigError(f"unknown setting {name!r}")
+        try:
+            return cls.model_validate(settings)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            name = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(f"invalid value for {name!r}: {first['msg']}") from exc
+
+    def kafka_settings(self) -> dict[str, str]:
+        """Every setting by its Kafka name, as DescribeConfigs reports them."""
+        out = {}
+        for name, field in type(self).model_fields.items():
+            value = getattr(self, name)
+            if isinstance(value, bool):
+                value = str(value).lower()
+            out[field.alias] = "" if value is None else str(value)
+        return out
+
+
+def parse_listener(value: str) -> tuple[str, int]:
+    """`host:port` or `PLAINTEXT://host:port` (the first of a comma-separated list)."""
+    first = value.split(",")[0].strip()
+    if "://" in first:
+        first = first.split("://", 1)[1]
+    host, sep, port = first.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"listener {value!r} is not host:port")
+    return host or "0.0.0.0", int(port)
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """A Java properties file: `name=value` or `name: value` lines, `#` and `!` comments."""
+    settings: dict[str, str] = {}
+    for number, raw in enumerate(path.read_text().splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        for sep in ("=", ":"):
+            if sep in line:
+                name, value = line.split(sep, 1)
+                settings[name.strip()] = value.strip()
+                break
+        else:
+            raise ConfigError(f"{path}:{number}: expected name=value, got {raw!r}")
+    return settings

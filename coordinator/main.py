@@ -1,0 +1,63 @@
+"""Running a coordinator process: open the data directory, serve, stop cleanly on a signal."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable
+
+from .broker import Broker
+from .config import CoordinatorConfig
+from .server import CoordinatorServer
+
+log = logging.getLogger(__name__)
+
+
+async def serve(
+    config: CoordinatorConfig,
+    on_ready: Callable[[Broker, CoordinatorServer], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve until `stop` is set or SIGTERM/SIGINT arrives; then flush and close."""
+    broker = Broker(config)
+    broker.open()
+    server = CoordinatorServer(broker)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+        except (NotImplementedError, RuntimeError):  # not the main thread
+            pass
+    try:
+        await server.start()
+        broker.start_background()
+        if on_ready is not None:
+            on_ready(broker, server)
+        await stop.wait()
+        log.info("stopping")
+    finally:
+        await server.stop()
+        await broker.close()
+
+
+def announce(broker: Broker, server: CoordinatorServer) -> None:
+    host, port = broker.advertised_address
+    print(
+        f"connect-rebalance coordinator listening on {host}:{port} "
+        f"(data {broker.data_dir}, cluster {broker.cluster_id})",
+        flush=True,
+    )
+
+
+def run(config: CoordinatorConfig) -> int:
+    try:
+        asyncio.run(serve(config, announce))
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0

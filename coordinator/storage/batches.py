@@ -1,0 +1,138 @@
+"""Record batches (magic v2) as the broker sees them: a 61-byte header and opaque records.
+
+The coordinator stores batches exactly as clients sent them. Only the base offset
+(bytes 0-7) and the partition leader epoch (bytes 12-15) are rewritten; the CRC32C covers
+bytes 21 onwards, so it stays valid and consumers can check it. Records are decoded only
+where an answer needs a single record (ListOffsets by timestamp).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import crc32c
+
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+
+HEADER_SIZE = 61
+LOG_OVERHEAD = 12  # base offset (8) + batch length (4): the length does not count these
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+CURRENT_MAGIC = 2
+COMPRESSION_CODECS = 5  # none, gzip, snappy, lz4, zstd
+NO_PRODUCER_ID = -1
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    base_offset: int
+    batch_length: int
+    leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & 0x07
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & 0x10)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & 0x20)
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence < 0:
+            return -1
+        return (self.base_sequence + self.last_offset_delta) % (2**31)
+
+
+def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    return BatchHeader(*_HEADER.unpack_from(buf, pos))
+
+
+def crc_is_valid(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> bool:
+    body = memoryview(buf)[pos + 21 : pos + header.size]
+    return crc32c.crc32c(body) == header.crc
+
+
+def split_batches(records: bytes | bytearray | memoryview) -> list[tuple[bytearray, BatchHeader]]:
+    """Validate a Produce request's records and split them into whole batches.
+
+    Raises KafkaApiError with CORRUPT_MESSAGE / INVALID_RECORD / UNSUPPORTED_FOR_MESSAGE_FORMAT
+    naming the problem; nothing is stored unless every batch is valid.
+    """
+    view = memoryview(records)
+    batches: list[tuple[bytearray, BatchHeader]] = []
+    pos = 0
+    while pos < len(view):
+        if len(view) - pos < HEADER_SIZE:
+            raise KafkaApiError(ErrorCode.CORRUPT_MESSAGE, f"truncated record batch at byte {pos}")
+        header = read_header(view, pos)
+        if header.magic != CURRENT_MAGIC:
+            raise KafkaApiError(
+                ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                f"record batch magic {header.magic}; only magic v2 batches are accepted",
+            )
+        if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or pos + header.size > len(view):
+            raise KafkaApiError(
+                ErrorCode.CORRUPT_MESSAGE, f"record batch length {header.batch_length} is inconsistent"
+            )
+        if not crc_is_valid(view, pos, header):
+            raise KafkaApiError(ErrorCode.CORRUPT_MESSAGE, "record batch CRC32C does not match its contents")
+        if header.records_count <= 0 or header.last_offset_delta != header.records_count - 1:
+            raise KafkaApiError(
+                ErrorCode.INVALID_RECORD,
+                f"record batch declares {header.records_count} records "
+                f"but last offset delta {header.last_offset_delta}",
+            )
+        if header.compression >= COMPRESSION_CODECS:
+            raise KafkaApiError(
+                ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {header.compression}"
+            )
+        if header.is_control:
+            raise KafkaApiError(ErrorCode.INVALID_RECORD, "clients may not produce control batches")
+        batches.append((bytearray(view[pos : pos + header.size]), header))
+        pos += header.size
+    if not batches:
+        raise KafkaApiError(ErrorCode.CORRUPT_MESSAGE, "produce request carries no record batch")
+    return batches
+
+
+def assign_offset(batch: bytearray, base_offset: int, leader_epoch: int) -> None:
+    """Rewrite the two broker-owned header fields; the CRC does not cover them."""
+    struct.pack_into(">q", batch, 0, base_offset)
+    struct.pack_into(">i", batch, 12, leader_epoch)
+
+
+def first_offset_at_or_after_timestamp(batch: bytes, timestamp: int) -> tuple[int, int] | None:
+    """(offset, timestamp) of the first record in the batch whose timestamp is >= timestamp."""
+    from kafka.record.default_records import DefaultRecordBatch
+
+    for record in DefaultRecordBatch(bytearray(batch)):
+        if record.timestamp >= timestamp:
+            return record.offset, record.timestamp
+    return None

@@ -1,0 +1,257 @@
+"""The log of one topic partition: an ordered list of segments, the last one active.
+
+Owns offsets (log start, log end = high watermark on a single node), segment rolling,
+retention, flushing, and the partition's idempotent-producer state. Appends are
+all-or-nothing per produce request: every batch is validated before any byte is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+
+from . import batches
+from .batches import BatchHeader
+from .files import read_json, write_json_atomically
+from .producer_state import ProducerStateTable
+from .segment import Segment, segment_name
+
+LEADER_EPOCH = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettings:
+    """Per-topic log settings, resolved from topic configs and broker defaults."""
+
+    segment_bytes: int
+    segment_ms: int
+    retention_ms: int
+    retention_bytes: int
+    index_interval_bytes: int
+    flush_messages: int
+    max_message_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    log_start_offset: int
+    duplicate: bool = False
+
+
+class PartitionLog:
+    def __init__(self, directory: Path, settings: LogSettings) -> None:
+        self.directory = directory
+        self.settings = settings
+        self.segments: list[Segment] = []
+        self.producers = ProducerStateTable()
+        self._unflushed_messages = 0
+        self._waiters: list[asyncio.Future[None]] = []
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path, settings: LogSettings) -> PartitionLog:
+        directory.mkdir(parents=True, exist_ok=True)
+        log = cls(directory, settings)
+        bases = sorted(int(p.stem) for p in directory.glob("*.log"))
+        if not bases:
+            log.segments.append(Segment.create(directory, 0, settings.index_interval_bytes))
+            return log
+        for i, base in enumerate(bases):
+            active = i == len(bases) - 1
+            log.segments.append(Segment.load(directory, base, settings.index_interval_bytes, active))
+        log._restore_producer_state()
+        return log
+
+    def close(self) -> None:
+        for segment in self.segments:
+            segment.close()
+
+    def delete(self) -> None:
+        for segment in self.segments:
+            segment.delete()
+        for path in self.directory.glob("*"):
+            path.unlink(missing_ok=True)
+        self.directory.rmdir()
+
+    # -- offsets --------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    # -- producer state -------------------------------------------------------------------
+
+    def _snapshot_path(self, offset: int) -> Path:
+        return self.directory / f"{segment_name(offset)}.producers.json"
+
+    def _restore_producer_state(self) -> None:
+        active = self.segments[-1]
+        snapshot = self._snapshot_path(active.base_offset)
+        if snapshot.exists():
+            self.producers = ProducerStateTable.from_json(read_json(snapshot))
+            replay = [active]
+        else:
+            replay = self.segments
+        for segment in replay:
+            for header in segment.headers():
+                self.producers.record(header, header.base_offset)
+
+    # -- writing --------------------------------------------------------------------------
+
+    def append(self, incoming: list[tuple[bytearray, BatchHeader]], now_ms: int) -> AppendResult:
+        """Append a produce request's batches, or raise without writing anything."""
+        for _, header in incoming:
+            if header.size > self.settings.max_message_bytes:
+                raise KafkaApiError(
+                    ErrorCode.MESSAGE_TOO_LARGE,
+                    f"record batch of {header.size} bytes exceeds "
+                    f"max.message.bytes={self.settings.max_message_bytes}",
+                )
+        if len(incoming) == 1:
+            duplicate = self.producers.check(incoming[0][1])
+            if duplicate is not None:
+                return AppendResult(duplicate.base_offset, self.log_start_offset, duplicate=True)
+        else:
+            for _, header in incoming:
+                if self.producers.check(header) is not None:
+                    raise KafkaApiError(
+                        ErrorCode.DUPLICATE_SEQUENCE_NUMBER, "a duplicate batch inside a multi-batch request"
+                    )
+        first_offset = self.log_end_offset
+        for batch, header in incoming:
+            base = self.log_end_offset
+            batches.assign_offset(batch, base, LEADER_EPOCH)
+            stored = batches.read_header(batch)
+            self._maybe_roll(stored.size, now_ms)
+            self.segments[-1].append(batch, stored)
+            self.producers.record(header, base)
+            self._unflushed_messages += header.records_count
+        if self._unflushed_messages >= self.settings.flush_messages:
+            self.flush()
+        self.wake_waiters()
+        return AppendResult(first_offset, self.log_start_offset)
+
+    def _maybe_roll(self, incoming_bytes: int, now_ms: int) -> None:
+        active = self.segments[-1]
+        if active.size == 0:
+            return
+        too_big = active.size + incoming_bytes > self.settings.segment_bytes
+        too_old = now_ms - active.created_at * 1000 > self.settings.segment_ms
+        if not (too_big or too_old):
+            return
+        active.seal()
+        next_base = active.next_offset
+        # The snapshot comes first: a crash between the two leaves a snapshot for a
+        # segment that does not exist yet, which the next roll simply overwrites.
+        write_json_atomically(self._snapshot_path(next_base), self.producers.to_json())
+        self.segments.append(Segment.create(self.directory, next_base, self.settings.index_interval_bytes))
+
+    def flush(self) -> None:
+        self.segments[-1].flush()
+        self._unflushed_messages = 0
+
+    # -- retention ------------------------------------------------------------------------
+
+    def enforce_retention(self, now_ms: int) -> int:
+        """Delete whole sealed segments past retention.ms or retention.bytes; returns the count."""
+        deleted = 0
+        while len(self.segments) > 1:
+            oldest = self.segments[0]
+            expired = (
+                self.settings.retention_ms >= 0
+                and oldest.max_timestamp >= 0
+                and now_ms - oldest.max_timestamp > self.settings.retention_ms
+            )
+            oversize = (
+                self.settings.retention_bytes >= 0
+                and self.size_bytes - oldest.size >= self.settings.retention_bytes
+            )
+            if not (expired or oversize):
+                break
+            self.segments.pop(0)
+            oldest.delete()
+            self._snapshot_path(oldest.base_offset).unlink(missing_ok=True)
+            deleted += 1
+        return deleted
+
+    # -- reading --------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Batches from the one containing `offset`; OFFSET_OUT_OF_RANGE outside the log."""
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise KafkaApiError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is outside [{self.log_start_offset}, {self.log_end_offset}]",
+            )
+        for segment in self._segments_from(offset):
+            position = segment.position_of(offset)
+            if position is not None:
+                return segment.read(position, max_bytes)
+        return b""
+
+    def _segments_from(self, offset: int) -> list[Segment]:
+        for i in range(len(self.segments) - 1, -1, -1):
+            if self.segments[i].base_offset <= offset:
+                return self.segments[i:]
+        return self.segments
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with a timestamp >= `timestamp`."""
+        for segment in self.segments:
+            position = segment.position_of_timestamp(timestamp)
+            while position is not None and position < segment.size:
+                found = batches.first_offset_at_or_after_timestamp(segment.read_batch(position), timestamp)
+                if found is not None:
+                    return found
+                position += batches.read_header(segment.read_batch(position)).size
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
+        best: tuple[int, int] | None = None
+        for segment in self.segments:
+            if segment.max_timestamp < 0 or (best is not None and segment.max_timestamp <= best[1]):
+                continue
+            position = segment.position_of_timestamp(segment.max_timestamp)
+            if position is not None:
+                found = batches.first_offset_at_or_after_timestamp(
+                    segment.read_batch(position), segment.max_timestamp
+                )
+                if found is not None:
+                    best = found
+        return best
+
+    # -- long polling ---------------------------------------------------------------------
+
+    def wait_for_append(self) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        return future
+
+    def wake_waiters(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

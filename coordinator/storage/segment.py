@@ -1,0 +1,259 @@
+"""One log segment: a file of record batches in Kafka's on-disk format and its sparse index.
+
+`<base offset>.log` holds the batches back to back, byte for byte as Kafka stores them.
+`<base offset>.index` holds one 16-byte entry per `index_interval` bytes of log:
+(batch base offset - segment base, file position, largest timestamp before that batch).
+The largest-timestamp-so-far column is monotonic, so one index serves lookups by offset
+and by timestamp. The index is a cache: it is rebuilt from the log whenever it is missing,
+inconsistent, or belongs to the active segment after a restart.
+
+Recovery reads the log from the start, checks each batch's length, magic, offsets and
+CRC, and truncates at the first torn or corrupt batch: with writes completed before an
+acknowledgement, a `kill -9` can only leave a partial tail, never damage acknowledged data.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import time
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator
+from pathlib import Path
+
+from . import batches
+from .batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+
+_INDEX_ENTRY = struct.Struct(">IIq")
+NO_TIMESTAMP = -1
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+class Segment:
+    """An open segment. Only the last segment of a partition is appended to."""
+
+    def __init__(self, directory: Path, base_offset: int, index_interval: int) -> None:
+        self.base_offset = base_offset
+        self.log_path = directory / f"{segment_name(base_offset)}.log"
+        self.index_path = directory / f"{segment_name(base_offset)}.index"
+        self.index_interval = index_interval
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.next_offset = base_offset
+        self.max_timestamp = NO_TIMESTAMP
+        self.created_at = time.time()
+        self._index_offsets = array("q")
+        self._index_positions = array("q")
+        self._index_max_ts_before = array("q")
+        self._bytes_since_index = 0
+        self._index_file = None
+
+    # -- opening --------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, index_interval: int) -> Segment:
+        segment = cls(directory, base_offset, index_interval)
+        segment._open_index_for_append(truncate=True)
+        return segment
+
+    @classmethod
+    def load(cls, directory: Path, base_offset: int, index_interval: int, active: bool) -> Segment:
+        """Open an existing segment; the active one (or one with a bad index) is recovered."""
+        segment = cls(directory, base_offset, index_interval)
+        segment.created_at = os.stat(segment.log_path).st_mtime
+        if active or not segment._load_index():
+            segment.recover()
+        if active:
+            segment._open_index_for_append(truncate=False)
+        return segment
+
+    def _load_index(self) -> bool:
+        """Trust the index of a sealed segment if it is consistent with the log's size."""
+        try:
+            raw = self.index_path.read_bytes()
+        except FileNotFoundError:
+            return False
+        if not raw or len(raw) % _INDEX_ENTRY.size:
+            return False
+        last_position = -1
+        for rel, position, max_ts in _INDEX_ENTRY.iter_unpack(raw):
+            if position <= last_position or position >= self.size:
+                return False
+            self._append_index_entry(self.base_offset + rel, position, max_ts, write=False)
+            last_position = position
+        self.max_timestamp = self._index_max_ts_before[-1]
+        # The tail past the last index entry tells next_offset and the max timestamp.
+        return self._scan(self._index_positions[-1], validate=False, truncate=False)
+
+    def recover(self) -> int:
+        """Rebuild the index from the log, truncating a torn or corrupt tail; returns bytes cut."""
+        self._index_offsets = array("q")
+        self._index_positions = array("q")
+        self._index_max_ts_before = array("q")
+        self._bytes_since_index = 0
+        self.max_timestamp = NO_TIMESTAMP
+        self.next_offset = self.base_offset
+        before = self.size
+        self._scan(0, validate=True, truncate=True)
+        self._rewrite_index()
+        return before - self.size
+
+    def _scan(self, start: int, validate: bool, truncate: bool) -> bool:
+        """Walk batches from `start` to the end of the file, indexing any not yet indexed."""
+        if self.size == 0:
+            return True
+        with mmap.mmap(self._fd, self.size, access=mmap.ACCESS_READ) as view:
+            pos = start
+            while pos < self.size:
+                header = self._valid_header_at(view, pos, validate)
+                if header is None:
+                    if not truncate:
+                        return False
+                    os.ftruncate(self._fd, pos)
+                    self.size = pos
+                    break
+                if not self._index_positions or pos > self._index_positions[-1]:
+                    self._note_batch(header, pos)
+                else:  # the batch at the last index entry was indexed already
+                    self.next_offset = header.next_offset
+                    self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
+                pos += header.size
+        return True
+
+    def _valid_header_at(self, view: mmap.mmap, pos: int, validate: bool) -> BatchHeader | None:
+        if self.size - pos < HEADER_SIZE:
+            return None
+        header = batches.read_header(view, pos)
+        if (
+            header.magic != batches.CURRENT_MAGIC
+            or header.batch_length < HEADER_SIZE - LOG_OVERHEAD
+            or pos + header.size > self.size
+            or header.base_offset < self.next_offset
+            or header.last_offset_delta < 0
+        ):
+            return None
+        if validate and not batches.crc_is_valid(view, pos, header):
+            return None
+        return header
+
+    # -- index ----------------------------------------------------------------------------
+
+    def _open_index_for_append(self, truncate: bool) -> None:
+        self._index_file = open(self.index_path, "wb" if truncate else "ab")  # noqa: SIM115
+
+    def _rewrite_index(self) -> None:
+        with open(self.index_path, "wb") as handle:
+            for offset, position, max_ts in zip(
+                self._index_offsets, self._index_positions, self._index_max_ts_before, strict=True
+            ):
+                handle.write(_INDEX_ENTRY.pack(offset - self.base_offset, position, max_ts))
+
+    def _append_index_entry(self, offset: int, position: int, max_ts_before: int, write: bool) -> None:
+        self._index_offsets.append(offset)
+        self._index_positions.append(position)
+        self._index_max_ts_before.append(max_ts_before)
+        if write and self._index_file is not None:
+            self._index_file.write(_INDEX_ENTRY.pack(offset - self.base_offset, position, max_ts_before))
+
+    def _note_batch(self, header: BatchHeader, position: int) -> None:
+        if not self._index_positions or self._bytes_since_index >= self.index_interval:
+            self._append_index_entry(header.base_offset, position, self.max_timestamp, write=True)
+            self._bytes_since_index = 0
+        self._bytes_since_index += header.size
+        self.next_offset = header.next_offset
+        self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
+
+    # -- writing --------------------------------------------------------------------------
+
+    def append(self, batch: bytes | bytearray, header: BatchHeader) -> None:
+        view = memoryview(batch)
+        written = 0
+        while written < len(view):
+            written += os.pwrite(self._fd, view[written:], self.size + written)
+        position = self.size
+        self.size += len(view)
+        self._note_batch(header, position)
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+        if self._index_file is not None:
+            self._index_file.flush()
+
+    def seal(self) -> None:
+        """The segment stops being active: make it and its index durable."""
+        self.flush()
+        if self._index_file is not None:
+            os.fsync(self._index_file.fileno())
+            self._index_file.close()
+            self._index_file = None
+
+    def close(self) -> None:
+        if self._index_file is not None:
+            self._index_file.close()
+            self._index_file = None
+        os.close(self._fd)
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.log_path, self.index_path):
+            path.unlink(missing_ok=True)
+
+    # -- reading --------------------------------------------------------------------------
+
+    def _header_at(self, position: int) -> BatchHeader:
+        return batches.read_header(os.pread(self._fd, HEADER_SIZE, position))
+
+    def position_of(self, offset: int) -> int | None:
+        """File position of the batch containing `offset`, or None if past this segment."""
+        if offset >= self.next_offset:
+            return None
+        slot = bisect_right(self._index_offsets, offset) - 1
+        position = self._index_positions[max(slot, 0)]
+        while position < self.size:
+            header = self._header_at(position)
+            if header.last_offset >= offset:
+                return position
+            position += header.size
+        return None
+
+    def position_of_timestamp(self, timestamp: int) -> int | None:
+        """Position of the first batch whose max timestamp is >= `timestamp`."""
+        if self.max_timestamp < timestamp:
+            return None
+        slot = bisect_right(self._index_max_ts_before, timestamp - 1) - 1
+        position = self._index_positions[max(slot, 0)]
+        while position < self.size:
+            header = self._header_at(position)
+            if header.max_timestamp >= timestamp:
+                return position
+            position += header.size
+        return None
+
+    def headers(self) -> Iterator[BatchHeader]:
+        position = 0
+        while position < self.size:
+            header = self._header_at(position)
+            yield header
+            position += header.size
+
+    def read_batch(self, position: int) -> bytes:
+        header = self._header_at(position)
+        return os.pread(self._fd, header.size, position)
+
+    def read(self, position: int, max_bytes: int) -> bytes:
+        """Whole batches from `position`, up to `max_bytes`, but at least one batch (KIP-74)."""
+        chunk = os.pread(self._fd, max(max_bytes, LOG_OVERHEAD), position)
+        end = 0
+        while end + LOG_OVERHEAD <= len(chunk):
+            (length,) = struct.unpack_from(">i", chunk, end + 8)
+            if end + LOG_OVERHEAD + length > len(chunk):
+                break
+            end += LOG_OVERHEAD + length
+        if end == 0:
+            return self.read_batch(position)
+        return chunk[:end]

@@ -1,0 +1,163 @@
+"""Topics on disk: names, persistent topic ids, partition counts, configs and their logs.
+
+Layout under the data directory:
+    topics/<name>/topic.json      {"name", "topic_id", "partitions", "configs"} (atomic writes)
+    topics/<name>/<partition>/    that partition's segments
+A topic is deleted by renaming its directory into `deleted/` first (atomic), then removing
+it, so a crash never leaves half a topic behind.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+
+from .files import fsync_dir, read_json, write_json_atomically
+from .partition_log import LogSettings, PartitionLog
+
+LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME_LENGTH = 249
+MAX_PARTITIONS = 10000
+
+
+def validate_topic_name(name: str | None) -> str:
+    if not name:
+        raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, "topic name is empty")
+    if name in (".", ".."):
+        raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name {name!r} is not allowed")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise KafkaApiError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters"
+        )
+    if not LEGAL_TOPIC_NAME.match(name):
+        raise KafkaApiError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"topic name {name!r} has characters other than ASCII letters, digits, '.', '_' and '-'",
+        )
+    return name
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    configs: dict[str, str]
+    directory: Path
+    partitions: list[PartitionLog] = field(default_factory=list)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name.startswith("__")
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "topic_id": str(self.topic_id),
+            "partitions": len(self.partitions),
+            "configs": self.configs,
+        }
+
+
+class TopicStore:
+    def __init__(self, root: Path, settings_for: Callable[[dict[str, str]], LogSettings]) -> None:
+        self.root = root
+        self.topics_dir = root / "topics"
+        self.deleted_dir = root / "deleted"
+        self._settings_for = settings_for
+        self.topics: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+
+    def open(self) -> None:
+        self.topics_dir.mkdir(parents=True, exist_ok=True)
+        if self.deleted_dir.exists():
+            shutil.rmtree(self.deleted_dir)
+        for meta in sorted(self.topics_dir.glob("*/topic.json")):
+            data = read_json(meta)
+            topic = Topic(data["name"], uuid.UUID(data["topic_id"]), dict(data["configs"]), meta.parent)
+            settings = self._settings_for(topic.configs)
+            topic.partitions = [
+                PartitionLog.open(meta.parent / str(p), settings) for p in range(int(data["partitions"]))
+            ]
+            self._add(topic)
+
+    def close(self) -> None:
+        for topic in self.topics.values():
+            for partition in topic.partitions:
+                partition.close()
+
+    def _add(self, topic: Topic) -> None:
+        self.topics[topic.name] = topic
+        self._by_id[topic.topic_id] = topic
+
+    def get(self, name: str) -> Topic | None:
+        return self.topics.get(name)
+
+    def by_id(self, topic_id: uuid.UUID | None) -> Topic | None:
+        return self._by_id.get(topic_id) if topic_id is not None else None
+
+    def partition(self, name: str, index: int) -> PartitionLog:
+        topic = self.topics.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{name}-{index} does not exist")
+        return topic.partitions[index]
+
+    def check_new_topic(self, name: str, partitions: int) -> None:
+        validate_topic_name(name)
+        if name in self.topics:
+            raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        if not 1 <= partitions <= MAX_PARTITIONS:
+            raise KafkaApiError(
+                ErrorCode.INVALID_PARTITIONS,
+                f"number of partitions must be 1..{MAX_PARTITIONS}, not {partitions}",
+            )
+
+    def create(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
+        self.check_new_topic(name, partitions)
+        directory = self.topics_dir / name
+        directory.mkdir(parents=True)
+        topic = Topic(name, uuid.uuid4(), dict(configs), directory)
+        settings = self._settings_for(topic.configs)
+        topic.partitions = [PartitionLog.open(directory / str(p), settings) for p in range(partitions)]
+        write_json_atomically(directory / "topic.json", {**topic.describe(), "partitions": partitions})
+        fsync_dir(self.topics_dir)
+        self._add(topic)
+        return topic
+
+    def add_partitions(self, name: str, total: int) -> Topic:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        if total <= len(topic.partitions):
+            raise KafkaApiError(
+                ErrorCode.INVALID_PARTITIONS,
+                f"topic {name!r} has {len(topic.partitions)} partitions; the new count must be larger, not {total}",
+            )
+        if total > MAX_PARTITIONS:
+            raise KafkaApiError(ErrorCode.INVALID_PARTITIONS, f"at most {MAX_PARTITIONS} partitions")
+        settings = self._settings_for(topic.configs)
+        for p in range(len(topic.partitions), total):
+            topic.partitions.append(PartitionLog.open(topic.directory / str(p), settings))
+        write_json_atomically(topic.directory / "topic.json", topic.describe())
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        for partition in topic.partitions:
+            partition.close()
+            partition.wake_waiters()
+        self.deleted_dir.mkdir(exist_ok=True)
+        graveyard = self.deleted_dir / f"{name}-{topic.topic_id.hex}"
+        topic.directory.rename(graveyard)
+        fsync_dir(self.topics_dir)
+        shutil.rmtree(graveyard, ignore_errors=True)
+        del self.topics[name]
+        del self._by_id[topic.topic_id]
+        return topic
