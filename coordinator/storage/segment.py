@@ -14,6 +14,7 @@ acknowledgement, a `kill -9` can only leave a partial tail, never damage acknowl
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import struct
@@ -26,6 +27,7 @@ from pathlib import Path
 from . import batches
 from .batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 
+log = logging.getLogger(__name__)
 _INDEX_ENTRY = struct.Struct(">IIq")
 NO_TIMESTAMP = -1
 
@@ -67,7 +69,9 @@ class Segment:
         segment = cls(directory, base_offset, index_interval)
         segment.created_at = os.stat(segment.log_path).st_mtime
         if active or not segment._load_index():
-            segment.recover()
+            cut = segment.recover()
+            if cut:
+                log.warning("recovered %s: truncated %d bytes of torn or corrupt tail", segment.log_path, cut)
         if active:
             segment._open_index_for_append(truncate=False)
         return segment

@@ -1,0 +1,147 @@
+"""Producing and consuming with each real client the project supports.
+
+Every function talks to a real coordinator over TCP through the client library itself:
+confluent-kafka (librdkafka), kafka-python, aiokafka, and the kcat command line.
+Consumers read assigned partitions (no group) until they hold `expected` records or the
+deadline passes, and return (partition, offset, key, value) tuples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import Sequence
+
+Record = tuple[int, int, bytes | None, bytes]
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def produce_confluent(bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none",
+                      **config: object) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "acks": "all",
+                         "enable.idempotence": True, "linger.ms": 5, **config})
+    errors: list[object] = []
+    for key, value in items:
+        producer.produce(topic, value=value, key=key, on_delivery=lambda err, msg: err and errors.append(err))
+        producer.poll(0)
+    assert producer.flush(30) == 0, "confluent-kafka producer did not deliver everything"
+    assert not errors, errors
+
+
+def consume_confluent(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30) -> list[Record]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused-assign-only",
+                         "enable.auto.commit": False, "check.crcs": True})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: list[Record] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < expected and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            assert msg.error() is None, msg.error()
+            out.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
+    finally:
+        consumer.close()
+    return out
+
+
+def produce_kafka_python(bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none") -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all",
+                             compression_type=None if codec == "none" else codec)
+    futures = [producer.send(topic, key=key, value=value) for key, value in items]
+    producer.flush(30)
+    for future in futures:
+        future.get(timeout=30)
+    producer.close()
+
+
+def consume_kafka_python(bootstrap: str, topic: str, partitions: int, expected: int,
+                         timeout: float = 30) -> list[Record]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", check_crcs=True,
+                             enable_auto_commit=False)
+    consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+    out: list[Record] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < expected and time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=500).values():
+                out.extend((m.partition, m.offset, m.key, m.value) for m in batch)
+    finally:
+        consumer.close()
+    return out
+
+
+async def _produce_aiokafka(bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True,
+                                compression_type=None if codec == "none" else codec)
+    await producer.start()
+    try:
+        futures = [await producer.send(topic, key=key, value=value) for key, value in items]
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+
+
+def produce_aiokafka(bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none") -> None:
+    asyncio.run(_produce_aiokafka(bootstrap, topic, items, codec))
+
+
+async def _consume_aiokafka(bootstrap: str, topic: str, partitions: int, expected: int,
+                            timeout: float) -> list[Record]:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", check_crcs=True,
+                                enable_auto_commit=False)
+    await consumer.start()
+    consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+    out: list[Record] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < expected and time.monotonic() < deadline:
+            for batch in (await consumer.getmany(timeout_ms=500)).values():
+                out.extend((m.partition, m.offset, m.key, m.value) for m in batch)
+    finally:
+        await consumer.stop()
+    return out
+
+
+def consume_aiokafka(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30) -> list[Record]:
+    return asyncio.run(_consume_aiokafka(bootstrap, topic, partitions, expected, timeout))
+
+
+def produce_kcat(bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none") -> None:
+    lines = b"".join(key + b"\t" + value + b"\n" for key, value in items)
+    subprocess.run(["kcat", "-b", bootstrap, "-P", "-t", topic, "-K", "\t", "-z", codec,
+                    "-X", "acks=all"], input=lines, check=True, timeout=60, capture_output=True)
+
+
+def consume_kcat(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30) -> list[Record]:
+    out: list[Record] = []
+    for partition in range(partitions):
+        result = subprocess.run(
+            ["kcat", "-b", bootstrap, "-C", "-t", topic, "-p", str(partition), "-o", "beginning", "-e",
+             "-X", "check.crcs=true", "-f", "%p\t%o\t%k\t%s\n"],
+            check=True, timeout=timeout, capture_output=True,
+        )
+        for line in result.stdout.splitlines():
+            p, o, k, v = line.split(b"\t", 3)
+            out.append((int(p), int(o), k, v))
+    return out
+
+
+PRODUCERS = {"confluent-kafka": produce_confluent, "kafka-python": produce_kafka_python,
+             "aiokafka": produce_aiokafka, "kcat": produce_kcat}
+CONSUMERS = {"confluent-kafka": consume_confluent, "kafka-python": consume_kafka_python,
+             "aiokafka": consume_aiokafka, "kcat": consume_kcat}

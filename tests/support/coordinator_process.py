@@ -1,0 +1,92 @@
+"""A coordinator running as a real subprocess, for tests and benchmarks.
+
+It listens on a port the OS picks (read back from its first line of output), keeps its
+data in a directory the caller owns, and can be stopped gracefully, killed with SIGKILL,
+paused with SIGSTOP and restarted on the same port and data.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+_READY = re.compile(r"listening on (\S+):(\d+) ")
+
+
+class CoordinatorProcess:
+    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None, log_path: Path | None = None):
+        self.data_dir = Path(data_dir)
+        self.overrides = dict(overrides or {})
+        self.log_path = log_path or self.data_dir.parent / f"{self.data_dir.name}-coordinator.log"
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> CoordinatorProcess:
+        command = [sys.executable, "-m", "connect_rebalance.cli", "coordinator",
+                   "--listen", f"127.0.0.1:{self.port}", "--data-dir", str(self.data_dir)]
+        for name, value in self.overrides.items():
+            command += ["-o", f"{name}={value}"]
+        log_file = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child from here on
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file)
+        log_file.close()
+        deadline = time.monotonic() + timeout
+        line = b""
+        assert self.process.stdout is not None
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.process.stdout], [], [], 0.2)
+            if ready:
+                line = self.process.stdout.readline()
+                match = _READY.search(line.decode(errors="replace"))
+                if match:
+                    self.port = int(match.group(2))
+                    return self
+            if self.process.poll() is not None:
+                break
+        self.kill()
+        raise RuntimeError(f"coordinator did not start: {line!r}\n{self.log_path.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL: no flush, no clean shutdown."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        return self.process.returncode
+
+    def pause(self) -> None:
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGCONT)
+
+    def restart(self) -> CoordinatorProcess:
+        self.stop()
+        return self.start()
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")

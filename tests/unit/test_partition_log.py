@@ -1,0 +1,155 @@
+"""The partition log on disk: appends, segment rolls, recovery after a torn write, index
+rebuilds, timestamp lookups, retention and idempotent-producer state across restarts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+from coordinator.storage import batches
+from coordinator.storage.partition_log import LogSettings, PartitionLog
+from tests.support.batches import make_batch
+
+pytestmark = pytest.mark.unit
+
+
+def settings(**overrides: int) -> LogSettings:
+    values = dict(segment_bytes=2000, segment_ms=10**12, retention_ms=-1, retention_bytes=-1,
+                  index_interval_bytes=300, flush_messages=2**62, max_message_bytes=1 << 20)
+    values.update(overrides)
+    return LogSettings(**values)
+
+
+def append_values(log: PartitionLog, values: list[bytes], **batch_args: int) -> int:
+    return log.append(batches.split_batches(make_batch(values, **batch_args)), now_ms=0).base_offset
+
+
+def read_all_values(log: PartitionLog) -> list[bytes]:
+    from kafka.record.memory_records import MemoryRecords
+
+    out, offset = [], log.log_start_offset
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20)
+        records = MemoryRecords(data)
+        while records.has_next():
+            batch = records.next_batch()
+            for record in batch:
+                if record.offset >= offset:
+                    out.append(record.value)
+            offset = batch.next_offset
+    return out
+
+
+def test_appends_roll_segments_and_every_offset_reads_back(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path, settings(segment_bytes=1000))
+    expected = []
+    for i in range(60):
+        values = [f"v{i}-{j}".encode() for j in range(3)]
+        assert append_values(log, values) == 3 * i
+        expected += values
+    assert len(log.segments) > 3, "small segment.bytes must roll segments"
+    assert log.log_end_offset == 180
+    assert read_all_values(log) == expected
+    for offset in range(180):  # the batch containing each offset is found through the index
+        first = batches.read_header(log.read(offset, 1))
+        assert first.base_offset <= offset <= first.last_offset
+    log.close()
+    reopened = PartitionLog.open(tmp_path, settings(segment_bytes=1000))
+    assert reopened.log_end_offset == 180 and read_all_values(reopened) == expected
+
+
+@pytest.mark.parametrize("damage", ["partial batch", "garbage", "flipped byte in last batch"])
+def test_recovery_truncates_a_torn_tail_and_keeps_complete_batches(tmp_path: Path, damage: str) -> None:
+    log = PartitionLog.open(tmp_path, settings(segment_bytes=1 << 20))
+    for i in range(10):
+        append_values(log, [f"r{i}".encode()])
+    last_good_size = log.segments[-1].size
+    log.close()
+    path = tmp_path / "00000000000000000000.log"
+    with open(path, "r+b") as handle:
+        if damage == "partial batch":
+            handle.seek(0, os.SEEK_END)
+            handle.write(make_batch([b"torn"])[:40])
+        elif damage == "garbage":
+            handle.seek(0, os.SEEK_END)
+            handle.write(os.urandom(500))
+        else:
+            handle.seek(last_good_size - 3)
+            handle.write(b"\xff")
+    reopened = PartitionLog.open(tmp_path, settings(segment_bytes=1 << 20))
+    kept = 9 if damage == "flipped byte in last batch" else 10
+    assert reopened.log_end_offset == kept
+    assert read_all_values(reopened) == [f"r{i}".encode() for i in range(kept)]
+    assert append_values(reopened, [b"after"]) == kept
+
+
+def test_a_missing_or_inconsistent_index_of_a_sealed_segment_is_rebuilt(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path, settings())
+    for i in range(40):
+        append_values(log, [f"x{i}".encode(), b"y"])
+    expected = read_all_values(log)
+    log.close()
+    indexes = sorted(tmp_path.glob("*.index"))
+    indexes[0].unlink()
+    indexes[1].write_bytes(b"\x00" * 15)
+    reopened = PartitionLog.open(tmp_path, settings())
+    assert read_all_values(reopened) == expected
+    assert indexes[0].exists()
+
+
+def test_offsets_for_timestamps_find_the_first_record_at_or_after(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path, settings())
+    for i in range(30):
+        base = 1_000_000 + i * 100
+        log.append(batches.split_batches(make_batch([b"a", b"b"], timestamps=[base, base + 50])), now_ms=0)
+    assert log.offset_for_timestamp(0) == (0, 1_000_000)
+    assert log.offset_for_timestamp(1_000_051) == (2, 1_000_100)
+    assert log.offset_for_timestamp(1_001_050) == (21, 1_001_050)
+    assert log.offset_for_timestamp(10**12) is None
+    assert log.max_timestamp_offset() == (59, 1_002_950)
+
+
+def test_retention_by_bytes_and_by_time_deletes_whole_old_segments(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path, settings(retention_bytes=3000))
+    for i in range(60):
+        append_values(log, [f"v{i}".encode() * 20])
+    segments_before = len(log.segments)
+    assert log.enforce_retention(now_ms=0) > 0
+    assert log.size_bytes < 3000 + 2000 and len(log.segments) < segments_before
+    assert log.log_start_offset > 0
+    with pytest.raises(KafkaApiError) as err:
+        log.read(0, 100)
+    assert err.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+    aged = PartitionLog.open(tmp_path / "aged", settings(retention_ms=1000))
+    for i in range(40):
+        aged.append(batches.split_batches(make_batch([b"old" * 30], timestamps=[5000 + i])), now_ms=0)
+    aged.enforce_retention(now_ms=5000 + 40 + 1000 + 1)
+    assert len(aged.segments) == 1, "every sealed segment is older than retention.ms"
+
+
+def test_idempotent_duplicates_and_sequence_gaps_survive_restart(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path, settings())
+    for seq in range(0, 300, 3):  # enough batches to roll segments and write snapshots
+        append_values(log, [b"a", b"b", b"c"], producer_id=7, producer_epoch=0, base_sequence=seq)
+    retry = batches.split_batches(make_batch([b"a", b"b", b"c"], producer_id=7, producer_epoch=0,
+                                             base_sequence=297))
+    assert log.append(retry, now_ms=0).duplicate
+    log.close()
+    for reopened_twice in range(2):
+        log = PartitionLog.open(tmp_path, settings())
+        result = log.append(batches.split_batches(make_batch([b"a", b"b", b"c"], producer_id=7, producer_epoch=0,
+                                                              base_sequence=297)), now_ms=0)
+        assert result.duplicate and result.base_offset == 297 and log.log_end_offset == 300
+        with pytest.raises(KafkaApiError) as gap:
+            append_values(log, [b"x"], producer_id=7, producer_epoch=0, base_sequence=305)
+        assert gap.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        with pytest.raises(KafkaApiError) as stale:
+            append_values(log, [b"x"], producer_id=7, producer_epoch=-1, base_sequence=300)
+        assert stale.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
+        log.close()
+        if reopened_twice == 0:  # the second pass has no snapshot for the active segment
+            for snapshot in tmp_path.glob("*.producers.json"):
+                snapshot.unlink()
