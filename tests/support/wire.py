@@ -1,0 +1,57 @@
+"""A raw Kafka-protocol connection for tests that need exact bytes on the wire."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+from connect_rebalance.protocol import codec
+from connect_rebalance.protocol.codec import RequestHeader
+
+
+class RawConnection:
+    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self._correlation = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def receive_frame(self) -> bytes | None:
+        """The next response frame without its size prefix, or None if the server closed."""
+        prefix = self._read_exactly(4)
+        if prefix is None:
+            return None
+        (size,) = struct.unpack(">i", prefix)
+        return self._read_exactly(size)
+
+    def _read_exactly(self, count: int) -> bytes | None:
+        chunks = b""
+        while len(chunks) < count:
+            try:
+                chunk = self.sock.recv(count - len(chunks))
+            except ConnectionResetError:
+                return None
+            if not chunk:
+                return None
+            chunks += chunk
+        return chunks
+
+    def is_closed_by_server(self) -> bool:
+        return self.receive_frame() is None
+
+    def request(self, api_key: int, version: int, fields: dict[str, Any]) -> Any:
+        self._correlation += 1
+        header = RequestHeader(api_key, version, self._correlation, "raw-test")
+        body = codec.build_request(api_key, version, fields)
+        self.send_raw(codec.encode_request_frame(header, body))
+        frame = self.receive_frame()
+        assert frame is not None, "server closed the connection"
+        correlation, response = codec.decode_response_body(api_key, version, frame)
+        assert correlation == self._correlation
+        return response
