@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
 from collections.abc import Callable
 
-from .broker import Broker
+from .broker import Broker, DataDirectoryLocked
 from .config import CoordinatorConfig
 from .server import CoordinatorServer
 
@@ -27,10 +28,8 @@ async def serve(
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        try:
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not in the main thread
             loop.add_signal_handler(signum, stop.set)
-        except (NotImplementedError, RuntimeError):  # not the main thread
-            pass
     try:
         await server.start()
         broker.start_background()
@@ -57,7 +56,7 @@ def run(config: CoordinatorConfig) -> int:
         asyncio.run(serve(config, announce))
     except KeyboardInterrupt:
         pass
-    except OSError as exc:
+    except (OSError, DataDirectoryLocked) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

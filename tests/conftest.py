@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.coordinator_process import CoordinatorProcess
+from connect_rebalance.processes import CoordinatorProcess
 
 
 @pytest.fixture

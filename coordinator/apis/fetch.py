@@ -122,10 +122,7 @@ def _list_offset(log: PartitionLog, timestamp: int) -> tuple[int, int]:
         return log.log_start_offset, -1
     if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         return -1, -1  # nothing is tiered
-    if timestamp == MAX_TIMESTAMP:
-        found = log.max_timestamp_offset()
-    else:
-        found = log.offset_for_timestamp(timestamp)
+    found = log.max_timestamp_offset() if timestamp == MAX_TIMESTAMP else log.offset_for_timestamp(timestamp)
     return found if found is not None else (-1, -1)
 
 

@@ -126,17 +126,7 @@ async def create_partitions(ctx: RequestContext, request: Any) -> dict[str, Any]
     for spec in request.topics:
         result: dict[str, Any] = {"name": spec.name, "error_code": 0, "error_message": None}
         try:
-            topic = broker.topics.get(spec.name)
-            if topic is None:
-                raise KafkaApiError(
-                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {spec.name!r} does not exist"
-                )
-            if spec.count <= len(topic.partitions):
-                raise KafkaApiError(
-                    ErrorCode.INVALID_PARTITIONS,
-                    f"topic {spec.name!r} has {len(topic.partitions)} partitions; "
-                    f"the new count must be larger, not {spec.count}",
-                )
+            broker.topics.check_partition_increase(spec.name, spec.count)
             for assignment in spec.assignments or []:
                 _check_replicas(ctx, list(assignment.broker_ids))
             if not request.validate_only:

@@ -129,17 +129,20 @@ class TopicStore:
         self._add(topic)
         return topic
 
-    def add_partitions(self, name: str, total: int) -> Topic:
+    def check_partition_increase(self, name: str, total: int) -> Topic:
         topic = self.topics.get(name)
         if topic is None:
             raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
-        if total <= len(topic.partitions):
+        if not len(topic.partitions) < total <= MAX_PARTITIONS:
             raise KafkaApiError(
                 ErrorCode.INVALID_PARTITIONS,
-                f"topic {name!r} has {len(topic.partitions)} partitions; the new count must be larger, not {total}",
+                f"topic {name!r} has {len(topic.partitions)} partitions; the new count must be larger "
+                f"and at most {MAX_PARTITIONS}, not {total}",
             )
-        if total > MAX_PARTITIONS:
-            raise KafkaApiError(ErrorCode.INVALID_PARTITIONS, f"at most {MAX_PARTITIONS} partitions")
+        return topic
+
+    def add_partitions(self, name: str, total: int) -> Topic:
+        topic = self.check_partition_increase(name, total)
         settings = self._settings_for(topic.configs)
         for p in range(len(topic.partitions), total):
             topic.partitions.append(PartitionLog.open(topic.directory / str(p), settings))

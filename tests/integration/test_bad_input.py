@@ -69,14 +69,32 @@ def test_corrupt_batch_is_refused_with_an_error_and_nothing_is_stored(coordinato
     batch[-1] ^= 0xFF  # the CRC no longer matches
     answers = []
     for records in (bytes(batch), bytes(batch[:30]), make_batch([b"ok"]) + b"\x00" * 7):
-        response = conn.request(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
-            {"name": "guarded", "partition_data": [{"index": 0, "records": records}]}]})
+        response = conn.request(
+            0,
+            9,
+            {
+                "transactional_id": None,
+                "acks": -1,
+                "timeout_ms": 5000,
+                "topic_data": [{"name": "guarded", "partition_data": [{"index": 0, "records": records}]}],
+            },
+        )
         part = response.responses[0].partition_responses[0]
         answers.append((part.error_code, part.error_message))
     assert [code for code, _ in answers] == [ErrorCode.CORRUPT_MESSAGE] * 3
     assert all(message for _, message in answers), "errors carry a message"
-    response = conn.request(0, 9, {"transactional_id": None, "acks": 7, "timeout_ms": 5000, "topic_data": [
-        {"name": "guarded", "partition_data": [{"index": 0, "records": make_batch([b"x"])}]}]})
+    response = conn.request(
+        0,
+        9,
+        {
+            "transactional_id": None,
+            "acks": 7,
+            "timeout_ms": 5000,
+            "topic_data": [
+                {"name": "guarded", "partition_data": [{"index": 0, "records": make_batch([b"x"])}]}
+            ],
+        },
+    )
     assert response.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_REQUIRED_ACKS
     conn.close()
     produce_confluent(coordinator.bootstrap, "guarded", [(b"k", b"good-2")])

@@ -38,11 +38,19 @@ def test_kill9_during_acks_all_loop_keeps_every_acknowledged_record(coordinator)
             else:
                 acked.append(int(msg.value()))
 
-    producer = Producer({
-        "bootstrap.servers": coordinator.bootstrap, "acks": "all", "enable.idempotence": True,
-        "linger.ms": 1, "batch.num.messages": 50, "message.timeout.ms": 120000,
-        "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 200, "topic.metadata.refresh.interval.ms": 500,
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": coordinator.bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 1,
+            "batch.num.messages": 50,
+            "message.timeout.ms": 120000,
+            "reconnect.backoff.ms": 50,
+            "reconnect.backoff.max.ms": 200,
+            "topic.metadata.refresh.interval.ms": 500,
+        }
+    )
     stop = threading.Event()
 
     def produce_loop() -> None:
@@ -60,7 +68,7 @@ def test_kill9_during_acks_all_loop_keeps_every_acknowledged_record(coordinator)
     thread.start()
     try:
         for kill_at in (TOTAL // 4, TOTAL // 2):
-            wait_until(lambda: len(acked) >= kill_at, 60, f"{kill_at} acknowledgements")
+            wait_until(lambda at=kill_at: len(acked) >= at, 60, f"{kill_at} acknowledgements")
             coordinator.kill()
             acked_before_kill = len(acked)
             coordinator.start()

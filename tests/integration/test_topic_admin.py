@@ -12,8 +12,8 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
 
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.processes import CoordinatorProcess
 from tests.support.clients import consume_confluent, produce_confluent
-from tests.support.coordinator_process import CoordinatorProcess
 
 pytestmark = pytest.mark.integration
 
@@ -71,7 +71,9 @@ def test_create_topics_validates_like_kafka(shared_coordinator) -> None:
     name, message = error_of(outcome["bad-config-value"])
     assert name == ErrorCode.INVALID_CONFIG and "retention.ms" in message
     assert error_of(outcome["zero-partitions"])[0] == ErrorCode.INVALID_PARTITIONS
-    assert error_of(create(b, NewTopic("good-topic", 1, 1))["good-topic"])[0] == ErrorCode.TOPIC_ALREADY_EXISTS
+    assert (
+        error_of(create(b, NewTopic("good-topic", 1, 1))["good-topic"])[0] == ErrorCode.TOPIC_ALREADY_EXISTS
+    )
     assert create(b, NewTopic("only-validated", 2, 1), validate_only=True)["only-validated"] is None
     assert "only-validated" not in admin(b).list_topics(timeout=10).topics
     metadata = admin(b).list_topics(timeout=10).topics["good-topic"]
@@ -146,8 +148,12 @@ def test_list_offsets_earliest_latest_and_by_timestamp(shared_coordinator) -> No
         producer.produce("timed", value=f"{i}".encode(), timestamp=base + i * 1000)
         producer.flush(10)
     tp = TopicPartition("timed", 0)
-    specs = {"earliest": OffsetSpec.earliest(), "latest": OffsetSpec.latest(),
-             "at 4.5s": OffsetSpec.for_timestamp(base + 4500), "max": OffsetSpec.max_timestamp()}
+    specs = {
+        "earliest": OffsetSpec.earliest(),
+        "latest": OffsetSpec.latest(),
+        "at 4.5s": OffsetSpec.for_timestamp(base + 4500),
+        "max": OffsetSpec.max_timestamp(),
+    }
     found = {name: admin(b).list_offsets({tp: spec})[tp].result(30) for name, spec in specs.items()}
     assert found["earliest"].offset == 0 and found["latest"].offset == 10
     assert found["at 4.5s"].offset == 5 and found["at 4.5s"].timestamp == base + 5000
@@ -188,9 +194,13 @@ def test_topic_ids_and_data_persist_across_a_graceful_restart(tmp_path) -> None:
     process = CoordinatorProcess(tmp_path / "data").start()
     client = AdminClient({"bootstrap.servers": process.bootstrap})
     try:
-        for future in client.create_topics([NewTopic("kept", 2, 1, config={"retention.ms": "123456789"})]).values():
+        for future in client.create_topics(
+            [NewTopic("kept", 2, 1, config={"retention.ms": "123456789"})]
+        ).values():
             future.result(30)
-        produce_confluent(process.bootstrap, "kept", [(str(i).encode(), f"v{i}".encode()) for i in range(100)])
+        produce_confluent(
+            process.bootstrap, "kept", [(str(i).encode(), f"v{i}".encode()) for i in range(100)]
+        )
         topic_id = str(client.describe_topics(TopicCollection(["kept"]))["kept"].result(30).topic_id)
         process.restart()
         again = client.describe_topics(TopicCollection(["kept"]))["kept"].result(30)

@@ -7,10 +7,17 @@ from collections.abc import Sequence
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 
-def make_batch(values: Sequence[bytes], timestamps: Sequence[int] | None = None, producer_id: int = -1,
-               producer_epoch: int = -1, base_sequence: int = -1, compression: int = 0) -> bytes:
-    builder = DefaultRecordBatchBuilder(2, compression, False, producer_id, producer_epoch, base_sequence,
-                                        batch_size=1 << 30)
+def make_batch(
+    values: Sequence[bytes],
+    timestamps: Sequence[int] | None = None,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    compression: int = 0,
+) -> bytes:
+    builder = DefaultRecordBatchBuilder(
+        2, compression, False, producer_id, producer_epoch, base_sequence, batch_size=1 << 30
+    )
     for i, value in enumerate(values):
         timestamp = timestamps[i] if timestamps is not None else 1_700_000_000_000 + i
         builder.append(i, timestamp, None, value, [])

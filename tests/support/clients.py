@@ -17,12 +17,21 @@ Record = tuple[int, int, bytes | None, bytes]
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
-def produce_confluent(bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none",
-                      **config: object) -> None:
+def produce_confluent(
+    bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none", **config: object
+) -> None:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "acks": "all",
-                         "enable.idempotence": True, "linger.ms": 5, **config})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "compression.type": codec,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            **config,
+        }
+    )
     errors: list[object] = []
     for key, value in items:
         producer.produce(topic, value=value, key=key, on_delivery=lambda err, msg: err and errors.append(err))
@@ -31,11 +40,19 @@ def produce_confluent(bootstrap: str, topic: str, items: Sequence[tuple[bytes, b
     assert not errors, errors
 
 
-def consume_confluent(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30) -> list[Record]:
+def consume_confluent(
+    bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30
+) -> list[Record]:
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused-assign-only",
-                         "enable.auto.commit": False, "check.crcs": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "unused-assign-only",
+            "enable.auto.commit": False,
+            "check.crcs": True,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out: list[Record] = []
     deadline = time.monotonic() + timeout
@@ -51,11 +68,14 @@ def consume_confluent(bootstrap: str, topic: str, partitions: int, expected: int
     return out
 
 
-def produce_kafka_python(bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none") -> None:
+def produce_kafka_python(
+    bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none"
+) -> None:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                             compression_type=None if codec == "none" else codec)
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", compression_type=None if codec == "none" else codec
+    )
     futures = [producer.send(topic, key=key, value=value) for key, value in items]
     producer.flush(30)
     for future in futures:
@@ -63,12 +83,14 @@ def produce_kafka_python(bootstrap: str, topic: str, items: Sequence[tuple[bytes
     producer.close()
 
 
-def consume_kafka_python(bootstrap: str, topic: str, partitions: int, expected: int,
-                         timeout: float = 30) -> list[Record]:
+def consume_kafka_python(
+    bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30
+) -> list[Record]:
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", check_crcs=True,
-                             enable_auto_commit=False)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", check_crcs=True, enable_auto_commit=False
+    )
     consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
     out: list[Record] = []
     deadline = time.monotonic() + timeout
@@ -81,11 +103,17 @@ def consume_kafka_python(bootstrap: str, topic: str, partitions: int, expected: 
     return out
 
 
-async def _produce_aiokafka(bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str) -> None:
+async def _produce_aiokafka(
+    bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str
+) -> None:
     from aiokafka import AIOKafkaProducer
 
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True,
-                                compression_type=None if codec == "none" else codec)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks="all",
+        enable_idempotence=True,
+        compression_type=None if codec == "none" else codec,
+    )
     await producer.start()
     try:
         futures = [await producer.send(topic, key=key, value=value) for key, value in items]
@@ -94,16 +122,20 @@ async def _produce_aiokafka(bootstrap: str, topic: str, items: Sequence[tuple[by
         await producer.stop()
 
 
-def produce_aiokafka(bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none") -> None:
+def produce_aiokafka(
+    bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none"
+) -> None:
     asyncio.run(_produce_aiokafka(bootstrap, topic, items, codec))
 
 
-async def _consume_aiokafka(bootstrap: str, topic: str, partitions: int, expected: int,
-                            timeout: float) -> list[Record]:
+async def _consume_aiokafka(
+    bootstrap: str, topic: str, partitions: int, expected: int, timeout: float
+) -> list[Record]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", check_crcs=True,
-                                enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", check_crcs=True, enable_auto_commit=False
+    )
     await consumer.start()
     consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
     out: list[Record] = []
@@ -117,23 +149,51 @@ async def _consume_aiokafka(bootstrap: str, topic: str, partitions: int, expecte
     return out
 
 
-def consume_aiokafka(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30) -> list[Record]:
+def consume_aiokafka(
+    bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30
+) -> list[Record]:
     return asyncio.run(_consume_aiokafka(bootstrap, topic, partitions, expected, timeout))
 
 
-def produce_kcat(bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none") -> None:
+def produce_kcat(
+    bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none"
+) -> None:
     lines = b"".join(key + b"\t" + value + b"\n" for key, value in items)
-    subprocess.run(["kcat", "-b", bootstrap, "-P", "-t", topic, "-K", "\t", "-z", codec,
-                    "-X", "acks=all"], input=lines, check=True, timeout=60, capture_output=True)
+    subprocess.run(
+        ["kcat", "-b", bootstrap, "-P", "-t", topic, "-K", "\t", "-z", codec, "-X", "acks=all"],
+        input=lines,
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
 
 
-def consume_kcat(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30) -> list[Record]:
+def consume_kcat(
+    bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30
+) -> list[Record]:
     out: list[Record] = []
     for partition in range(partitions):
         result = subprocess.run(
-            ["kcat", "-b", bootstrap, "-C", "-t", topic, "-p", str(partition), "-o", "beginning", "-e",
-             "-X", "check.crcs=true", "-f", "%p\t%o\t%k\t%s\n"],
-            check=True, timeout=timeout, capture_output=True,
+            [
+                "kcat",
+                "-b",
+                bootstrap,
+                "-C",
+                "-t",
+                topic,
+                "-p",
+                str(partition),
+                "-o",
+                "beginning",
+                "-e",
+                "-X",
+                "check.crcs=true",
+                "-f",
+                "%p\t%o\t%k\t%s\n",
+            ],
+            check=True,
+            timeout=timeout,
+            capture_output=True,
         )
         for line in result.stdout.splitlines():
             p, o, k, v = line.split(b"\t", 3)
@@ -141,7 +201,15 @@ def consume_kcat(bootstrap: str, topic: str, partitions: int, expected: int, tim
     return out
 
 
-PRODUCERS = {"confluent-kafka": produce_confluent, "kafka-python": produce_kafka_python,
-             "aiokafka": produce_aiokafka, "kcat": produce_kcat}
-CONSUMERS = {"confluent-kafka": consume_confluent, "kafka-python": consume_kafka_python,
-             "aiokafka": consume_aiokafka, "kcat": consume_kcat}
+PRODUCERS = {
+    "confluent-kafka": produce_confluent,
+    "kafka-python": produce_kafka_python,
+    "aiokafka": produce_aiokafka,
+    "kcat": produce_kcat,
+}
+CONSUMERS = {
+    "confluent-kafka": consume_confluent,
+    "kafka-python": consume_kafka_python,
+    "aiokafka": consume_aiokafka,
+    "kcat": consume_kcat,
+}

@@ -1,13 +1,11 @@
-"""The request frames captured from real clients (../shared/conformance/frames)."""
+"""The request frames captured from real clients (tests/fixtures/conformance-frames)."""
 
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 
-CONFORMANCE = Path(os.environ.get("CONFORMANCE_DIR", Path(__file__).resolve().parents[3] / "shared" / "conformance"))
-FRAMES_DIR = CONFORMANCE / "frames"
+FRAMES_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "conformance-frames"
 
 
 def captured_frames() -> list[Path]:

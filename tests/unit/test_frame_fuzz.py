@@ -31,7 +31,9 @@ FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCh
 class InProcessServer:
     def __init__(self, data_dir: Path) -> None:
         self.loop = asyncio.new_event_loop()
-        self.broker = Broker(CoordinatorConfig.from_settings({"log.dirs": str(data_dir), "listeners": "127.0.0.1:0"}))
+        self.broker = Broker(
+            CoordinatorConfig.from_settings({"log.dirs": str(data_dir), "listeners": "127.0.0.1:0"})
+        )
         self.broker.open()
         self.server = CoordinatorServer(self.broker)
 
@@ -39,7 +41,9 @@ class InProcessServer:
         return self.loop.run_until_complete(asyncio.wait_for(self.server._answer(frame, "fuzz"), 5))
 
     def stored_state(self) -> dict[str, list[int]]:
-        return {name: [p.log_end_offset for p in t.partitions] for name, t in self.broker.topics.topics.items()}
+        return {
+            name: [p.log_end_offset for p in t.partitions] for name, t in self.broker.topics.topics.items()
+        }
 
     def close(self) -> None:
         self.loop.run_until_complete(self.broker.close())
@@ -93,7 +97,9 @@ def test_bit_flipped_real_frames_never_crash_dispatch(server: InProcessServer, d
 
 @FUZZ
 @given(data=st.data(), garbage=st.binary(min_size=0, max_size=200))
-def test_real_headers_with_garbage_bodies_never_crash_dispatch(server: InProcessServer, data, garbage: bytes) -> None:  # type: ignore[no-untyped-def]
+def test_real_headers_with_garbage_bodies_never_crash_dispatch(
+    server: InProcessServer, data, garbage: bytes
+) -> None:  # type: ignore[no-untyped-def]
     frame = data.draw(st.sampled_from(REAL_FRAMES))
     _, body_offset = codec.parse_request_header(frame)
     assert_well_formed(server.answer(frame[:body_offset] + garbage))

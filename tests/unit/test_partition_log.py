@@ -17,8 +17,15 @@ pytestmark = pytest.mark.unit
 
 
 def settings(**overrides: int) -> LogSettings:
-    values = dict(segment_bytes=2000, segment_ms=10**12, retention_ms=-1, retention_bytes=-1,
-                  index_interval_bytes=300, flush_messages=2**62, max_message_bytes=1 << 20)
+    values = dict(
+        segment_bytes=2000,
+        segment_ms=10**12,
+        retention_ms=-1,
+        retention_bytes=-1,
+        index_interval_bytes=300,
+        flush_messages=2**62,
+        max_message_bytes=1 << 20,
+    )
     values.update(overrides)
     return LogSettings(**values)
 
@@ -134,14 +141,19 @@ def test_idempotent_duplicates_and_sequence_gaps_survive_restart(tmp_path: Path)
     log = PartitionLog.open(tmp_path, settings())
     for seq in range(0, 300, 3):  # enough batches to roll segments and write snapshots
         append_values(log, [b"a", b"b", b"c"], producer_id=7, producer_epoch=0, base_sequence=seq)
-    retry = batches.split_batches(make_batch([b"a", b"b", b"c"], producer_id=7, producer_epoch=0,
-                                             base_sequence=297))
+    retry = batches.split_batches(
+        make_batch([b"a", b"b", b"c"], producer_id=7, producer_epoch=0, base_sequence=297)
+    )
     assert log.append(retry, now_ms=0).duplicate
     log.close()
     for reopened_twice in range(2):
         log = PartitionLog.open(tmp_path, settings())
-        result = log.append(batches.split_batches(make_batch([b"a", b"b", b"c"], producer_id=7, producer_epoch=0,
-                                                              base_sequence=297)), now_ms=0)
+        result = log.append(
+            batches.split_batches(
+                make_batch([b"a", b"b", b"c"], producer_id=7, producer_epoch=0, base_sequence=297)
+            ),
+            now_ms=0,
+        )
         assert result.duplicate and result.base_offset == 297 and log.log_end_offset == 300
         with pytest.raises(KafkaApiError) as gap:
             append_values(log, [b"x"], producer_id=7, producer_epoch=0, base_sequence=305)

@@ -1,4 +1,4 @@
-"""A coordinator running as a real subprocess, for tests and benchmarks.
+"""A coordinator running as a real subprocess: for the quickstart, tests and benchmarks.
 
 It listens on a port the OS picks (read back from its first line of output), keeps its
 data in a directory the caller owns, and can be stopped gracefully, killed with SIGKILL,
@@ -32,8 +32,16 @@ class CoordinatorProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> CoordinatorProcess:
-        command = [sys.executable, "-m", "connect_rebalance.cli", "coordinator",
-                   "--listen", f"127.0.0.1:{self.port}", "--data-dir", str(self.data_dir)]
+        command = [
+            sys.executable,
+            "-m",
+            "connect_rebalance.cli",
+            "coordinator",
+            "--listen",
+            f"127.0.0.1:{self.port}",
+            "--data-dir",
+            str(self.data_dir),
+        ]
         for name, value in self.overrides.items():
             command += ["-o", f"{name}={value}"]
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child from here on

@@ -1,0 +1,81 @@
+"""`connect-rebalance topics ...`: topic administration through kafka-python's admin client."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+from kafka.errors import KafkaError
+
+from coordinator.broker import kafka_uuid_string
+
+
+def _parse_configs(pairs: list[str]) -> dict[str, str]:
+    configs = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"--config expects name=value, got {pair!r}")
+        configs[name] = value
+    return configs
+
+
+def _describe(admin: KafkaAdminClient, bootstrap: str, name: str) -> None:
+    [topic] = admin.describe_topics([name])
+    if topic["error_code"]:
+        raise ValueError(f"topic {name!r}: error {topic['error_code']}")
+    partitions = sorted(p["partition_index"] for p in topic["partitions"])
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    try:
+        tps = [TopicPartition(name, p) for p in partitions]
+        earliest, latest = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
+    finally:
+        consumer.close()
+    topic_id = kafka_uuid_string(uuid.UUID(topic["topic_id"]))
+    print(f"Topic: {name}\tTopicId: {topic_id}\tPartitionCount: {len(partitions)}\tReplicationFactor: 1")
+    for p in topic["partitions"]:
+        tp = TopicPartition(name, p["partition_index"])
+        print(
+            f"\tPartition: {p['partition_index']}\tLeader: {p['leader_id']}\tReplicas: {p['replica_nodes']}"
+            f"\tIsr: {p['isr_nodes']}\tOffsets: {earliest[tp]}..{latest[tp]}"
+        )
+    # kafka-python's default filter keeps only configs set on the topic itself.
+    explicit = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])["topic"][name]
+    if explicit:
+        print("\tConfigs: " + ",".join(f"{key}={entry['value']}" for key, entry in sorted(explicit.items())))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=args.bootstrap_server, request_timeout_ms=15000)
+    except KafkaError as exc:
+        print(f"error: cannot reach {args.bootstrap_server}: {exc}", file=sys.stderr)
+        return 1
+    try:
+        if args.action == "list":
+            for name in sorted(admin.list_topics()):
+                print(name)
+        elif args.action == "create":
+            topic = NewTopic(
+                args.name, args.partitions, args.replication_factor, topic_configs=_parse_configs(args.config)
+            )
+            [result] = admin.create_topics([topic], raise_errors=False)["topics"]
+            if result["error_code"]:
+                raise ValueError(f"cannot create topic {args.name!r}: {result['error_message']}")
+            print(f"Created topic {args.name}.")
+        elif args.action == "describe":
+            _describe(admin, args.bootstrap_server, args.name)
+        elif args.action == "delete":
+            [result] = admin.delete_topics([args.name], raise_errors=False)["topics"]
+            if result["error_code"]:
+                raise ValueError(f"cannot delete topic {args.name!r}: {result['error_message']}")
+            print(f"Deleted topic {args.name}.")
+    except (KafkaError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        admin.close()
+    return 0

@@ -1,0 +1,78 @@
+"""The command line as a user types it: topic administration, configuration errors that
+name the setting, and the quickstart ending with its summary."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "connect_rebalance.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_topics_create_list_describe_delete(coordinator) -> None:
+    b = ["topics", "--bootstrap-server", coordinator.bootstrap]
+    created = cli(*b, "create", "orders", "--partitions", "3", "--config", "retention.ms=3600000")
+    assert created.returncode == 0, created.stderr
+    assert cli(*b, "list").stdout.split() == ["orders"]
+    described = cli(*b, "describe", "orders")
+    assert "PartitionCount: 3" in described.stdout and "retention.ms=3600000" in described.stdout
+    assert described.stdout.count("Leader: 1") == 3
+    again = cli(*b, "create", "orders")
+    assert again.returncode == 1 and "already exists" in again.stderr
+    bad = cli(*b, "create", "no spaces allowed")
+    assert bad.returncode == 1 and "no spaces allowed" in bad.stderr
+    bad_config = cli(*b, "create", "t2", "--config", "retention.ms=tomorrow")
+    assert bad_config.returncode == 1 and "retention.ms" in bad_config.stderr
+    assert cli(*b, "delete", "orders").returncode == 0
+    missing = cli(*b, "delete", "orders")
+    assert missing.returncode == 1 and "does not exist" in missing.stderr
+    assert cli(*b, "list").stdout.split() == []
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["-o", "log.retention.ms=soon"], "log.retention.ms"),
+        (["-o", "retention.ms=5"], "retention.ms"),
+        (["-o", "num.partitions=0"], "num.partitions"),
+        (["--listen", "nowhere"], "listeners"),
+        (["-o", "no-equals-sign"], "no-equals-sign"),
+    ],
+)
+def test_bad_coordinator_settings_fail_at_start_naming_the_setting(tmp_path, args, named) -> None:
+    result = cli("coordinator", "--data-dir", str(tmp_path / "d"), *args, timeout=30)
+    assert result.returncode == 2
+    assert named in result.stderr
+
+
+def test_coordinator_reads_a_properties_file(tmp_path) -> None:
+    properties = tmp_path / "server.properties"
+    properties.write_text("# a comment\nnum.partitions = 4\nlog.retention.hours.typo=1\n")
+    result = cli("coordinator", "-c", str(properties), "--data-dir", str(tmp_path / "d"), timeout=30)
+    assert result.returncode == 2 and "log.retention.hours.typo" in result.stderr
+
+
+def test_a_second_coordinator_cannot_open_the_same_data_directory(coordinator) -> None:
+    result = cli(
+        "coordinator", "--listen", "127.0.0.1:0", "--data-dir", str(coordinator.data_dir), timeout=30
+    )
+    assert result.returncode == 1 and "in use by another coordinator" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_quickstart_runs_and_ends_with_its_summary() -> None:
+    result = cli("quickstart", "--records", "500", timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Nothing lost, nothing duplicated." in result.stdout
+    assert "[ok] after kill -9 and restart: 500, distinct ids: 500" in result.stdout
