@@ -21,12 +21,15 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from .config import CoordinatorConfig
 from .storage.files import read_json, write_json_atomically
 from .storage.partition_log import now_ms
+from .storage.segment import Segment
 from .storage.topic_store import Topic, TopicStore, validate_topic_name
 from .topic_configs import log_settings
 
 log = logging.getLogger(__name__)
 
 PRODUCER_ID_BLOCK = 1000
+# How often partitions are checked against their flush.ms; only those due are fsynced.
+FLUSH_SCHEDULER_INTERVAL_MS = 100
 
 
 def kafka_uuid_string(value: uuid.UUID) -> str:
@@ -97,9 +100,7 @@ class Broker:
                 self._every(self.config.log_retention_check_interval_ms, self.enforce_retention)
             )
         )
-        self._tasks.append(
-            asyncio.create_task(self._every(self.config.log_flush_interval_ms, self.flush_all))
-        )
+        self._tasks.append(asyncio.create_task(self._flush_scheduler()))
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -130,6 +131,20 @@ class Broker:
                 if deleted:
                     log.info("retention deleted %d segment(s) of %s-%d", deleted, topic.name, index)
 
+    async def _flush_scheduler(self) -> None:
+        """fsync partitions whose flush.ms has passed, on a thread so serving goes on."""
+        while True:
+            await asyncio.sleep(FLUSH_SCHEDULER_INTERVAL_MS / 1000)
+            now = now_ms()
+            due = [
+                partition.begin_flush()
+                for topic in self.topics.topics.values()
+                for partition in topic.partitions
+                if partition.flush_due(now)
+            ]
+            if due:
+                await asyncio.to_thread(_fsync_segments, due)
+
     def flush_all(self) -> None:
         for topic in self.topics.topics.values():
             for partition in topic.partitions:
@@ -147,3 +162,10 @@ class Broker:
             raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         log.info("auto-creating topic %s with %d partition(s)", name, self.config.num_partitions)
         return self.topics.create(name, self.config.num_partitions, {})
+
+
+def _fsync_segments(segments: list[Segment]) -> None:
+    for segment in segments:
+        # A segment rolled and closed, or its topic deleted, meanwhile has nothing to keep.
+        with contextlib.suppress(OSError):
+            segment.flush()

@@ -166,5 +166,6 @@ def log_settings(explicit: dict[str, str], config: CoordinatorConfig) -> LogSett
         retention_bytes=int(values["retention.bytes"]),
         index_interval_bytes=int(values["index.interval.bytes"]),
         flush_messages=int(values["flush.messages"]),
+        flush_ms=int(values["flush.ms"]),
         max_message_bytes=int(values["max.message.bytes"]),
     )

@@ -33,6 +33,7 @@ class LogSettings:
     retention_bytes: int
     index_interval_bytes: int
     flush_messages: int
+    flush_ms: int
     max_message_bytes: int
 
 
@@ -50,6 +51,7 @@ class PartitionLog:
         self.segments: list[Segment] = []
         self.producers = ProducerStateTable()
         self._unflushed_messages = 0
+        self._last_flush_ms = now_ms()
         self._waiters: list[asyncio.Future[None]] = []
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -165,8 +167,20 @@ class PartitionLog:
         self.segments.append(Segment.create(self.directory, next_base, self.settings.index_interval_bytes))
 
     def flush(self) -> None:
-        self.segments[-1].flush()
+        self.begin_flush().flush()
+
+    def begin_flush(self) -> Segment:
+        """Count the writes so far as flushed and return the segment to fsync.
+
+        The fsync itself may then run on another thread; later writes are counted again.
+        """
         self._unflushed_messages = 0
+        self._last_flush_ms = now_ms()
+        return self.segments[-1]
+
+    def flush_due(self, now_ms: int) -> bool:
+        """Unflushed writes older than flush.ms (checked by the broker's flush scheduler)."""
+        return self._unflushed_messages > 0 and now_ms - self._last_flush_ms >= self.settings.flush_ms
 
     # -- retention ------------------------------------------------------------------------
 

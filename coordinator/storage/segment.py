@@ -184,14 +184,14 @@ class Segment:
         self._note_batch(header, position)
 
     def flush(self) -> None:
+        """fsync the log. The active segment's index needs none: recovery rebuilds it."""
         os.fsync(self._fd)
-        if self._index_file is not None:
-            self._index_file.flush()
 
     def seal(self) -> None:
         """The segment stops being active: make it and its index durable."""
         self.flush()
         if self._index_file is not None:
+            self._index_file.flush()
             os.fsync(self._index_file.fileno())
             self._index_file.close()
             self._index_file = None

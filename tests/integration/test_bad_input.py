@@ -129,3 +129,17 @@ def test_slow_and_hostile_connections_do_not_stall_other_clients(coordinator) ->
             thread.join(5)
     assert coordinator.is_running()
     assert "Traceback" not in coordinator.log_text()
+
+
+def test_idle_connections_are_closed_after_connections_max_idle_ms(tmp_path) -> None:
+    from connect_rebalance.processes import CoordinatorProcess
+
+    process = CoordinatorProcess(tmp_path / "data", {"connections.max.idle.ms": "300"}).start()
+    try:
+        idle = RawConnection(process.bootstrap, timeout=10)
+        idle.request(18, 3, {"client_software_name": "idle", "client_software_version": "1"})
+        started = time.monotonic()
+        assert idle.is_closed_by_server()  # blocks until the server closes it
+        assert time.monotonic() - started < 5
+    finally:
+        process.kill()

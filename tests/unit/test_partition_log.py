@@ -24,6 +24,7 @@ def settings(**overrides: int) -> LogSettings:
         retention_bytes=-1,
         index_interval_bytes=300,
         flush_messages=2**62,
+        flush_ms=1000,
         max_message_bytes=1 << 20,
     )
     values.update(overrides)
@@ -165,3 +166,15 @@ def test_idempotent_duplicates_and_sequence_gaps_survive_restart(tmp_path: Path)
         if reopened_twice == 0:  # the second pass has no snapshot for the active segment
             for snapshot in tmp_path.glob("*.producers.json"):
                 snapshot.unlink()
+
+
+def test_a_partition_is_due_for_fsync_only_with_unflushed_writes_older_than_flush_ms(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path, settings(flush_ms=0))
+    assert not log.flush_due(now_ms=10**13), "nothing written, nothing to fsync"
+    append_values(log, [b"a"])
+    assert log.flush_due(now_ms=10**13)
+    log.begin_flush().flush()
+    assert not log.flush_due(now_ms=10**13)
+    every_message = PartitionLog.open(tmp_path / "each", settings(flush_messages=1, flush_ms=10**9))
+    append_values(every_message, [b"b"])
+    assert not every_message.flush_due(now_ms=10**13), "flush.messages=1 fsyncs before acknowledging"
