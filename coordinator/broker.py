@@ -15,6 +15,7 @@ import logging
 import os
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
@@ -24,6 +25,9 @@ from .storage.partition_log import now_ms
 from .storage.segment import Segment
 from .storage.topic_store import Topic, TopicStore, validate_topic_name
 from .topic_configs import log_settings
+
+if TYPE_CHECKING:
+    from .group_service import GroupService
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +77,8 @@ class Broker:
         self.advertised_address: tuple[str, int] = config.advertised
         self._lock_fd: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        # The group coordinator's IO edge, attached by whoever serves this broker.
+        self.groups: GroupService | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .groups.settings import GroupSettings
+
 LONG_MAX = 2**63 - 1
 
 
@@ -42,6 +44,17 @@ class CoordinatorConfig(BaseModel):
     # coordinator loses nothing. These two add fsync for machine crashes (docs/operations.md).
     log_flush_interval_messages: int = Field(LONG_MAX, alias="log.flush.interval.messages", ge=1)
     log_flush_interval_ms: int = Field(1000, alias="log.flush.interval.ms", ge=1)
+    # Classic groups and committed offsets.
+    group_min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=1)
+    group_max_session_timeout_ms: int = Field(1800000, alias="group.max.session.timeout.ms", ge=1)
+    group_initial_rebalance_delay_ms: int = Field(3000, alias="group.initial.rebalance.delay.ms", ge=0)
+    group_max_size: int = Field(2147483647, alias="group.max.size", ge=1)
+    offsets_retention_ms: int = Field(604800000, alias="offsets.retention.ms", ge=1)
+    offsets_retention_check_interval_ms: int = Field(
+        600000, alias="offsets.retention.check.interval.ms", ge=1
+    )
+    offset_metadata_max_bytes: int = Field(4096, alias="offset.metadata.max.bytes", ge=0)
+    offsets_topic_segment_bytes: int = Field(104857600, alias="offsets.topic.segment.bytes", ge=1024)
 
     @field_validator("listeners", "advertised_listeners")
     @classmethod
@@ -57,6 +70,17 @@ class CoordinatorConfig(BaseModel):
     @property
     def advertised(self) -> tuple[str, int]:
         return parse_listener(self.advertised_listeners or self.listeners)
+
+    def group_settings(self) -> GroupSettings:
+        return GroupSettings(
+            min_session_timeout_ms=self.group_min_session_timeout_ms,
+            max_session_timeout_ms=self.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
+            max_group_size=self.group_max_size,
+            offsets_retention_ms=self.offsets_retention_ms,
+            offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
+            offset_metadata_max_bytes=self.offset_metadata_max_bytes,
+        )
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> CoordinatorConfig:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from .broker import Broker, DataDirectoryLocked
 from .config import CoordinatorConfig
+from .group_service import GroupService
 from .server import CoordinatorServer
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,8 @@ async def serve(
     """Serve until `stop` is set or SIGTERM/SIGINT arrives; then flush and close."""
     broker = Broker(config)
     broker.open()
+    broker.groups = GroupService(broker)
+    broker.groups.open()
     server = CoordinatorServer(broker)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -33,12 +36,14 @@ async def serve(
     try:
         await server.start()
         broker.start_background()
+        broker.groups.start()
         if on_ready is not None:
             on_ready(broker, server)
         await stop.wait()
         log.info("stopping")
     finally:
         await server.stop()
+        await broker.groups.close()
         await broker.close()
 
 

@@ -12,6 +12,7 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 
 from ..storage import batches
 from ..storage.partition_log import now_ms
+from ..storage.topic_store import INTERNAL_TOPICS
 from .registry import RequestContext, handles
 
 PRODUCE, INIT_PRODUCER_ID = 0, 22
@@ -23,6 +24,10 @@ def _append(
     ctx: RequestContext, topic_name: str, partition_index: int, records: bytes | None
 ) -> dict[str, Any]:
     partition = ctx.broker.topics.partition(topic_name, partition_index)
+    if topic_name in INTERNAL_TOPICS:
+        raise KafkaApiError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, f"{topic_name} is internal; clients cannot write to it"
+        )
     incoming = batches.split_batches(records or b"")
     if any(header.is_transactional for _, header in incoming):
         raise KafkaApiError(ErrorCode.INVALID_RECORD, NO_TRANSACTIONS)

@@ -24,6 +24,8 @@ from .partition_log import LogSettings, PartitionLog
 LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_PARTITIONS = 10000
+# Topics the coordinator writes itself: clients may read them but not write, grow or delete them.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
 
 
 def validate_topic_name(name: str | None) -> str:
@@ -53,7 +55,7 @@ class Topic:
 
     @property
     def is_internal(self) -> bool:
-        return self.name.startswith("__")
+        return self.name in INTERNAL_TOPICS
 
     def describe(self) -> dict[str, object]:
         return {
@@ -130,9 +132,7 @@ class TopicStore:
         return topic
 
     def check_partition_increase(self, name: str, total: int) -> Topic:
-        topic = self.topics.get(name)
-        if topic is None:
-            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        topic = self._existing_user_topic(name)
         if not len(topic.partitions) < total <= MAX_PARTITIONS:
             raise KafkaApiError(
                 ErrorCode.INVALID_PARTITIONS,
@@ -149,10 +149,16 @@ class TopicStore:
         write_json_atomically(topic.directory / "topic.json", topic.describe())
         return topic
 
-    def delete(self, name: str) -> Topic:
+    def _existing_user_topic(self, name: str) -> Topic:
         topic = self.topics.get(name)
         if topic is None:
             raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        if topic.is_internal:
+            raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is internal to the coordinator")
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        topic = self._existing_user_topic(name)
         for partition in topic.partitions:
             partition.close()
             partition.wake_waiters()

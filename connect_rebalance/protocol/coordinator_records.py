@@ -1,0 +1,32 @@
+"""Schema classes of the records the group coordinator writes to its log.
+
+Keys start with an int16 version that doubles as the record type, as in Apache Kafka's
+`__consumer_offsets`: 0 and 1 are committed offsets, 2 is classic group metadata. The
+JSON schemas beside this module are the on-disk format's documentation.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka.protocol.api_data import ApiData
+
+_SCHEMAS = "connect_rebalance.protocol.schemas"
+
+
+class OffsetCommitKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class OffsetCommitValue(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class GroupMetadataKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class GroupMetadataValue(ApiData, load_json=_SCHEMAS):
+    pass

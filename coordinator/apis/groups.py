@@ -1,0 +1,86 @@
+"""Group APIs: FindCoordinator is answered here (this node coordinates every group); the
+rest go to the group coordinator core through the group service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connect_rebalance.errors import ErrorCode
+
+from ..groups.coordinator import (
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    LIST_GROUPS,
+    OFFSET_COMMIT,
+    OFFSET_DELETE,
+    OFFSET_FETCH,
+    SYNC_GROUP,
+)
+from .registry import RequestContext, handles
+
+FIND_COORDINATOR = 10
+KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
+BATCHED_FROM_VERSION = 4
+
+
+@handles(FIND_COORDINATOR, 0, 6)
+async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    host, port = ctx.broker.advertised_address
+    key_type = request.key_type if ctx.version >= 1 else KEY_TYPE_GROUP
+    # Transaction coordinators are "found" too, so that a transactional producer reaches
+    # InitProducerId and fails there with a clear, fatal error.
+    error = (
+        ErrorCode.NONE if key_type in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION) else ErrorCode.INVALID_REQUEST
+    )
+    message = None if error == ErrorCode.NONE else f"key type {key_type} is not supported"
+    node = ctx.broker.node_id if error == ErrorCode.NONE else -1
+    if ctx.version >= BATCHED_FROM_VERSION:
+        coordinators = [
+            {
+                "key": key,
+                "node_id": node,
+                "host": host if node >= 0 else "",
+                "port": port if node >= 0 else -1,
+                "error_code": error,
+                "error_message": message,
+            }
+            for key in request.coordinator_keys
+        ]
+        return {"throttle_time_ms": 0, "coordinators": coordinators}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": error,
+        "error_message": message,
+        "node_id": node,
+        "host": host if node >= 0 else "",
+        "port": port if node >= 0 else -1,
+    }
+
+
+def _forward(api_key: int, min_version: int, max_version: int) -> None:
+    async def handler(ctx: RequestContext, request: Any) -> dict[str, Any]:
+        assert ctx.broker.groups is not None, "the group service is not running"
+        return await ctx.broker.groups.call(
+            api_key, ctx.version, request, ctx.header.client_id, ctx.client_host
+        )
+
+    handler.__name__ = f"group_api_{api_key}"
+    handles(api_key, min_version, max_version)(handler)
+
+
+for _key, _low, _high in (
+    (OFFSET_COMMIT, 2, 9),
+    (OFFSET_FETCH, 1, 9),
+    (JOIN_GROUP, 0, 9),
+    (HEARTBEAT, 0, 4),
+    (LEAVE_GROUP, 0, 5),
+    (SYNC_GROUP, 0, 5),
+    (DESCRIBE_GROUPS, 0, 6),
+    (LIST_GROUPS, 0, 5),
+    (DELETE_GROUPS, 0, 2),
+    (OFFSET_DELETE, 0, 0),
+):
+    _forward(_key, _low, _high)

@@ -1,0 +1,151 @@
+"""The IO edge of the group coordinator: requests and the clock in, records to the log.
+
+The core (`coordinator.groups.GroupCoordinator`) is a deterministic state machine. This
+service is the only thing that feeds it:
+- each group request gets an id and a future; the core's outcome names the requests it
+  answers (a JoinGroup may be answered much later, when its rebalance completes);
+- the outcome's records are appended to the internal topic `__consumer_offsets` before any
+  reply is released, so an acknowledged change is in the log;
+- a timer task sleeps until the core's next deadline and calls `on_timer`;
+- at start-up every record in the internal topic is replayed into a fresh core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from typing import Any
+
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+from .broker import Broker
+from .groups import GroupCoordinator, GroupRequest, Outcome
+from .groups.records import Record, decode_record, encode_record
+from .storage import batches
+from .storage.partition_log import PartitionLog, now_ms
+
+log = logging.getLogger(__name__)
+
+INTERNAL_TOPIC = "__consumer_offsets"
+BATCH_TARGET_BYTES = 512 * 1024
+
+
+class GroupService:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.core = GroupCoordinator(broker.config.group_settings(), self._partition_count)
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._request_ids = itertools.count(1)
+        self._wake = asyncio.Event()
+        self._timer_task: asyncio.Task[None] | None = None
+        self._log: PartitionLog | None = None
+
+    def _partition_count(self, topic: str) -> int | None:
+        found = self.broker.topics.get(topic)
+        return len(found.partitions) if found is not None else None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Create the internal topic if needed and replay it into the core."""
+        topic = self.broker.topics.get(INTERNAL_TOPIC)
+        if topic is None:
+            topic = self.broker.topics.create(
+                INTERNAL_TOPIC,
+                1,
+                {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(self.broker.config.offsets_topic_segment_bytes),
+                    "max.message.bytes": str(16 * 1024 * 1024),
+                },
+            )
+        self._log = topic.partitions[0]
+        replayed = 0
+        for record in self._read_records():
+            self.core.replay(record)
+            replayed += 1
+        self.core.load_complete(now_ms())
+        log.info("group coordinator loaded %d records, %d groups", replayed, len(self.core.groups))
+
+    def start(self) -> None:
+        self._timer_task = asyncio.create_task(self._run_timers())
+
+    async def close(self) -> None:
+        if self._timer_task is not None:
+            self._timer_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer_task
+
+    def _read_records(self):  # type: ignore[no-untyped-def]
+        assert self._log is not None
+        offset = self._log.log_start_offset
+        while offset < self._log.log_end_offset:
+            data = self._log.read(offset, 4 * 1024 * 1024)
+            position = 0
+            while position < len(data):
+                header = batches.read_header(data, position)
+                batch = DefaultRecordBatch(bytearray(data[position : position + header.size]))
+                for record in batch:
+                    if record.offset >= offset:
+                        yield decode_record(
+                            bytes(record.key), None if record.value is None else bytes(record.value)
+                        )
+                position += header.size
+                offset = header.next_offset
+
+    # -- requests -------------------------------------------------------------------------
+
+    async def call(
+        self, api_key: int, version: int, body: Any, client_id: str | None, client_host: str
+    ) -> dict[str, Any]:
+        request_id = next(self._request_ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            request = GroupRequest(request_id, api_key, version, body, client_id or "", client_host)
+            self._apply(self.core.handle(request, now_ms()))
+            return await future
+        finally:
+            self._pending.pop(request_id, None)
+
+    def _apply(self, outcome: Outcome) -> None:
+        if outcome.records:
+            self._persist(outcome.records)
+        for request_id, fields in outcome.replies.items():
+            future = self._pending.get(request_id)
+            if future is not None and not future.done():
+                future.set_result(fields)
+        self._wake.set()
+
+    def _persist(self, records: list[Record]) -> None:
+        assert self._log is not None
+        timestamp = now_ms()
+        incoming = []
+        builder = None
+        for record in records:
+            if builder is None:
+                builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 30)
+                count = 0
+            key, value = encode_record(record)
+            builder.append(count, timestamp, key, value, [])
+            count += 1
+            if builder.size() >= BATCH_TARGET_BYTES:
+                incoming.extend(batches.split_batches(builder.build()))
+                builder = None
+        if builder is not None:
+            incoming.extend(batches.split_batches(builder.build()))
+        self._log.append(incoming, timestamp)
+
+    async def _run_timers(self) -> None:
+        while True:
+            deadline = self.core.next_deadline()
+            timeout = None if deadline is None else max(0.0, (deadline - now_ms()) / 1000)
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            try:
+                self._apply(self.core.on_timer(now_ms()))
+            except Exception:  # a timer must never stop the loop; the log says what failed
+                log.exception("group coordinator timer failed")

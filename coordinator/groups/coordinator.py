@@ -1,0 +1,197 @@
+"""The group coordinator core: a deterministic state machine over every group type.
+
+    handle(request, now_ms) -> Outcome     answers (maybe for other, parked requests) + records
+    on_timer(now_ms)        -> Outcome     what deadlines up to now_ms caused
+    next_deadline()         -> int | None  when on_timer should next be called
+    replay(record)                         rebuild persistent state from the log
+    load_complete(now_ms)                  after replay: restart the clocks of loaded members
+
+No sockets, no disk, no wall clock: `coordinator.group_service` is the IO around it, and
+tests drive it directly with a virtual clock. Member ids come from an injected generator so
+runs are reproducible.
+
+This module owns what all group types share (the groups table, timers, dispatch and the
+admin APIs); each group type's rules live in its own module (classic.py; offsets.py for
+committed offsets).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from connect_rebalance.errors import ErrorCode
+
+from .classic import ClassicGroup, ClassicGroups, ClassicState
+from .offsets import Offsets
+from .records import GroupMetadataRecord, OffsetCommitRecord, Record
+from .requests import GroupRequest, Outcome
+from .settings import GroupSettings
+from .timers import Timers
+
+OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
+DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
+GROUP_APIS = (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS,
+              LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE)  # fmt: skip
+OFFSET_EXPIRY_KEY = ("offset-expiry",)
+NO_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+def random_member_id(client_id: str) -> str:
+    return f"{client_id}-{uuid.uuid4()}"
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        settings: GroupSettings,
+        partitions_of: Callable[[str], int | None],
+        member_id_factory: Callable[[str], str] = random_member_id,
+    ) -> None:
+        self.settings = settings
+        self.partitions_of = partitions_of
+        self.new_member_id = member_id_factory
+        self.groups: dict[str, ClassicGroup] = {}
+        self.timers = Timers()
+        self.classic = ClassicGroups(self)
+        self.offsets = Offsets(self)
+        self._handlers: dict[int, Callable[[GroupRequest, int, Outcome], None]] = {
+            JOIN_GROUP: self.classic.join,
+            SYNC_GROUP: self.classic.sync,
+            HEARTBEAT: self.classic.heartbeat,
+            LEAVE_GROUP: self.classic.leave,
+            OFFSET_COMMIT: self.offsets.commit,
+            OFFSET_FETCH: self.offsets.fetch,
+            OFFSET_DELETE: self.offsets.delete,
+            LIST_GROUPS: self.list_groups,
+            DESCRIBE_GROUPS: self.describe_groups,
+            DELETE_GROUPS: self.delete_groups,
+        }
+
+    # -- the state machine's interface ----------------------------------------------------
+
+    def handle(self, request: GroupRequest, now_ms: int) -> Outcome:
+        out = Outcome()
+        self._handlers[request.api_key](request, now_ms, out)
+        return out
+
+    def on_timer(self, now_ms: int) -> Outcome:
+        out = Outcome()
+        for key in self.timers.pop_expired(now_ms):
+            kind = key[0]
+            if kind == "classic-session":
+                self.classic.on_session_expired(key[1], key[2], now_ms, out)
+            elif kind == "classic-pending":
+                self.classic.on_pending_member_expired(key[1], key[2], now_ms, out)
+            elif kind in ("classic-join", "classic-sync"):
+                group = self.groups.get(key[1])
+                if isinstance(group, ClassicGroup):
+                    if kind == "classic-join":
+                        self.classic.on_join_deadline(group, now_ms, out)
+                    else:
+                        self.classic.on_sync_deadline(group, now_ms, out)
+            elif key == OFFSET_EXPIRY_KEY:
+                self.offsets.expire(now_ms, out)
+                self.timers.schedule(
+                    OFFSET_EXPIRY_KEY, now_ms + self.settings.offsets_retention_check_interval_ms
+                )
+        return out
+
+    def next_deadline(self) -> int | None:
+        return self.timers.next_deadline()
+
+    def replay(self, record: Record) -> None:
+        if isinstance(record, OffsetCommitRecord):
+            self.offsets.replay(record)
+        elif record.value is None:
+            group = self.groups.pop(record.group_id, None)
+            if group is not None:
+                group.state = ClassicState.DEAD
+        else:
+            self.groups[record.group_id] = ClassicGroup.from_snapshot(record.group_id, record.value)
+
+    def load_complete(self, now_ms: int) -> None:
+        for group in self.groups.values():
+            for member in group.members.values():
+                self.classic._refresh_session(group, member, now_ms)
+        self.timers.schedule(OFFSET_EXPIRY_KEY, now_ms + self.settings.offsets_retention_check_interval_ms)
+
+    # -- group administration -------------------------------------------------------------
+
+    def list_groups(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+        body, version = request.body, request.version
+        states = {s.lower() for s in body.states_filter} if version >= 4 and body.states_filter else None
+        types = {t.lower() for t in body.types_filter} if version >= 5 and body.types_filter else None
+        listed = []
+        for group_id, group in sorted(self.groups.items()):
+            if group.state == ClassicState.DEAD:
+                continue
+            if states is not None and group.state.value.lower() not in states:
+                continue
+            if types is not None and group.type_name not in types:
+                continue
+            listed.append({
+                "group_id": group_id,
+                "protocol_type": group.protocol_type or "",
+                "group_state": group.state.value,
+                "group_type": group.type_name,
+            })  # fmt: skip
+        out.reply(request.request_id, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": listed})
+
+    def _describe(self, group_id: str, version: int) -> dict[str, Any]:
+        group = self.groups.get(group_id)
+        if group is None or group.state == ClassicState.DEAD:
+            return {
+                "error_code": ErrorCode.GROUP_ID_NOT_FOUND if version >= 6 else ErrorCode.NONE,
+                "error_message": f"group {group_id!r} does not exist" if version >= 6 else None,
+                "group_id": group_id,
+                "group_state": ClassicState.DEAD.value,
+                "protocol_type": "",
+                "protocol_data": "",
+                "members": [],
+                "authorized_operations": NO_AUTHORIZED_OPERATIONS,
+            }
+        chosen = group.state in (ClassicState.STABLE, ClassicState.COMPLETING_REBALANCE)
+        members = [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": m.metadata(group.protocol_name) if chosen else b"",
+                "member_assignment": m.assignment if group.state == ClassicState.STABLE else b"",
+            }
+            for m in group.members.values()
+        ]
+        return {
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "group_id": group_id,
+            "group_state": group.state.value,
+            "protocol_type": group.protocol_type or "",
+            "protocol_data": (group.protocol_name or "") if chosen else "",
+            "members": members,
+            "authorized_operations": NO_AUTHORIZED_OPERATIONS,
+        }
+
+    def describe_groups(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+        described = [self._describe(group_id, request.version) for group_id in request.body.groups]
+        out.reply(request.request_id, {"throttle_time_ms": 0, "groups": described})
+
+    def delete_groups(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+        results = []
+        for group_id in request.body.groups_names:
+            group = self.groups.get(group_id)
+            if group is None or group.state == ClassicState.DEAD:
+                error = ErrorCode.GROUP_ID_NOT_FOUND
+            elif not (group.state == ClassicState.EMPTY and group.is_empty()):
+                error = ErrorCode.NON_EMPTY_GROUP
+            else:
+                error = ErrorCode.NONE
+                self.offsets.delete_all(group_id, out)
+                record = GroupMetadataRecord(group_id, None)
+                out.records.append(record)
+                self.replay(record)
+            results.append({"group_id": group_id, "error_code": error})
+        out.reply(request.request_id, {"throttle_time_ms": 0, "results": results})
