@@ -79,7 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     topics = sub.add_parser("topics", help="list, create, describe and delete topics")
     topics.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP)
     tsub = topics.add_subparsers(dest="action", required=True)
-    tsub.add_parser("list", help="list topics")
+    listing = tsub.add_parser("list", help="list topics")
+    listing.add_argument(
+        "--exclude-internal", action="store_true", help="leave out the coordinator's own topics"
+    )
     create = tsub.add_parser("create", help="create a topic")
     create.add_argument("name")
     create.add_argument("--partitions", type=int, default=1)

@@ -11,6 +11,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.errors import KafkaError
 
 from coordinator.broker import kafka_uuid_string
+from coordinator.storage.topic_store import INTERNAL_TOPICS
 
 
 def _parse_configs(pairs: list[str]) -> dict[str, str]:
@@ -57,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.action == "list":
             for name in sorted(admin.list_topics()):
-                print(name)
+                if not (args.exclude_internal and name in INTERNAL_TOPICS):
+                    print(name)
         elif args.action == "create":
             topic = NewTopic(
                 args.name, args.partitions, args.replication_factor, topic_configs=_parse_configs(args.config)

@@ -24,7 +24,8 @@ def test_topics_create_list_describe_delete(coordinator) -> None:
     b = ["topics", "--bootstrap-server", coordinator.bootstrap]
     created = cli(*b, "create", "orders", "--partitions", "3", "--config", "retention.ms=3600000")
     assert created.returncode == 0, created.stderr
-    assert cli(*b, "list").stdout.split() == ["orders"]
+    assert cli(*b, "list").stdout.split() == ["__consumer_offsets", "orders"]
+    assert cli(*b, "list", "--exclude-internal").stdout.split() == ["orders"]
     described = cli(*b, "describe", "orders")
     assert "PartitionCount: 3" in described.stdout and "retention.ms=3600000" in described.stdout
     assert described.stdout.count("Leader: 1") == 3
@@ -37,7 +38,7 @@ def test_topics_create_list_describe_delete(coordinator) -> None:
     assert cli(*b, "delete", "orders").returncode == 0
     missing = cli(*b, "delete", "orders")
     assert missing.returncode == 1 and "does not exist" in missing.stderr
-    assert cli(*b, "list").stdout.split() == []
+    assert cli(*b, "list", "--exclude-internal").stdout.split() == []
 
 
 @pytest.mark.parametrize(
