@@ -1,0 +1,104 @@
+"""Drive the pure group coordinator with real decoded requests and a virtual clock."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from connect_rebalance.protocol import codec
+from coordinator.groups import GroupCoordinator, GroupRequest, GroupSettings, Outcome
+from coordinator.groups.records import Record
+
+JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH = 11, 14, 12, 13, 8, 9
+LIST, DESCRIBE, DELETE, OFFSET_DELETE = 16, 15, 42, 47
+
+
+class GroupHarness:
+    """A coordinator core, a clock, and every record and answer it produced."""
+
+    def __init__(self, settings: GroupSettings | None = None, topics: dict[str, int] | None = None) -> None:
+        self.topics = dict(topics or {"orders": 12})
+        counter = itertools.count(1)
+        self.core = GroupCoordinator(
+            settings or GroupSettings(initial_rebalance_delay_ms=0),
+            self.topics.get,
+            member_id_factory=lambda client_id: f"{client_id}-{next(counter)}",
+        )
+        self.now = 0
+        self.records: list[Record] = []
+        self.answers: dict[int, dict[str, Any]] = {}
+        self._ids = itertools.count(1)
+
+    def _absorb(self, outcome: Outcome) -> None:
+        self.records.extend(outcome.records)
+        self.answers.update(outcome.replies)
+
+    def send(self, api_key: int, version: int, client_id: str = "client", **fields: Any) -> int:
+        """Send a request; returns its id. `answer(id)` says whether it has been answered."""
+        request_id = next(self._ids)
+        body = codec.build_request(api_key, version, fields)
+        self._absorb(self.core.handle(GroupRequest(request_id, api_key, version, body, client_id, "/127.0.0.1"), self.now))
+        return request_id
+
+    def answer(self, request_id: int) -> dict[str, Any] | None:
+        return self.answers.get(request_id)
+
+    def call(self, api_key: int, version: int, client_id: str = "client", **fields: Any) -> dict[str, Any]:
+        request_id = self.send(api_key, version, client_id, **fields)
+        answer = self.answer(request_id)
+        assert answer is not None, "the request was parked, not answered"
+        return answer
+
+    def advance(self, ms: int) -> None:
+        """Move the clock, firing every deadline on the way, in order."""
+        target = self.now + ms
+        while True:
+            deadline = self.core.next_deadline()
+            if deadline is None or deadline > target:
+                break
+            self.now = max(self.now, deadline)
+            self._absorb(self.core.on_timer(self.now))
+        self.now = target
+
+    # -- classic protocol conveniences ------------------------------------------------------
+
+    def join(self, member_id: str = "", client_id: str = "client", version: int = 5, protocols=None,
+             session_timeout_ms: int = 10000, rebalance_timeout_ms: int = 30000, group_id: str = "g",
+             instance_id: str | None = None, protocol_type: str = "consumer") -> int:
+        protocols = protocols if protocols is not None else [("range", b"meta-" + client_id.encode())]
+        return self.send(
+            JOIN, version, client_id, group_id=group_id, session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms, member_id=member_id, group_instance_id=instance_id,
+            protocol_type=protocol_type, protocols=[{"name": n, "metadata": m} for n, m in protocols],
+        )  # fmt: skip
+
+    def sync(self, member_id: str, generation: int, assignments: dict[str, bytes] | None = None,
+             group_id: str = "g", version: int = 3, instance_id: str | None = None) -> int:
+        return self.send(
+            SYNC, version, group_id=group_id, generation_id=generation, member_id=member_id,
+            group_instance_id=instance_id,
+            assignments=[{"member_id": m, "assignment": a} for m, a in (assignments or {}).items()],
+        )  # fmt: skip
+
+    def heartbeat(self, member_id: str, generation: int, group_id: str = "g", instance_id: str | None = None) -> int:
+        answer = self.call(HEARTBEAT, 3, group_id=group_id, generation_id=generation, member_id=member_id,
+                           group_instance_id=instance_id)
+        return answer["error_code"]
+
+    def form_group(self, count: int, group_id: str = "g", prefix: str = "c") -> list[str]:
+        """`count` dynamic members join (v5, with MEMBER_ID_REQUIRED) and sync; returns their ids."""
+        member_ids = []
+        for i in range(count):
+            first = self.answer(self.join(client_id=f"{prefix}{i}", group_id=group_id))
+            assert first is not None and first["error_code"] == 79  # MEMBER_ID_REQUIRED
+            member_ids.append(first["member_id"])
+        joins = [self.join(m, client_id=f"{prefix}{i}", group_id=group_id) for i, m in enumerate(member_ids)]
+        self.advance(0)
+        answers = [self.answer(j) for j in joins]
+        assert all(a is not None and a["error_code"] == 0 for a in answers), answers[:3]
+        generation = answers[0]["generation_id"]
+        leader = answers[0]["leader"]
+        syncs = [self.sync(m, generation, group_id=group_id) for m in member_ids if m != leader]
+        self.sync(leader, generation, {m: f"assign-{m}".encode() for m in member_ids}, group_id=group_id)
+        assert all(self.answer(s)["error_code"] == 0 for s in syncs)
+        return member_ids
