@@ -13,6 +13,13 @@ JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH = 11, 14, 12, 13, 8, 9
 LIST, DESCRIBE, DELETE, OFFSET_DELETE = 16, 15, 42, 47
 
 
+def consumer_subscription(topics: list[str]) -> bytes:
+    """Member metadata as a Kafka consumer sends it for the `consumer` protocol type."""
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
+    return bytes(ConsumerProtocolSubscription(version=0, topics=topics, user_data=None).encode(header=True))
+
+
 class GroupHarness:
     """A coordinator core, a clock, and every record and answer it produced."""
 
@@ -37,7 +44,11 @@ class GroupHarness:
         """Send a request; returns its id. `answer(id)` says whether it has been answered."""
         request_id = next(self._ids)
         body = codec.build_request(api_key, version, fields)
-        self._absorb(self.core.handle(GroupRequest(request_id, api_key, version, body, client_id, "/127.0.0.1"), self.now))
+        self._absorb(
+            self.core.handle(
+                GroupRequest(request_id, api_key, version, body, client_id, "/127.0.0.1"), self.now
+            )
+        )
         return request_id
 
     def answer(self, request_id: int) -> dict[str, Any] | None:
@@ -62,9 +73,18 @@ class GroupHarness:
 
     # -- classic protocol conveniences ------------------------------------------------------
 
-    def join(self, member_id: str = "", client_id: str = "client", version: int = 5, protocols=None,
-             session_timeout_ms: int = 10000, rebalance_timeout_ms: int = 30000, group_id: str = "g",
-             instance_id: str | None = None, protocol_type: str = "consumer") -> int:
+    def join(
+        self,
+        member_id: str = "",
+        client_id: str = "client",
+        version: int = 5,
+        protocols=None,
+        session_timeout_ms: int = 10000,
+        rebalance_timeout_ms: int = 30000,
+        group_id: str = "g",
+        instance_id: str | None = None,
+        protocol_type: str = "consumer",
+    ) -> int:
         protocols = protocols if protocols is not None else [("range", b"meta-" + client_id.encode())]
         return self.send(
             JOIN, version, client_id, group_id=group_id, session_timeout_ms=session_timeout_ms,
@@ -72,27 +92,61 @@ class GroupHarness:
             protocol_type=protocol_type, protocols=[{"name": n, "metadata": m} for n, m in protocols],
         )  # fmt: skip
 
-    def sync(self, member_id: str, generation: int, assignments: dict[str, bytes] | None = None,
-             group_id: str = "g", version: int = 3, instance_id: str | None = None) -> int:
+    def sync(
+        self,
+        member_id: str,
+        generation: int,
+        assignments: dict[str, bytes] | None = None,
+        group_id: str = "g",
+        version: int = 3,
+        instance_id: str | None = None,
+    ) -> int:
         return self.send(
             SYNC, version, group_id=group_id, generation_id=generation, member_id=member_id,
             group_instance_id=instance_id,
             assignments=[{"member_id": m, "assignment": a} for m, a in (assignments or {}).items()],
         )  # fmt: skip
 
-    def heartbeat(self, member_id: str, generation: int, group_id: str = "g", instance_id: str | None = None) -> int:
-        answer = self.call(HEARTBEAT, 3, group_id=group_id, generation_id=generation, member_id=member_id,
-                           group_instance_id=instance_id)
+    def heartbeat(
+        self, member_id: str, generation: int, group_id: str = "g", instance_id: str | None = None
+    ) -> int:
+        answer = self.call(
+            HEARTBEAT,
+            3,
+            group_id=group_id,
+            generation_id=generation,
+            member_id=member_id,
+            group_instance_id=instance_id,
+        )
         return answer["error_code"]
 
-    def form_group(self, count: int, group_id: str = "g", prefix: str = "c") -> list[str]:
+    def form_group(
+        self, count: int, group_id: str = "g", prefix: str = "c", session_timeout_ms: int = 10000
+    ) -> list[str]:
         """`count` dynamic members join (v5, with MEMBER_ID_REQUIRED) and sync; returns their ids."""
+        protocols = [("range", consumer_subscription(sorted(self.topics)))]
         member_ids = []
         for i in range(count):
-            first = self.answer(self.join(client_id=f"{prefix}{i}", group_id=group_id))
+            first = self.answer(
+                self.join(
+                    client_id=f"{prefix}{i}",
+                    group_id=group_id,
+                    protocols=protocols,
+                    session_timeout_ms=session_timeout_ms,
+                )
+            )
             assert first is not None and first["error_code"] == 79  # MEMBER_ID_REQUIRED
             member_ids.append(first["member_id"])
-        joins = [self.join(m, client_id=f"{prefix}{i}", group_id=group_id) for i, m in enumerate(member_ids)]
+        joins = [
+            self.join(
+                m,
+                client_id=f"{prefix}{i}",
+                group_id=group_id,
+                protocols=protocols,
+                session_timeout_ms=session_timeout_ms,
+            )
+            for i, m in enumerate(member_ids)
+        ]
         self.advance(0)
         answers = [self.answer(j) for j in joins]
         assert all(a is not None and a["error_code"] == 0 for a in answers), answers[:3]

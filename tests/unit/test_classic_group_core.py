@@ -30,8 +30,12 @@ def test_eager_flow_member_id_required_then_join_sync_and_heartbeat() -> None:
     assert joined["members"][0]["metadata"] == b"meta-a"
     assert state(h) == ClassicState.COMPLETING_REBALANCE
     synced = h.answer(h.sync(a, 1, {a: b"partitions 0-11"}))
-    assert synced == {"error_code": 0, "protocol_type": "consumer", "protocol_name": "range",
-                      "assignment": b"partitions 0-11"}
+    assert synced == {
+        "error_code": 0,
+        "protocol_type": "consumer",
+        "protocol_name": "range",
+        "assignment": b"partitions 0-11",
+    }
     assert state(h) == ClassicState.STABLE
     assert h.heartbeat(a, 1) == ErrorCode.NONE
     assert h.heartbeat(a, 0) == ErrorCode.ILLEGAL_GENERATION
@@ -70,8 +74,10 @@ def test_cooperative_clients_rebalance_twice_and_members_keep_their_session_mean
     h.sync(first[0], 1, {first[0]: b"p0-5", first[1]: b"p6-11"})
     h.sync(first[1], 1)
     for round_ in (2, 3):  # the second round is the cooperative follow-up
-        rejoins = [h.join(m, client_id=f"m{i}", protocols=[("cooperative-sticky", b"round"), ("range", b"")])
-                   for i, m in enumerate(first)]
+        rejoins = [
+            h.join(m, client_id=f"m{i}", protocols=[("cooperative-sticky", b"round"), ("range", b"")])
+            for i, m in enumerate(first)
+        ]
         assert {h.answer(r)["generation_id"] for r in rejoins} == {round_}
         h.sync(first[1], round_)
         h.sync(first[0], round_, {first[0]: b"x", first[1]: b"y"})
@@ -83,9 +89,11 @@ def test_protocols_must_be_shared_and_the_vote_picks_the_favourite() -> None:
     a = h.answer(h.join(client_id="a", protocols=[("range", b""), ("roundrobin", b"")]))["member_id"]
     b = h.answer(h.join(client_id="b", protocols=[("roundrobin", b""), ("range", b"")]))["member_id"]
     c = h.answer(h.join(client_id="c", protocols=[("roundrobin", b"")]))["member_id"]
-    joins = [h.join(a, client_id="a", protocols=[("range", b""), ("roundrobin", b"")]),
-             h.join(b, client_id="b", protocols=[("roundrobin", b""), ("range", b"")]),
-             h.join(c, client_id="c", protocols=[("roundrobin", b"")])]
+    joins = [
+        h.join(a, client_id="a", protocols=[("range", b""), ("roundrobin", b"")]),
+        h.join(b, client_id="b", protocols=[("roundrobin", b""), ("range", b"")]),
+        h.join(c, client_id="c", protocols=[("roundrobin", b"")]),
+    ]
     assert {h.answer(j)["protocol_name"] for j in joins} == {"roundrobin"}
     refused = h.answer(h.join(client_id="d", protocols=[("sticky", b"")]))
     assert refused["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
@@ -100,7 +108,9 @@ def test_join_validation_errors() -> None:
     assert h.answer(h.join(member_id="ghost"))["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
     assert h.answer(h.join(protocols=[]))["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     old = h.answer(h.join(version=3, client_id="old"))
-    assert old["error_code"] == 0 or h.answer(h.join(version=3)) is None, "v0-v3 join directly, no MEMBER_ID_REQUIRED"
+    assert old["error_code"] == 0 or h.answer(h.join(version=3)) is None, (
+        "v0-v3 join directly, no MEMBER_ID_REQUIRED"
+    )
 
 
 def test_session_expiry_removes_a_silent_member_and_rebalances_the_rest() -> None:
@@ -139,7 +149,7 @@ def test_a_member_that_does_not_rejoin_is_removed_at_the_rebalance_timeout() -> 
 def test_members_that_never_sync_are_removed_after_the_rebalance_timeout() -> None:
     h = GroupHarness()
     a, b = h.form_group(2)
-    ja, jb = h.join(a, client_id="c0"), h.join(b, client_id="c1")
+    _ja, jb = h.join(a, client_id="c0"), h.join(b, client_id="c1")
     assert h.answer(jb)["generation_id"] == 2
     h.sync(a, 2, {a: b"A", b: b"B"})
     for _ in range(10):  # both heartbeat, but b joined and never synced
@@ -204,7 +214,11 @@ def test_leave_group_batched_with_static_and_unknown_members() -> None:
     left = h.call(LEAVE, 3, group_id="g", members=[
         {"member_id": b, "group_instance_id": None}, {"member_id": "ghost", "group_instance_id": None},
         {"member_id": "", "group_instance_id": "never-joined"}])  # fmt: skip
-    assert [m["error_code"] for m in left["members"]] == [0, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.UNKNOWN_MEMBER_ID]
+    assert [m["error_code"] for m in left["members"]] == [
+        0,
+        ErrorCode.UNKNOWN_MEMBER_ID,
+        ErrorCode.UNKNOWN_MEMBER_ID,
+    ]
     assert state(h) == ClassicState.PREPARING_REBALANCE and b not in h.core.groups["g"].members
     old_style = h.call(LEAVE, 1, group_id="g", member_id="ghost")
     assert old_style["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
@@ -246,6 +260,8 @@ def test_replaying_the_records_rebuilds_the_same_groups_and_offsets() -> None:
     replayed = GroupCoordinator(GroupSettings(), h.topics.get)
     for record in h.records:
         replayed.replay(record)
-    assert {k: g.snapshot() for k, g in replayed.groups.items()} == {k: g.snapshot() for k, g in h.core.groups.items()}
+    assert {k: g.snapshot() for k, g in replayed.groups.items()} == {
+        k: g.snapshot() for k, g in h.core.groups.items()
+    }
     assert replayed.offsets.committed == h.core.offsets.committed
     assert replayed.groups["g"].state == ClassicState.STABLE
