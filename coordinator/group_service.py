@@ -22,7 +22,7 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 
 from .broker import Broker
 from .groups import GroupCoordinator, GroupRequest, Outcome
-from .groups.records import Record, decode_record, encode_record
+from .groups.records import GroupMetadataRecord, Record, decode_record, encode_record
 from .storage import batches
 from .storage.partition_log import PartitionLog, now_ms
 
@@ -121,6 +121,16 @@ class GroupService:
 
     def _persist(self, records: list[Record]) -> None:
         assert self._log is not None
+        for record in records:
+            if isinstance(record, GroupMetadataRecord):
+                if record.value is None:
+                    log.info("group %s deleted", record.group_id)
+                else:
+                    log.info(
+                        "group %s generation %d: %d member(s), protocol %s, leader %s",
+                        record.group_id, record.value.generation, len(record.value.members),
+                        record.value.protocol_name, record.value.leader_id,
+                    )  # fmt: skip
         timestamp = now_ms()
         incoming = []
         builder = None

@@ -1,0 +1,163 @@
+"""Consumer-group scenarios with real member processes and continuous production.
+
+`MemberFleet` starts and stops `tests.support.group_member` processes and reads what each
+one consumed (and committed). `ContinuousProducer` writes numbered records at a steady
+pace from a thread with an idempotent producer. Tests combine them and then check that
+every produced record was consumed exactly once across all members.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        future.result(30)
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.05) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+class ContinuousProducer:
+    def __init__(self, bootstrap: str, topic: str, total: int, per_second: int) -> None:
+        self.bootstrap, self.topic, self.total, self.per_second = bootstrap, topic, total, per_second
+        self.acknowledged = 0
+        self.errors: list[str] = []
+        self._running = threading.Event()
+        self._running.set()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> ContinuousProducer:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+
+        def delivered(err, msg) -> None:  # type: ignore[no-untyped-def]
+            if err is not None:
+                self.errors.append(str(err))
+            else:
+                self.acknowledged += 1
+
+        started = time.monotonic()
+        for i in range(self.total):
+            if not self._running.is_set():
+                producer.flush(60)
+                paused_at = time.monotonic()
+                self._running.wait()
+                started += time.monotonic() - paused_at
+            producer.produce(self.topic, key=str(i).encode(), value=str(i).encode(), on_delivery=delivered)
+            producer.poll(0)
+            ahead = (i + 1) / self.per_second - (time.monotonic() - started)
+            if ahead > 0:
+                time.sleep(ahead)  # pacing the load, not waiting for a result
+        producer.flush(60)
+
+    def pause(self) -> int:
+        """Stop producing (after in-flight records are acknowledged); returns the count so far."""
+        self._running.clear()
+        acknowledged = -1
+        while acknowledged != self.acknowledged:  # settled: nothing more is being acknowledged
+            acknowledged = self.acknowledged
+            time.sleep(0.2)
+        return acknowledged
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def join(self, timeout: float = 120) -> None:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "producer did not finish"
+        assert not self.errors, self.errors[:5]
+        assert self.acknowledged == self.total
+
+
+class MemberFleet:
+    def __init__(
+        self,
+        workdir: Path,
+        bootstrap: str,
+        group: str,
+        topic: str,
+        client: str,
+        assignor: str,
+        session_timeout_ms: int = 10000,
+    ) -> None:
+        self.workdir, self.bootstrap, self.group, self.topic = workdir, bootstrap, group, topic
+        self.client, self.assignor, self.session_timeout_ms = client, assignor, session_timeout_ms
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str) -> None:
+        command = [
+            sys.executable, "-m", "tests.support.group_member", "--client", self.client,
+            "--assignor", self.assignor, "--bootstrap", self.bootstrap, "--group", self.group,
+            "--topic", self.topic, "--out", str(self.workdir / f"{self.group}-{name}.jsonl"),
+            "--client-id", name, "--session-timeout-ms", str(self.session_timeout_ms),
+        ]  # fmt: skip
+        log = open(self.workdir / f"{self.group}-{name}.log", "ab")  # noqa: SIM115 - the child owns it
+        self.processes[name] = subprocess.Popen(command, stdout=log, stderr=log)
+        log.close()
+
+    def stop(self, name: str, timeout: float = 60) -> None:
+        """Graceful: the member leaves the group, committing what it consumed."""
+        process = self.processes.pop(name)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout)
+        assert process.returncode == 0, (self.workdir / f"{self.group}-{name}.log").read_text()[-2000:]
+
+    def kill(self, name: str) -> None:
+        process = self.processes.pop(name)
+        process.kill()
+        process.wait(10)
+
+    def stop_all(self) -> None:
+        for name in list(self.processes):
+            self.stop(name)
+
+    def kill_all(self) -> None:
+        for name in list(self.processes):
+            self.kill(name)
+
+    def consumed_at_least(self, count: int) -> bool:
+        """For wait_until: progress so far; a member that died fails the test with its log."""
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                log = (self.workdir / f"{self.group}-{name}.log").read_text()[-3000:]
+                raise AssertionError(f"member {name} exited with {process.returncode}:\n{log}")
+        return len(set(self.consumed())) >= count
+
+    def consumed(self) -> list[str]:
+        values = []
+        for path in sorted(self.workdir.glob(f"{self.group}-*.jsonl")):
+            for line in path.read_text().splitlines():
+                if line.endswith("}"):
+                    values.append(json.loads(line)["v"])
+        return values
+
+
+def assert_exactly_once(consumed: list[str], total: int) -> None:
+    counts = Counter(consumed)
+    duplicated = {v: c for v, c in counts.items() if c > 1}
+    missing = set(map(str, range(total))) - set(counts)
+    assert not duplicated, (
+        f"{len(duplicated)} records consumed more than once, e.g. {list(duplicated.items())[:5]}"
+    )
+    assert not missing, f"{len(missing)} records never consumed, e.g. {sorted(missing, key=int)[:5]}"
