@@ -35,7 +35,6 @@ DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
 GROUP_APIS = (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS,
               LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE)  # fmt: skip
 OFFSET_EXPIRY_KEY = ("offset-expiry",)
-NO_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 def random_member_id(client_id: str) -> str:
@@ -150,7 +149,7 @@ class GroupCoordinator:
                 "protocol_type": "",
                 "protocol_data": "",
                 "members": [],
-                "authorized_operations": NO_AUTHORIZED_OPERATIONS,
+                "authorized_operations": None,  # not requested: encodes as INT32_MIN
             }
         chosen = group.state in (ClassicState.STABLE, ClassicState.COMPLETING_REBALANCE)
         members = [
@@ -172,7 +171,7 @@ class GroupCoordinator:
             "protocol_type": group.protocol_type or "",
             "protocol_data": (group.protocol_name or "") if chosen else "",
             "members": members,
-            "authorized_operations": NO_AUTHORIZED_OPERATIONS,
+            "authorized_operations": None,  # not requested: encodes as INT32_MIN
         }
 
     def describe_groups(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:

@@ -35,14 +35,22 @@ class GroupHarness:
         self.records: list[Record] = []
         self.answers: dict[int, dict[str, Any]] = {}
         self._ids = itertools.count(1)
+        self._api_of: dict[int, tuple[int, int]] = {}
 
     def _absorb(self, outcome: Outcome) -> None:
         self.records.extend(outcome.records)
+        for request_id, fields in outcome.replies.items():
+            # Every answer must encode at its request's version, as the server will send it.
+            api_key, version = self._api_of[request_id]
+            codec.encode_response_frame(
+                api_key, version, request_id, codec.build_response(api_key, version, fields)
+            )
         self.answers.update(outcome.replies)
 
     def send(self, api_key: int, version: int, client_id: str = "client", **fields: Any) -> int:
         """Send a request; returns its id. `answer(id)` says whether it has been answered."""
         request_id = next(self._ids)
+        self._api_of[request_id] = (api_key, version)
         body = codec.build_request(api_key, version, fields)
         self._absorb(
             self.core.handle(

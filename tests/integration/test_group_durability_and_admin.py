@@ -1,0 +1,163 @@
+"""Group state across a coordinator crash, two groups side by side, and the admin clients
+(confluent-kafka's and kafka-python's) listing, describing and deleting groups and reading
+their committed offsets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import ConsumerGroupState, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+from kafka import KafkaAdminClient
+
+from connect_rebalance.errors import ErrorCode
+from connect_rebalance.processes import CoordinatorProcess
+from tests.support.group_scenario import (
+    ContinuousProducer,
+    MemberFleet,
+    assert_exactly_once,
+    create_topic,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def group_coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
+    process = CoordinatorProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "300"}).start()
+    try:
+        yield process
+    finally:
+        process.kill()
+
+
+@pytest.fixture
+def fleets() -> Iterator[list[MemberFleet]]:
+    created: list[MemberFleet] = []
+    try:
+        yield created
+    finally:
+        for fleet in created:
+            fleet.kill_all()
+
+
+def describe(bootstrap: str, group: str):  # type: ignore[no-untyped-def]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return admin.describe_consumer_groups([group])[group].result(30)
+
+
+def test_membership_and_committed_offsets_survive_kill9_of_the_coordinator(
+    group_coordinator, fleets, tmp_path
+) -> None:
+    total = 5000
+    create_topic(group_coordinator.bootstrap, "events", 12)
+    fleet = MemberFleet(
+        tmp_path, group_coordinator.bootstrap, "durable", "events", "confluent-kafka", "range"
+    )
+    fleets.append(fleet)
+    producer = ContinuousProducer(group_coordinator.bootstrap, "events", total, per_second=500).start()
+    for name in ("m1", "m2", "m3"):
+        fleet.start(name)
+    wait_until(lambda: fleet.consumed_at_least(1500), 60, "the group to consume")
+    before = describe(group_coordinator.bootstrap, "durable")
+    assert before.state == ConsumerGroupState.STABLE and len(before.members) == 3
+    group_coordinator.kill()
+    group_coordinator.start()
+    after = describe(group_coordinator.bootstrap, "durable")
+    assert after.state == ConsumerGroupState.STABLE
+    assert {m.member_id for m in after.members} == {m.member_id for m in before.members}
+    assert {
+        m.member_id: sorted(p.partition for p in m.assignment.topic_partitions) for m in after.members
+    } == {m.member_id: sorted(p.partition for p in m.assignment.topic_partitions) for m in before.members}
+    producer.join()
+    wait_until(lambda: fleet.consumed_at_least(total), 90, "everything to be consumed after the restart")
+    still = describe(group_coordinator.bootstrap, "durable")
+    assert {m.member_id for m in still.members} == {m.member_id for m in before.members}, "no member was lost"
+    fleet.stop_all()
+    assert_exactly_once(fleet.consumed(), total)
+
+
+def test_two_groups_with_different_clients_consume_the_same_topic_side_by_side(
+    group_coordinator, fleets, tmp_path
+):
+    total = 4000
+    create_topic(group_coordinator.bootstrap, "shared", 12)
+    kp = MemberFleet(tmp_path, group_coordinator.bootstrap, "kp-group", "shared", "kafka-python", "range")
+    ck = MemberFleet(
+        tmp_path, group_coordinator.bootstrap, "ck-group", "shared", "confluent-kafka", "cooperative-sticky"
+    )
+    fleets.extend([kp, ck])
+    producer = ContinuousProducer(group_coordinator.bootstrap, "shared", total, per_second=500).start()
+    for name in ("a", "b", "c"):
+        kp.start(name)
+        ck.start(name)
+    wait_until(lambda: kp.consumed_at_least(1000) and ck.consumed_at_least(1000), 60, "both groups consuming")
+    kp.stop("a")
+    ck.start("d")
+    producer.join()
+    wait_until(
+        lambda: kp.consumed_at_least(total) and ck.consumed_at_least(total), 90, "both groups to finish"
+    )
+    kp.stop_all()
+    ck.stop_all()
+    assert_exactly_once(kp.consumed(), total)
+    assert_exactly_once(ck.consumed(), total)
+
+
+def test_admin_clients_list_describe_delete_groups_and_read_offsets(
+    group_coordinator, fleets, tmp_path
+) -> None:
+    b = group_coordinator.bootstrap
+    create_topic(b, "audited", 4)
+    producer = ContinuousProducer(b, "audited", 400, per_second=2000).start()
+    producer.join()
+    fleet = MemberFleet(tmp_path, b, "audit", "audited", "confluent-kafka", "range")
+    fleets.append(fleet)
+    fleet.start("only")
+    wait_until(lambda: fleet.consumed_at_least(400), 60, "the member to consume everything")
+
+    admin = AdminClient({"bootstrap.servers": b})
+    listed = admin.list_consumer_groups().result(30).valid
+    assert [(g.group_id, g.state) for g in listed] == [("audit", ConsumerGroupState.STABLE)]
+    [member] = describe(b, "audit").members
+    assert member.client_id == "only"
+    assert sorted(p.partition for p in member.assignment.topic_partitions) == [0, 1, 2, 3]
+    offsets = admin.list_consumer_group_offsets(
+        [__import__("confluent_kafka").ConsumerGroupTopicPartitions("audit")]
+    )["audit"].result(30)
+    assert sum(tp.offset for tp in offsets.topic_partitions) == 400
+    with pytest.raises(KafkaException) as busy:
+        admin.delete_consumer_groups(["audit"])["audit"].result(30)
+    assert busy.value.args[0].code() == ErrorCode.NON_EMPTY_GROUP
+
+    kp_admin = KafkaAdminClient(bootstrap_servers=b)
+    try:
+        assert [(g["group_id"], g["group_state"], g["group_type"]) for g in kp_admin.list_groups()] == [
+            ("audit", "Stable", "classic")
+        ]
+        described = kp_admin.describe_groups(["audit"])["audit"]
+        assert described["protocol_type"] == "consumer" and described["protocol_data"] == "range"
+        [kp_member] = described["members"]
+        assert kp_member["member_metadata"]["topics"] == ["audited"]
+        assert sorted(kp_member["member_assignment"]["assigned_partitions"][0]["partitions"]) == [0, 1, 2, 3]
+        kp_offsets = kp_admin.list_group_offsets({"audit": None})["audit"]
+        assert {tp.partition: meta.offset for tp, meta in kp_offsets.items()} == {
+            tp.partition: tp.offset for tp in offsets.topic_partitions
+        }
+        assert kp_admin.delete_groups(["audit"])["audit"] == "NonEmptyGroupError"
+        fleet.stop("only")
+        wait_until(lambda: describe(b, "audit").state == ConsumerGroupState.EMPTY, 30, "the group to empty")
+        assert kp_admin.delete_groups(["audit", "never-existed"]) == {
+            "audit": "OK",
+            "never-existed": "GroupIdNotFoundError",
+        }
+    finally:
+        kp_admin.close()
+    assert admin.list_consumer_groups().result(30).valid == []
+    gone = admin.list_consumer_group_offsets(
+        [__import__("confluent_kafka").ConsumerGroupTopicPartitions("audit", [TopicPartition("audited", 0)])]
+    )["audit"].result(30)
+    assert gone.topic_partitions[0].offset < 0
