@@ -107,6 +107,9 @@ class Broker:
             )
         )
         self._tasks.append(asyncio.create_task(self._flush_scheduler()))
+        self._tasks.append(
+            asyncio.create_task(self._every(self.config.log_cleaner_backoff_ms, self.compact_logs))
+        )
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -150,6 +153,14 @@ class Broker:
             ]
             if due:
                 await asyncio.to_thread(_fsync_segments, due)
+
+    def compact_logs(self) -> None:
+        now = now_ms()
+        for topic in list(self.topics.topics.values()):
+            for index, partition in enumerate(topic.partitions):
+                if partition.needs_compaction():
+                    freed = partition.compact(now)
+                    log.info("compacted %s-%d: %d bytes freed", topic.name, index, freed)
 
     def flush_all(self) -> None:
         for topic in self.topics.topics.values():

@@ -44,6 +44,7 @@ class CoordinatorConfig(BaseModel):
     # coordinator loses nothing. These two add fsync for machine crashes (docs/operations.md).
     log_flush_interval_messages: int = Field(LONG_MAX, alias="log.flush.interval.messages", ge=1)
     log_flush_interval_ms: int = Field(1000, alias="log.flush.interval.ms", ge=1)
+    log_cleaner_backoff_ms: int = Field(15000, alias="log.cleaner.backoff.ms", ge=1)
     # Classic groups and committed offsets.
     group_min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=1)
     group_max_session_timeout_ms: int = Field(1800000, alias="group.max.session.timeout.ms", ge=1)

@@ -167,5 +167,7 @@ def log_settings(explicit: dict[str, str], config: CoordinatorConfig) -> LogSett
         index_interval_bytes=int(values["index.interval.bytes"]),
         flush_messages=int(values["flush.messages"]),
         flush_ms=int(values["flush.ms"]),
+        cleanup_policy=frozenset(values["cleanup.policy"].split(",")),
+        delete_retention_ms=int(values["delete.retention.ms"]),
         max_message_bytes=int(values["max.message.bytes"]),
     )

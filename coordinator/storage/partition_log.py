@@ -14,7 +14,7 @@ from pathlib import Path
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
-from . import batches
+from . import batches, compaction
 from .batches import BatchHeader
 from .files import read_json, write_json_atomically
 from .producer_state import ProducerStateTable
@@ -35,6 +35,12 @@ class LogSettings:
     flush_messages: int
     flush_ms: int
     max_message_bytes: int
+    cleanup_policy: frozenset[str] = frozenset({"delete"})
+    delete_retention_ms: int = 86400000
+
+    @property
+    def compacted(self) -> bool:
+        return "compact" in self.cleanup_policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +58,8 @@ class PartitionLog:
         self.producers = ProducerStateTable()
         self._unflushed_messages = 0
         self._last_flush_ms = now_ms()
+        # Everything below this offset was compacted (in this process's lifetime).
+        self.cleaned_through = 0
         self._waiters: list[asyncio.Future[None]] = []
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -60,6 +68,7 @@ class PartitionLog:
     def open(cls, directory: Path, settings: LogSettings) -> PartitionLog:
         directory.mkdir(parents=True, exist_ok=True)
         log = cls(directory, settings)
+        compaction.repair_interrupted(directory)
         bases = sorted(int(p.stem) for p in directory.glob("*.log"))
         if not bases:
             log.segments.append(Segment.create(directory, 0, settings.index_interval_bytes))
@@ -164,6 +173,9 @@ class PartitionLog:
         # The snapshot comes first: a crash between the two leaves a snapshot for a
         # segment that does not exist yet, which the next roll simply overwrites.
         write_json_atomically(self._snapshot_path(next_base), self.producers.to_json())
+        for older in self.directory.glob("*.producers.json"):  # only the newest is ever read
+            if older.name != self._snapshot_path(next_base).name:
+                older.unlink()
         self.segments.append(Segment.create(self.directory, next_base, self.settings.index_interval_bytes))
 
     def flush(self) -> None:
@@ -185,9 +197,12 @@ class PartitionLog:
     # -- retention ------------------------------------------------------------------------
 
     def enforce_retention(self, now_ms: int) -> int:
-        """Delete whole sealed segments past retention.ms or retention.bytes; returns the count."""
+        """Delete whole sealed segments past retention.ms or retention.bytes; returns the count.
+
+        Only for cleanup.policy=delete: a compacted topic keeps the latest value of every key.
+        """
         deleted = 0
-        while len(self.segments) > 1:
+        while "delete" in self.settings.cleanup_policy and len(self.segments) > 1:
             oldest = self.segments[0]
             expired = (
                 self.settings.retention_ms >= 0
@@ -205,6 +220,55 @@ class PartitionLog:
             self._snapshot_path(oldest.base_offset).unlink(missing_ok=True)
             deleted += 1
         return deleted
+
+    # -- compaction -----------------------------------------------------------------------
+
+    def needs_compaction(self) -> bool:
+        return self.settings.compacted and self.segments[-1].base_offset > self.cleaned_through
+
+    def compact(self, now_ms: int) -> int:
+        """Rewrite the sealed segments keeping each key's latest record; returns bytes freed."""
+        sealed = self.segments[:-1]
+        if not sealed:
+            return 0
+        before = sum(s.size for s in sealed)
+        latest = compaction.latest_offsets(self.segments)
+        runs: list[list[tuple[Segment, list[compaction.KeptRecord]]]] = []
+        run_bytes = 0
+        for segment in sealed:
+            kept = compaction.surviving_records(segment, latest, now_ms, self.settings.delete_retention_ms)
+            size = sum(len(r.key or b"") + len(r.value or b"") + 32 for r in kept)
+            if not runs or run_bytes + size > self.settings.segment_bytes // 2:
+                runs.append([])
+                run_bytes = 0
+            runs[-1].append((segment, kept))
+            run_bytes += size
+        rebuilt: list[Segment] = []
+        for index, run in enumerate(runs):
+            first = run[0][0]
+            end = (
+                runs[index + 1][0][0].base_offset if index + 1 < len(runs) else self.segments[-1].base_offset
+            )
+            records = [r for _, kept in run for r in kept]
+            staged = compaction.stage_replacement(
+                self.directory, first.base_offset, end, compaction.encode_batches(records, 512 * 1024)
+            )
+            for segment, _ in run:
+                segment.close()
+            compaction.finish_replacement(staged)
+            rebuilt.append(
+                Segment.load(
+                    self.directory, first.base_offset, self.settings.index_interval_bytes, active=False
+                )
+            )
+        # Segments left empty go, except the first, which keeps the log start offset.
+        survivors = [s for i, s in enumerate(rebuilt) if i == 0 or s.size > 0]
+        for segment in rebuilt:
+            if segment not in survivors:
+                segment.delete()
+        self.segments = survivors + [self.segments[-1]]
+        self.cleaned_through = self.segments[-1].base_offset
+        return before - sum(s.size for s in self.segments[:-1])
 
     # -- reading --------------------------------------------------------------------------
 

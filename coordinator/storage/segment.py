@@ -200,7 +200,9 @@ class Segment:
         if self._index_file is not None:
             self._index_file.close()
             self._index_file = None
-        os.close(self._fd)
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def delete(self) -> None:
         self.close()

@@ -1,0 +1,144 @@
+"""Log compaction: keep only the latest record of each key in a partition's sealed segments.
+
+For topics whose `cleanup.policy` includes `compact` — the coordinator's own
+`__consumer_offsets`, and users' changelog-style topics (Kafka Connect's config, status and
+offset topics among them). Rules, as Kafka's cleaner:
+- the active segment is never rewritten, but its keys count: a record is dropped when a
+  later record with the same key exists anywhere in the log;
+- tombstones (null values) are kept until `delete.retention.ms` after they were written,
+  so consumers reading from the start still see the deletion, then dropped;
+- records without a key are kept;
+- offsets never change: a compacted batch keeps each surviving record's offset (gaps are
+  normal in a compacted log).
+
+Crash safety. Runs of adjacent sealed segments are merged into one file named for the
+first segment's base offset. A run is replaced in four steps, each made durable:
+1. write `<base>.log.cleaning` and fsync it;
+2. rename it to `<base>.log.cleaned-<end>`, where `end` is the offset the run stops before:
+   from here on the merged file is complete and says which segments it replaces;
+3. delete the run's other segments;
+4. rename the merged file over `<base>.log` (its index is rebuilt when it is opened).
+`repair_interrupted` runs before a partition is opened: it drops `.cleaning` files and
+finishes steps 3-4 for any `.cleaned-<end>` file, so a crash anywhere leaves either the old
+segments or the merged one, never both and never neither.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+from . import batches
+from .files import fsync_dir
+from .segment import Segment
+
+
+@dataclass(frozen=True, slots=True)
+class KeptRecord:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]]
+
+
+def _records(segment: Segment):  # type: ignore[no-untyped-def]
+    position = 0
+    while position < segment.size:
+        data = segment.read_batch(position)
+        header = batches.read_header(data)
+        for record in DefaultRecordBatch(bytearray(data)):
+            yield header, record
+        position += header.size
+
+
+def latest_offsets(segments: list[Segment]) -> dict[bytes, int]:
+    latest: dict[bytes, int] = {}
+    for segment in segments:
+        for _, record in _records(segment):
+            if record.key is not None:
+                latest[bytes(record.key)] = record.offset
+    return latest
+
+
+def surviving_records(
+    segment: Segment, latest: dict[bytes, int], now_ms: int, delete_retention_ms: int
+) -> list[KeptRecord]:
+    kept = []
+    for header, record in _records(segment):
+        key = None if record.key is None else bytes(record.key)
+        if key is not None and latest.get(key) != record.offset:
+            continue
+        if key is not None and record.value is None and now_ms - header.max_timestamp > delete_retention_ms:
+            continue
+        kept.append(
+            KeptRecord(
+                record.offset,
+                record.timestamp,
+                key,
+                None if record.value is None else bytes(record.value),
+                [(k, bytes(v)) for k, v in record.headers],
+            )
+        )
+    return kept
+
+
+def encode_batches(records: list[KeptRecord], max_batch_bytes: int) -> bytes:
+    """Uncompressed batches holding `records` at their original offsets."""
+    out = bytearray()
+    start = 0
+    while start < len(records):
+        base = records[start].offset
+        builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 30)
+        end = start
+        while end < len(records) and (end == start or builder.size() < max_batch_bytes):
+            r = records[end]
+            builder.append(r.offset - base, r.timestamp, r.key, r.value, r.headers)
+            end += 1
+        batch = bytearray(builder.build())
+        batches.assign_offset(batch, base, 0)
+        out += batch
+        start = end
+    return bytes(out)
+
+
+def _name(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+def stage_replacement(directory: Path, base_offset: int, end_offset: int, data: bytes) -> Path:
+    """Steps 1-2: a complete merged file that names the offsets [base, end) it replaces."""
+    cleaning = directory / f"{_name(base_offset)}.log.cleaning"
+    with open(cleaning, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    staged = directory / f"{_name(base_offset)}.log.cleaned-{end_offset}"
+    os.replace(cleaning, staged)
+    fsync_dir(directory)
+    return staged
+
+
+def finish_replacement(staged: Path) -> None:
+    """Steps 3-4: delete the segments the staged file replaces, then put it in place."""
+    directory = staged.parent
+    base = int(staged.name.split(".", 1)[0])
+    end = int(staged.name.rsplit("-", 1)[1])
+    for log_file in directory.glob("*.log"):
+        if base < int(log_file.stem) < end:
+            log_file.unlink()
+            log_file.with_suffix(".index").unlink(missing_ok=True)
+    fsync_dir(directory)
+    (directory / f"{_name(base)}.index").unlink(missing_ok=True)
+    os.replace(staged, directory / f"{_name(base)}.log")
+    fsync_dir(directory)
+
+
+def repair_interrupted(directory: Path) -> None:
+    for partial in directory.glob("*.log.cleaning"):
+        partial.unlink()
+    for staged in sorted(directory.glob("*.log.cleaned-*")):
+        finish_replacement(staged)

@@ -1,0 +1,156 @@
+"""Log compaction: latest value per key survives at its offset, tombstones expire, a crash
+mid-merge is repaired at load, retention never touches a compacted topic, and the group
+coordinator's records replay to the same state after compaction."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords
+
+from coordinator.groups import GroupCoordinator, GroupSettings
+from coordinator.groups.records import decode_record, encode_record
+from coordinator.storage import batches
+from coordinator.storage.partition_log import LogSettings, PartitionLog
+from tests.support.group_harness import COMMIT, GroupHarness
+
+pytestmark = pytest.mark.unit
+DAY = 86_400_000
+
+
+def compacted(**overrides) -> LogSettings:  # type: ignore[no-untyped-def]
+    values = dict(segment_bytes=1500, segment_ms=10**12, retention_ms=1, retention_bytes=1, index_interval_bytes=200,
+                  flush_messages=2**62, flush_ms=1000, max_message_bytes=1 << 20, cleanup_policy=frozenset({"compact"}),
+                  delete_retention_ms=DAY)  # fmt: skip
+    values.update(overrides)
+    return LogSettings(**values)
+
+
+def put(log: PartitionLog, pairs: list[tuple[bytes | None, bytes | None]], timestamp: int = 1000) -> None:
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 30)
+    for i, (key, value) in enumerate(pairs):
+        builder.append(i, timestamp, key, value, [])
+    log.append(batches.split_batches(bytes(builder.build())), now_ms=timestamp)
+
+
+def read_all(log: PartitionLog) -> list[tuple[int, bytes | None, bytes | None]]:
+    out, offset = [], log.log_start_offset
+    while offset < log.log_end_offset:
+        records = MemoryRecords(log.read(offset, 1 << 20))
+        while records.has_next():
+            batch = records.next_batch()
+            out.extend((r.offset, r.key, r.value) for r in batch if r.offset >= offset)
+            offset = batch.next_offset
+    return out
+
+
+def test_the_latest_value_of_each_key_survives_at_its_original_offset(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path, compacted())
+    for round_ in range(30):
+        put(log, [(f"k{k}".encode(), f"r{round_}".encode()) for k in range(5)])
+    put(log, [(None, b"no key")])
+    before = read_all(log)
+    segments_before = len(log.segments)
+    assert log.needs_compaction() and log.compact(now_ms=2000) > 0
+    after = read_all(log)
+    assert len(log.segments) < segments_before
+    assert set(after) <= set(before), "offsets, keys and values are unchanged"
+    latest = {key: (offset, value) for offset, key, value in before}
+    assert {key: (offset, value) for offset, key, value in after} == latest
+    active_base = log.segments[-1].base_offset
+    sealed_keys = [key for offset, key, _ in after if offset < active_base and key is not None]
+    assert len(sealed_keys) == len(set(sealed_keys)), "one record per key in the compacted segments"
+    assert (before[-1] in after) and log.log_end_offset == before[-1][0] + 1
+    assert not log.needs_compaction()
+    reopened = PartitionLog.open(tmp_path, compacted())
+    assert read_all(reopened) == after
+
+
+def test_tombstones_are_kept_for_delete_retention_ms_then_dropped(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path, compacted())
+    put(log, [(b"gone", b"v1"), (b"kept", b"v")], timestamp=1000)
+    put(log, [(b"gone", None)], timestamp=2000)
+    for i in range(40):
+        put(log, [(b"filler", b"x" * 40 + str(i).encode())], timestamp=3000)
+    log.compact(now_ms=2000 + DAY)
+    keys = [(key, value) for _, key, value in read_all(log)]
+    assert (b"gone", None) in keys and (b"gone", b"v1") not in keys
+    log.cleaned_through = 0
+    log.compact(now_ms=2000 + DAY + 1)
+    assert b"gone" not in {key for _, key, _ in read_all(log)}
+    assert (b"kept", b"v") in [(key, value) for _, key, value in read_all(log)]
+
+
+@pytest.mark.parametrize("crash_after", ["writing", "staging", "deleting one old segment"])
+def test_a_compaction_interrupted_by_a_crash_is_finished_or_undone_at_load(
+    tmp_path: Path, crash_after: str
+) -> None:
+    from coordinator.storage import compaction
+
+    def filled(directory: Path) -> PartitionLog:
+        log = PartitionLog.open(directory, compacted())
+        for round_ in range(30):
+            put(log, [(f"k{k}".encode(), f"r{round_}".encode()) for k in range(5)])
+        return log
+
+    reference = filled(tmp_path / "reference")
+    before = read_all(reference)
+    reference.compact(now_ms=2000)
+    expected = read_all(reference)
+
+    crashed = filled(tmp_path / "crashed")
+    sealed = crashed.segments[:-1]
+    latest = compaction.latest_offsets(crashed.segments)
+    kept = [r for s in sealed for r in compaction.surviving_records(s, latest, 2000, DAY)]
+    data = compaction.encode_batches(kept, 512 * 1024)
+    crashed.close()
+    directory = tmp_path / "crashed"
+    if crash_after == "writing":
+        (directory / "00000000000000000000.log.cleaning").write_bytes(data[: len(data) // 2])
+        want = before
+    else:
+        staged = compaction.stage_replacement(directory, 0, sealed[-1].next_offset, data)
+        if crash_after == "deleting one old segment":
+            (directory / f"{sealed[1].base_offset:020d}.log").unlink()
+        assert staged.exists()
+        want = [row for row in before if row[0] >= crashed.segments[-1].base_offset]
+        want = sorted(set(want) | {(r.offset, r.key, r.value) for r in kept})
+    reopened = PartitionLog.open(directory, compacted())
+    assert read_all(reopened) == want
+    assert not list(directory.glob("*.clean*"))
+    if crash_after != "writing":
+        assert {k: (o, v) for o, k, v in read_all(reopened)} == {k: (o, v) for o, k, v in expected}
+
+
+def test_retention_never_deletes_from_a_compact_only_topic(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path, compacted())
+    for round_ in range(30):
+        put(log, [(f"k{k}".encode(), b"v") for k in range(5)], timestamp=1)
+    assert log.enforce_retention(now_ms=10 * DAY) == 0 and log.log_start_offset == 0
+
+
+def test_group_records_replay_to_the_same_state_after_compaction(tmp_path: Path) -> None:
+    h = GroupHarness(GroupSettings(initial_rebalance_delay_ms=0))
+    a, b = h.form_group(2)
+    for round_ in range(40):
+        h.call(COMMIT, 8, group_id="g", generation_id_or_member_epoch=1, member_id=a, group_instance_id=None,
+               topics=[{"name": "orders", "partitions": [
+                   {"partition_index": p, "committed_offset": round_ * 10 + p, "committed_leader_epoch": 0,
+                    "committed_metadata": ""} for p in range(6)]}])  # fmt: skip
+    log = PartitionLog.open(tmp_path, compacted(segment_bytes=4000))
+    for record in h.records:
+        key, value = encode_record(record)
+        put(log, [(key, value)])
+    log.compact(now_ms=2000)
+    assert len(read_all(log)) < len(h.records) / 4
+    replayed = GroupCoordinator(GroupSettings(), h.topics.get)
+    for _, key, value in read_all(log):
+        replayed.replay(decode_record(key, value))
+    assert replayed.offsets.committed == h.core.offsets.committed
+    assert {k: g.snapshot() for k, g in replayed.groups.items()} == {
+        k: g.snapshot() for k, g in h.core.groups.items()
+    }
+    shutil.rmtree(tmp_path)
