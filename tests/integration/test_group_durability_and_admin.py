@@ -161,3 +161,34 @@ def test_admin_clients_list_describe_delete_groups_and_read_offsets(
         [__import__("confluent_kafka").ConsumerGroupTopicPartitions("audit", [TopicPartition("audited", 0)])]
     )["audit"].result(30)
     assert gone.topic_partitions[0].offset < 0
+
+
+def test_the_internal_topic_is_compacted_and_still_replays_every_group(tmp_path) -> None:
+    from kafka import KafkaConsumer, OffsetAndMetadata
+    from kafka import TopicPartition as KpTopicPartition
+
+    settings = {"offsets.topic.segment.bytes": "8192", "log.cleaner.backoff.ms": "200",
+                "group.initial.rebalance.delay.ms": "0"}  # fmt: skip
+    process = CoordinatorProcess(tmp_path / "data", settings).start()
+    try:
+        create_topic(process.bootstrap, "ledger", 4)
+        consumer = KafkaConsumer(
+            bootstrap_servers=process.bootstrap, group_id="busy", enable_auto_commit=False
+        )
+        partitions = [KpTopicPartition("ledger", p) for p in range(4)]
+        consumer.assign(partitions)
+        for i in range(1500):
+            consumer.commit({tp: OffsetAndMetadata(i, "", -1) for tp in partitions})
+        consumer.close()
+        internal = tmp_path / "data" / "topics" / "__consumer_offsets" / "0"
+        written = 1500 * 4 * 40  # well over 200 KB of offset records went in
+        wait_until(lambda: sum(p.stat().st_size for p in internal.glob("*.log")) < written / 10, 30,
+                   "the cleaner to compact __consumer_offsets")  # fmt: skip
+        assert "compacted __consumer_offsets-0" in process.log_text()
+        process.kill()
+        process.start()
+        check = KafkaConsumer(bootstrap_servers=process.bootstrap, group_id="busy", enable_auto_commit=False)
+        assert [check.committed(tp) for tp in partitions] == [1499] * 4
+        check.close()
+    finally:
+        process.kill()

@@ -22,9 +22,11 @@ DAY = 86_400_000
 
 
 def compacted(**overrides) -> LogSettings:  # type: ignore[no-untyped-def]
-    values = dict(segment_bytes=1500, segment_ms=10**12, retention_ms=1, retention_bytes=1, index_interval_bytes=200,
-                  flush_messages=2**62, flush_ms=1000, max_message_bytes=1 << 20, cleanup_policy=frozenset({"compact"}),
-                  delete_retention_ms=DAY)  # fmt: skip
+    values = dict(
+        segment_bytes=1500, segment_ms=10**12, retention_ms=1, retention_bytes=1, index_interval_bytes=200,
+        flush_messages=2**62, flush_ms=1000, max_message_bytes=1 << 20,
+        cleanup_policy=frozenset({"compact"}), delete_retention_ms=DAY,
+    )  # fmt: skip
     values.update(overrides)
     return LogSettings(**values)
 
@@ -127,7 +129,7 @@ def test_a_compaction_interrupted_by_a_crash_is_finished_or_undone_at_load(
 
 def test_retention_never_deletes_from_a_compact_only_topic(tmp_path: Path) -> None:
     log = PartitionLog.open(tmp_path, compacted())
-    for round_ in range(30):
+    for _ in range(30):
         put(log, [(f"k{k}".encode(), b"v") for k in range(5)], timestamp=1)
     assert log.enforce_retention(now_ms=10 * DAY) == 0 and log.log_start_offset == 0
 
