@@ -2,6 +2,7 @@
 
     connect-rebalance coordinator [-c server.properties] [--listen H:P] [--data-dir D] [-o name=value ...]
     connect-rebalance topics {list,create,describe,delete} [--bootstrap-server H:P] ...
+    connect-rebalance groups {list,describe,delete,reset-offsets} [--bootstrap-server H:P] ...
     connect-rebalance quickstart
 
 The admin commands are ordinary Kafka clients (kafka-python) talking to the coordinator
@@ -93,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     delete = tsub.add_parser("delete", help="delete a topic")
     delete.add_argument("name")
     topics.set_defaults(func=cmd_topics)
+
+    from . import groups_cli
+
+    groups_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
 
     quick = sub.add_parser("quickstart", help="start a local coordinator and show it working")
     quick.add_argument("--data-dir", help="data directory (default: a fresh temporary one)")

@@ -77,3 +77,41 @@ def test_quickstart_runs_and_ends_with_its_summary() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Nothing lost, nothing duplicated." in result.stdout
     assert "[ok] after kill -9 and restart: 500, distinct ids: 500" in result.stdout
+
+
+def test_groups_list_describe_reset_offsets_and_delete(tmp_path) -> None:
+    from connect_rebalance.processes import CoordinatorProcess
+    from tests.support.clients import produce_kcat
+    from tests.support.group_scenario import MemberFleet, create_topic, wait_until
+
+    process = CoordinatorProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}).start()
+    fleet = MemberFleet(tmp_path, process.bootstrap, "cli-group", "orders", "confluent-kafka", "range")
+    try:
+        b = ["groups", "--bootstrap-server", process.bootstrap]
+        create_topic(process.bootstrap, "orders", 3)
+        produce_kcat(process.bootstrap, "orders", [(f"k{i}".encode(), f"v{i}".encode()) for i in range(60)])
+        fleet.start("reader")
+        wait_until(lambda: fleet.consumed_at_least(60), 60, "the member to consume everything")
+        listed = cli(*b, "list").stdout
+        assert "cli-group" in listed and "Stable" in listed and "classic" in listed
+        described = cli(*b, "describe", "cli-group").stdout
+        assert "STATE Stable" in described and "PROTOCOL consumer/range" in described
+        assert "orders:0,1,2" in described and described.count("  0    ") >= 3  # every partition at lag 0
+        busy = cli(*b, "delete", "cli-group")
+        assert busy.returncode == 1 and "active members" in busy.stderr
+        refused = cli(*b, "reset-offsets", "cli-group", "--topic", "orders", "--to-earliest", "--execute")
+        assert refused.returncode == 1 and "no active members" in refused.stderr
+        fleet.stop("reader")
+        dry = cli(*b, "reset-offsets", "cli-group", "--topic", "orders", "--to-earliest")
+        assert "dry run" in dry.stdout
+        assert cli(*b, "describe", "cli-group").stdout.count("LAG") == 1
+        applied = cli(*b, "reset-offsets", "cli-group", "--topic", "orders", "--to-earliest", "--execute")
+        assert applied.returncode == 0, applied.stderr
+        lags = cli(*b, "describe", "cli-group").stdout
+        assert "STATE Empty" in lags and sum(int(line.split()[4]) for line in lags.splitlines()
+                                              if line.startswith("orders")) == 60  # fmt: skip
+        assert cli(*b, "delete", "cli-group").returncode == 0
+        assert "cli-group" not in cli(*b, "list").stdout
+    finally:
+        fleet.kill_all()
+        process.kill()

@@ -1,0 +1,178 @@
+"""`connect-rebalance groups ...`: consumer groups in the spirit of `kafka-consumer-groups`.
+
+    groups list
+    groups describe GROUP          type, protocol, state, members and their assignments,
+                                   committed offsets, log-end offsets and lag
+    groups delete GROUP
+    groups reset-offsets GROUP --topic T (--to-earliest | --to-latest | --to-offset N |
+                                          --shift-by N) [--execute]
+
+Like Kafka's tool, reset-offsets prints the plan and changes nothing without --execute, and
+only an empty group's offsets can be reset. Everything goes through kafka-python's admin
+client over the wire.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kafka import KafkaAdminClient, TopicPartition
+from kafka.admin import OffsetSpec
+from kafka.errors import KafkaError
+from kafka.structs import OffsetAndMetadata
+
+
+def _table(rows: list[list[str]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+def _end_offsets(admin: KafkaAdminClient, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+    if not partitions:
+        return {}
+    found = admin.list_partition_offsets({tp: OffsetSpec.LATEST for tp in partitions})
+    return {tp: info.offset for tp, info in found.items()}
+
+
+def _topic_partitions(admin: KafkaAdminClient, topic: str) -> list[TopicPartition]:
+    [described] = admin.describe_topics([topic])
+    if described["error_code"]:
+        raise ValueError(f"topic {topic!r} does not exist")
+    return [TopicPartition(topic, p["partition_index"]) for p in described["partitions"]]
+
+
+def describe(admin: KafkaAdminClient, group: str) -> None:
+    listed = {g["group_id"]: g for g in admin.list_groups()}
+    if group not in listed:
+        raise ValueError(f"group {group!r} does not exist")
+    info = admin.describe_groups([group])[group]
+    kind = listed[group].get("group_type", "classic")
+    protocol = f"{info['protocol_type'] or '-'}/{info['protocol_data'] or '-'}"
+    members = len(info["members"])
+    print(f"GROUP {group}  TYPE {kind}  STATE {info['group_state']}  PROTOCOL {protocol}  MEMBERS {members}")
+    owner: dict[TopicPartition, str] = {}
+    if info["members"]:
+        rows = [["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"]]
+        for member in info["members"]:
+            assignment = member["member_assignment"]
+            parts = []
+            if isinstance(assignment, dict):
+                for entry in assignment.get("assigned_partitions", []):
+                    parts.append(f"{entry['topic']}:{','.join(map(str, sorted(entry['partitions'])))}")
+                    for partition in entry["partitions"]:
+                        owner[TopicPartition(entry["topic"], partition)] = member["member_id"]
+            rows.append([member["member_id"], member["group_instance_id"] or "-", member["client_id"],
+                         member["client_host"], " ".join(parts) or "-"])  # fmt: skip
+        print()
+        _table(rows)
+    committed = admin.list_group_offsets({group: None}).get(group, {})
+    ends = _end_offsets(admin, sorted(set(committed) | set(owner)))
+    if ends:
+        rows = [["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID"]]
+        for tp in sorted(ends):
+            current = committed[tp].offset if tp in committed else None
+            lag = "-" if current is None else str(max(ends[tp] - current, 0))
+            shown = "-" if current is None else str(current)
+            rows.append([tp.topic, str(tp.partition), shown, str(ends[tp]), lag, owner.get(tp, "-")])
+        print()
+        _table(rows)
+
+
+def reset_offsets(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
+    partitions = _topic_partitions(admin, args.topic)
+    earliest = {
+        tp: i.offset
+        for tp, i in admin.list_partition_offsets({tp: OffsetSpec.EARLIEST for tp in partitions}).items()
+    }
+    latest = _end_offsets(admin, partitions)
+    committed = admin.list_group_offsets({args.group: partitions}).get(args.group, {})
+    plan: dict[TopicPartition, int] = {}
+    for tp in partitions:
+        if args.to_earliest:
+            target = earliest[tp]
+        elif args.to_latest:
+            target = latest[tp]
+        elif args.to_offset is not None:
+            target = args.to_offset
+        else:
+            current = committed[tp].offset if tp in committed and committed[tp].offset >= 0 else earliest[tp]
+            target = current + args.shift_by
+        plan[tp] = min(max(target, earliest[tp]), latest[tp])
+    rows = [["TOPIC", "PARTITION", "NEW-OFFSET"]] + [
+        [tp.topic, str(tp.partition), str(o)] for tp, o in sorted(plan.items())
+    ]
+    _table(rows)
+    if not args.execute:
+        print("\n(dry run: nothing changed; add --execute to apply)")
+        return
+    results = admin.alter_group_offsets(
+        args.group, {tp: OffsetAndMetadata(o, "", -1) for tp, o in plan.items()}
+    )
+    failed = {tp: err for tp, err in results.items() if getattr(err, "errno", 0)}
+    if failed:
+        names = sorted({getattr(err, "__name__", str(err)) for err in failed.values()})
+        raise ValueError(f"offsets not reset for {len(failed)} partition(s): {', '.join(names)} "
+                         "(the group must have no active members)")  # fmt: skip
+    print(f"\nReset {len(plan)} partition(s) of group {args.group}.")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=args.bootstrap_server, request_timeout_ms=15000)
+    except KafkaError as exc:
+        print(f"error: cannot reach {args.bootstrap_server}: {exc}", file=sys.stderr)
+        return 1
+    try:
+        if args.action == "list":
+            groups = sorted(admin.list_groups(), key=lambda g: g["group_id"])
+            rows = [["GROUP", "TYPE", "PROTOCOL", "STATE"]] + [
+                [
+                    g["group_id"],
+                    g.get("group_type", "classic"),
+                    g["protocol_type"] or "-",
+                    g.get("group_state", "-"),
+                ]
+                for g in groups
+            ]
+            _table(rows)
+        elif args.action == "describe":
+            describe(admin, args.group)
+        elif args.action == "delete":
+            outcome = admin.delete_groups([args.group])[args.group]
+            if outcome != "OK":
+                reason = {"NonEmptyGroupError": "the group has active members",
+                          "GroupIdNotFoundError": "no such group"}.get(outcome, outcome)  # fmt: skip
+                raise ValueError(f"cannot delete group {args.group!r}: {reason}")
+            print(f"Deleted group {args.group}.")
+        elif args.action == "reset-offsets":
+            reset_offsets(admin, args)
+    except (KafkaError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        admin.close()
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction, default_bootstrap: str) -> None:  # type: ignore[type-arg]
+    groups = sub.add_parser("groups", help="list, describe, delete consumer groups and reset their offsets")
+    groups.add_argument("--bootstrap-server", default=default_bootstrap)
+    gsub = groups.add_subparsers(dest="action", required=True)
+    gsub.add_parser("list", help="list groups with their type, protocol and state")
+    for name, text in (
+        ("describe", "members, assignments, offsets and lag"),
+        ("delete", "delete an empty group"),
+    ):
+        gsub.add_parser(name, help=text).add_argument("group")
+    reset = gsub.add_parser("reset-offsets", help="move an empty group's committed offsets")
+    reset.add_argument("group")
+    reset.add_argument("--topic", required=True)
+    target = reset.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-earliest", action="store_true")
+    target.add_argument("--to-latest", action="store_true")
+    target.add_argument("--to-offset", type=int)
+    target.add_argument("--shift-by", type=int)
+    reset.add_argument("--execute", action="store_true", help="apply the plan (default: dry run)")
+    groups.set_defaults(func=lambda args: run(args))
