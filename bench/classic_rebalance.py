@@ -243,7 +243,9 @@ def main() -> int:
                               flush=True)  # fmt: skip
         finally:
             coordinator.stop()
-    print("\n| members | assignor | event | converged (s) | paused (s, summed over members that kept partitions) |")
+    print(
+        "\n| members | assignor | event | converged (s) | paused (s, summed over members keeping partitions) |"
+    )
     print("|---:|---|---|---:|---:|")
     for r in results:
         figures = f"{r['converged_s']:.2f} | {r['paused_total_s']:.2f}"
