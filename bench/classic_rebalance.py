@@ -243,9 +243,10 @@ def main() -> int:
                               flush=True)  # fmt: skip
         finally:
             coordinator.stop()
-    print(
-        "\n| members | assignor | event | converged (s) | paused (s, summed over members keeping partitions) |"
+    header = (
+        "| members | assignor | event | converged (s) | paused (s, summed over members keeping partitions) |"
     )
+    print("\n" + header)
     print("|---:|---|---|---:|---:|")
     for r in results:
         figures = f"{r['converged_s']:.2f} | {r['paused_total_s']:.2f}"
