@@ -265,3 +265,33 @@ def test_replaying_the_records_rebuilds_the_same_groups_and_offsets() -> None:
     }
     assert replayed.offsets.committed == h.core.offsets.committed
     assert replayed.groups["g"].state == ClassicState.STABLE
+
+
+def test_kafka_connect_workers_form_a_connect_group_and_one_eager_worker_downgrades_it() -> None:
+    """Kafka Connect's embedded protocol: protocol type "connect", protocols offered in
+    preference order; every worker votes, so one eager-only worker makes it "default"."""
+    h = GroupHarness()
+    sessioned = [("sessioned", b"v2-meta"), ("compatible", b"v1-meta"), ("default", b"v0-meta")]
+    workers = [h.answer(h.join(client_id=f"w{i}", protocol_type="connect", group_id="connect-cluster",
+                               protocols=sessioned))["member_id"] for i in range(2)]  # fmt: skip
+
+    def rejoin_all() -> list[int]:
+        return [
+            h.join(
+                w, client_id=f"w{i}", protocol_type="connect", group_id="connect-cluster", protocols=sessioned
+            )
+            for i, w in enumerate(workers)
+        ]
+
+    joins = rejoin_all()
+    leader_view = h.answer(joins[0])
+    assert leader_view["protocol_type"] == "connect" and leader_view["protocol_name"] == "sessioned"
+    assert [m["metadata"] for m in leader_view["members"]] == [b"v2-meta", b"v2-meta"]
+    eager = h.answer(h.join(client_id="old", protocol_type="connect", group_id="connect-cluster",
+                            protocols=[("default", b"v0-meta")]))["member_id"]  # fmt: skip
+    h.join(eager, client_id="old", protocol_type="connect", group_id="connect-cluster",
+           protocols=[("default", b"v0-meta")])  # fmt: skip
+    rejoins = rejoin_all()
+    answer = h.answer(rejoins[0])
+    assert answer["protocol_name"] == "default"
+    assert {m["metadata"] for m in answer["members"]} == {b"v0-meta"}
