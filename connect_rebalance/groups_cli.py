@@ -15,12 +15,12 @@ client over the wire.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
-from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
+
+from .admin_command import run_admin_command
 
 
 def _table(rows: list[list[str]]) -> None:
@@ -119,41 +119,33 @@ def reset_offsets(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        admin = KafkaAdminClient(bootstrap_servers=args.bootstrap_server, request_timeout_ms=15000)
-    except KafkaError as exc:
-        print(f"error: cannot reach {args.bootstrap_server}: {exc}", file=sys.stderr)
-        return 1
-    try:
-        if args.action == "list":
-            groups = sorted(admin.list_groups(), key=lambda g: g["group_id"])
-            rows = [["GROUP", "TYPE", "PROTOCOL", "STATE"]] + [
-                [
-                    g["group_id"],
-                    g.get("group_type", "classic"),
-                    g["protocol_type"] or "-",
-                    g.get("group_state", "-"),
-                ]
-                for g in groups
+    return run_admin_command(args.bootstrap_server, lambda admin: _dispatch(admin, args))
+
+
+def _dispatch(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
+    if args.action == "list":
+        groups = sorted(admin.list_groups(), key=lambda g: g["group_id"])
+        rows = [["GROUP", "TYPE", "PROTOCOL", "STATE"]] + [
+            [
+                g["group_id"],
+                g.get("group_type", "classic"),
+                g["protocol_type"] or "-",
+                g.get("group_state", "-"),
             ]
-            _table(rows)
-        elif args.action == "describe":
-            describe(admin, args.group)
-        elif args.action == "delete":
-            outcome = admin.delete_groups([args.group])[args.group]
-            if outcome != "OK":
-                reason = {"NonEmptyGroupError": "the group has active members",
-                          "GroupIdNotFoundError": "no such group"}.get(outcome, outcome)  # fmt: skip
-                raise ValueError(f"cannot delete group {args.group!r}: {reason}")
-            print(f"Deleted group {args.group}.")
-        elif args.action == "reset-offsets":
-            reset_offsets(admin, args)
-    except (KafkaError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        admin.close()
-    return 0
+            for g in groups
+        ]
+        _table(rows)
+    elif args.action == "describe":
+        describe(admin, args.group)
+    elif args.action == "delete":
+        outcome = admin.delete_groups([args.group])[args.group]
+        if outcome != "OK":
+            reason = {"NonEmptyGroupError": "the group has active members",
+                      "GroupIdNotFoundError": "no such group"}.get(outcome, outcome)  # fmt: skip
+            raise ValueError(f"cannot delete group {args.group!r}: {reason}")
+        print(f"Deleted group {args.group}.")
+    elif args.action == "reset-offsets":
+        reset_offsets(admin, args)
 
 
 def add_parser(sub: argparse._SubParsersAction, default_bootstrap: str) -> None:  # type: ignore[type-arg]

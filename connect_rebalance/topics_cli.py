@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import uuid
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
-from kafka.errors import KafkaError
 
 from coordinator.broker import kafka_uuid_string
 from coordinator.storage.topic_store import INTERNAL_TOPICS
+
+from .admin_command import run_admin_command
 
 
 def _parse_configs(pairs: list[str]) -> dict[str, str]:
@@ -50,34 +50,26 @@ def _describe(admin: KafkaAdminClient, bootstrap: str, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        admin = KafkaAdminClient(bootstrap_servers=args.bootstrap_server, request_timeout_ms=15000)
-    except KafkaError as exc:
-        print(f"error: cannot reach {args.bootstrap_server}: {exc}", file=sys.stderr)
-        return 1
-    try:
-        if args.action == "list":
-            for name in sorted(admin.list_topics()):
-                if not (args.exclude_internal and name in INTERNAL_TOPICS):
-                    print(name)
-        elif args.action == "create":
-            topic = NewTopic(
-                args.name, args.partitions, args.replication_factor, topic_configs=_parse_configs(args.config)
-            )
-            [result] = admin.create_topics([topic], raise_errors=False)["topics"]
-            if result["error_code"]:
-                raise ValueError(f"cannot create topic {args.name!r}: {result['error_message']}")
-            print(f"Created topic {args.name}.")
-        elif args.action == "describe":
-            _describe(admin, args.bootstrap_server, args.name)
-        elif args.action == "delete":
-            [result] = admin.delete_topics([args.name], raise_errors=False)["topics"]
-            if result["error_code"]:
-                raise ValueError(f"cannot delete topic {args.name!r}: {result['error_message']}")
-            print(f"Deleted topic {args.name}.")
-    except (KafkaError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        admin.close()
-    return 0
+    return run_admin_command(args.bootstrap_server, lambda admin: _dispatch(admin, args))
+
+
+def _dispatch(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
+    if args.action == "list":
+        for name in sorted(admin.list_topics()):
+            if not (args.exclude_internal and name in INTERNAL_TOPICS):
+                print(name)
+    elif args.action == "create":
+        topic = NewTopic(
+            args.name, args.partitions, args.replication_factor, topic_configs=_parse_configs(args.config)
+        )
+        [result] = admin.create_topics([topic], raise_errors=False)["topics"]
+        if result["error_code"]:
+            raise ValueError(f"cannot create topic {args.name!r}: {result['error_message']}")
+        print(f"Created topic {args.name}.")
+    elif args.action == "describe":
+        _describe(admin, args.bootstrap_server, args.name)
+    elif args.action == "delete":
+        [result] = admin.delete_topics([args.name], raise_errors=False)["topics"]
+        if result["error_code"]:
+            raise ValueError(f"cannot delete topic {args.name!r}: {result['error_message']}")
+        print(f"Deleted topic {args.name}.")

@@ -8,6 +8,7 @@ every response carries session id 0, which clients read as "send full requests".
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
@@ -126,51 +127,80 @@ def _list_offset(log: PartitionLog, timestamp: int) -> tuple[int, int]:
     return found if found is not None else (-1, -1)
 
 
+def _answer_partition(
+    ctx: RequestContext,
+    topic: str,
+    index: int,
+    current_leader_epoch: int,
+    answer: dict[str, Any],
+    compute: Callable[[PartitionLog], dict[str, Any]],
+) -> dict[str, Any]:
+    """One partition's answer: `compute` fills it in, or the error says why it cannot."""
+    try:
+        log = ctx.broker.topics.partition(topic, index)
+        _check_leader_epoch(current_leader_epoch)
+        answer.update(compute(log))
+    except KafkaApiError as exc:
+        answer["error_code"] = exc.code
+    return answer
+
+
 @handles(LIST_OFFSETS, 1, 11)
 async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    def offsets_at(timestamp: int) -> Callable[[PartitionLog], dict[str, Any]]:
+        def compute(log: PartitionLog) -> dict[str, Any]:
+            offset, found_timestamp = _list_offset(log, timestamp)
+            return {"offset": offset, "timestamp": found_timestamp, "leader_epoch": LEADER_EPOCH}
+
+        return compute
+
     topics = []
     for topic in request.topics:
-        partitions = []
-        for part in topic.partitions:
-            answer: dict[str, Any] = {
-                "partition_index": part.partition_index,
-                "error_code": 0,
-                "timestamp": -1,
-                "offset": -1,
-                "leader_epoch": -1,
-            }
-            try:
-                log = ctx.broker.topics.partition(topic.name, part.partition_index)
-                _check_leader_epoch(part.current_leader_epoch)
-                offset, timestamp = _list_offset(log, part.timestamp)
-                answer.update(offset=offset, timestamp=timestamp, leader_epoch=LEADER_EPOCH)
-            except KafkaApiError as exc:
-                answer["error_code"] = exc.code
-            partitions.append(answer)
+        partitions = [
+            _answer_partition(
+                ctx,
+                topic.name,
+                part.partition_index,
+                part.current_leader_epoch,
+                {
+                    "partition_index": part.partition_index,
+                    "error_code": 0,
+                    "timestamp": -1,
+                    "offset": -1,
+                    "leader_epoch": -1,
+                },
+                offsets_at(part.timestamp),
+            )  # fmt: skip
+            for part in topic.partitions
+        ]
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _epoch_end(requested_epoch: int) -> Callable[[PartitionLog], dict[str, Any]]:
+    # Every batch was written at epoch 0, so epoch 0 ends at the log end.
+    def compute(log: PartitionLog) -> dict[str, Any]:
+        if requested_epoch >= LEADER_EPOCH:
+            return {"leader_epoch": LEADER_EPOCH, "end_offset": log.log_end_offset}
+        return {}
+
+    return compute
 
 
 @handles(OFFSET_FOR_LEADER_EPOCH, 2, 4)
 async def offset_for_leader_epoch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     topics = []
     for topic in request.topics:
-        partitions = []
-        for part in topic.partitions:
-            answer: dict[str, Any] = {
-                "partition": part.partition,
-                "error_code": 0,
-                "leader_epoch": -1,
-                "end_offset": -1,
-            }
-            try:
-                log = ctx.broker.topics.partition(topic.topic, part.partition)
-                _check_leader_epoch(part.current_leader_epoch)
-                if part.leader_epoch >= LEADER_EPOCH:
-                    # Every batch was written at epoch 0, so epoch 0 ends at the log end.
-                    answer.update(leader_epoch=LEADER_EPOCH, end_offset=log.log_end_offset)
-            except KafkaApiError as exc:
-                answer["error_code"] = exc.code
-            partitions.append(answer)
+        partitions = [
+            _answer_partition(
+                ctx,
+                topic.topic,
+                part.partition,
+                part.current_leader_epoch,
+                {"partition": part.partition, "error_code": 0, "leader_epoch": -1, "end_offset": -1},
+                _epoch_end(part.leader_epoch),
+            )  # fmt: skip
+            for part in topic.partitions
+        ]
         topics.append({"topic": topic.topic, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from connect_rebalance.processes import CoordinatorProcess
+from tests.support.group_scenario import MemberFleet
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -13,3 +18,24 @@ def _real_peers_are_installed() -> None:
         pytest.fail(
             "kcat is not installed: run `apt-get install kcat` (or `bash .ci/run`, which installs it)"
         )
+
+
+@pytest.fixture
+def group_coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
+    """A coordinator whose empty groups form their first generation after 300 ms."""
+    process = CoordinatorProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "300"}).start()
+    try:
+        yield process
+    finally:
+        process.kill()
+
+
+@pytest.fixture
+def fleets() -> Iterator[list[MemberFleet]]:
+    """Member fleets a test creates; every member process is killed at the end."""
+    created: list[MemberFleet] = []
+    try:
+        yield created
+    finally:
+        for fleet in created:
+            fleet.kill_all()

@@ -4,12 +4,10 @@ once (counted when its offset commit succeeds)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from connect_rebalance.processes import CoordinatorProcess
 from tests.support.group_scenario import (
     ContinuousProducer,
     MemberFleet,
@@ -19,26 +17,6 @@ from tests.support.group_scenario import (
 )
 
 pytestmark = pytest.mark.integration
-GROUP_SETTINGS = {"group.initial.rebalance.delay.ms": "300"}
-
-
-@pytest.fixture
-def group_coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
-    process = CoordinatorProcess(tmp_path / "data", GROUP_SETTINGS).start()
-    try:
-        yield process
-    finally:
-        process.kill()
-
-
-@pytest.fixture
-def fleets() -> Iterator[list[MemberFleet]]:
-    created: list[MemberFleet] = []
-    try:
-        yield created
-    finally:
-        for fleet in created:
-            fleet.kill_all()
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,6 @@ their committed offsets."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from confluent_kafka import ConsumerGroupState, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -23,25 +20,6 @@ from tests.support.group_scenario import (
 )
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def group_coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
-    process = CoordinatorProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "300"}).start()
-    try:
-        yield process
-    finally:
-        process.kill()
-
-
-@pytest.fixture
-def fleets() -> Iterator[list[MemberFleet]]:
-    created: list[MemberFleet] = []
-    try:
-        yield created
-    finally:
-        for fleet in created:
-            fleet.kill_all()
 
 
 def describe(bootstrap: str, group: str):  # type: ignore[no-untyped-def]
