@@ -16,3 +16,11 @@ class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
 
 class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
     pass
+
+
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
