@@ -77,6 +77,7 @@ def test_quickstart_runs_and_ends_with_its_summary() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Nothing lost, nothing duplicated." in result.stdout
     assert "[ok] after kill -9 and restart: 500, distinct ids: 500" in result.stdout
+    assert "[ok] group offsets committed: 500, after the restart: 500" in result.stdout
 
 
 def test_groups_list_describe_reset_offsets_and_delete(tmp_path) -> None:
