@@ -124,7 +124,11 @@ class ClassicGroup:
     type_name = "classic"
 
     def is_empty(self) -> bool:
-        return not self.members and not self.pending_members
+        return (
+            self.state in (ClassicState.EMPTY, ClassicState.DEAD)
+            and not self.members
+            and not self.pending_members
+        )
 
     def transition(self, state: ClassicState, now_ms: int) -> None:
         self.state = state

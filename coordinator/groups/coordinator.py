@@ -24,6 +24,7 @@ from typing import Any
 from connect_rebalance.errors import ErrorCode
 
 from .classic import ClassicGroup, ClassicGroups, ClassicState
+from .consumer import ConsumerGroup, ConsumerGroups, TopicsView
 from .offsets import Offsets
 from .records import GroupMetadataRecord, OffsetCommitRecord, Record
 from .requests import GroupRequest, Outcome
@@ -32,6 +33,7 @@ from .timers import Timers
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
+CONSUMER_GROUP_HEARTBEAT = 68
 GROUP_APIS = (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS,
               LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE)  # fmt: skip
 OFFSET_EXPIRY_KEY = ("offset-expiry",)
@@ -47,14 +49,17 @@ class GroupCoordinator:
         settings: GroupSettings,
         partitions_of: Callable[[str], int | None],
         member_id_factory: Callable[[str], str] = random_member_id,
+        topics_view: TopicsView | None = None,
     ) -> None:
         self.settings = settings
         self.partitions_of = partitions_of
         self.new_member_id = member_id_factory
-        self.groups: dict[str, ClassicGroup] = {}
+        self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
         self.timers = Timers()
         self.classic = ClassicGroups(self)
         self.offsets = Offsets(self)
+        # Consumer groups (KIP-848) need topic ids; the server attaches them once they are served.
+        self.consumer = ConsumerGroups(self, topics_view, ["uniform", "range"]) if topics_view else None
         self._handlers: dict[int, Callable[[GroupRequest, int, Outcome], None]] = {
             JOIN_GROUP: self.classic.join,
             SYNC_GROUP: self.classic.sync,
@@ -67,6 +72,8 @@ class GroupCoordinator:
             DESCRIBE_GROUPS: self.describe_groups,
             DELETE_GROUPS: self.delete_groups,
         }
+        if self.consumer is not None:
+            self._handlers[CONSUMER_GROUP_HEARTBEAT] = self.consumer.heartbeat
 
     # -- the state machine's interface ----------------------------------------------------
 
@@ -90,6 +97,10 @@ class GroupCoordinator:
                         self.classic.on_join_deadline(group, now_ms, out)
                     else:
                         self.classic.on_sync_deadline(group, now_ms, out)
+            elif kind == "consumer-session" and self.consumer is not None:
+                self.consumer.on_session_expired(key[1], key[2], now_ms, out)
+            elif kind == "consumer-rebalance" and self.consumer is not None:
+                self.consumer.on_rebalance_timeout(key[1], key[2], now_ms, out)
             elif key == OFFSET_EXPIRY_KEY:
                 self.offsets.expire(now_ms, out)
                 self.timers.schedule(
@@ -140,10 +151,16 @@ class GroupCoordinator:
 
     def _describe(self, group_id: str, version: int) -> dict[str, Any]:
         group = self.groups.get(group_id)
-        if group is None or group.state == ClassicState.DEAD:
+        if not isinstance(group, ClassicGroup) or group.state == ClassicState.DEAD:
             return {
                 "error_code": ErrorCode.GROUP_ID_NOT_FOUND if version >= 6 else ErrorCode.NONE,
-                "error_message": f"group {group_id!r} does not exist" if version >= 6 else None,
+                "error_message": (
+                    f"group {group_id!r} is not a classic group"
+                    if group is not None
+                    else f"group {group_id!r} does not exist"
+                )
+                if version >= 6
+                else None,  # fmt: skip
                 "group_id": group_id,
                 "group_state": ClassicState.DEAD.value,
                 "protocol_type": "",
@@ -184,7 +201,7 @@ class GroupCoordinator:
             group = self.groups.get(group_id)
             if group is None or group.state == ClassicState.DEAD:
                 error = ErrorCode.GROUP_ID_NOT_FOUND
-            elif not (group.state == ClassicState.EMPTY and group.is_empty()):
+            elif not group.is_empty():
                 error = ErrorCode.NON_EMPTY_GROUP
             else:
                 error = ErrorCode.NONE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import uuid
 from typing import Any
 
 from connect_rebalance.protocol import codec
@@ -20,16 +21,34 @@ def consumer_subscription(topics: list[str]) -> bytes:
     return bytes(ConsumerProtocolSubscription(version=0, topics=topics, user_data=None).encode(header=True))
 
 
+class StaticTopics:
+    """A fixed metadata view: topic names, deterministic topic ids, partition counts."""
+
+    def __init__(self, topics: dict[str, int]) -> None:
+        self.counts = topics
+
+    def topic_id(self, name: str) -> str | None:
+        return str(uuid.uuid5(uuid.NAMESPACE_OID, name)) if name in self.counts else None
+
+    def partition_count(self, topic_id: str) -> int | None:
+        return next((n for name, n in self.counts.items() if self.topic_id(name) == topic_id), None)
+
+    def names(self) -> list[str]:
+        return sorted(self.counts)
+
+
 class GroupHarness:
     """A coordinator core, a clock, and every record and answer it produced."""
 
     def __init__(self, settings: GroupSettings | None = None, topics: dict[str, int] | None = None) -> None:
         self.topics = dict(topics or {"orders": 12})
         counter = itertools.count(1)
+        self.metadata = StaticTopics(self.topics)
         self.core = GroupCoordinator(
             settings or GroupSettings(initial_rebalance_delay_ms=0),
             self.topics.get,
             member_id_factory=lambda client_id: f"{client_id}-{next(counter)}",
+            topics_view=self.metadata,
         )
         self.now = 0
         self.records: list[Record] = []
@@ -127,6 +146,43 @@ class GroupHarness:
             group_instance_id=instance_id,
         )
         return answer["error_code"]
+
+    def consumer_heartbeat(
+        self,
+        member_id: str,
+        epoch: int,
+        topics: list[str] | None = None,
+        owned: dict[str, list[int]] | None = None,
+        group_id: str = "cg",
+        version: int = 1,
+        rebalance_timeout_ms: int = -1,
+        instance_id: str | None = None,
+        regex: str | None = None,
+        assignor: str | None = None,
+    ) -> dict[str, Any]:
+        """A ConsumerGroupHeartbeat; `owned` maps topic names to the partitions the member owns."""
+        partitions = None
+        if owned is not None:
+            partitions = [{"topic_id": self.metadata.topic_id(t), "partitions": p} for t, p in owned.items()]
+        return self.call(
+            68,
+            version,
+            group_id=group_id,
+            member_id=member_id,
+            member_epoch=epoch,
+            instance_id=instance_id,
+            rack_id=None,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            subscribed_topic_names=topics,
+            subscribed_topic_regex=regex,
+            server_assignor=assignor,
+            topic_partitions=partitions,
+        )
+
+    def assigned(self, answer: dict[str, Any]) -> dict[str, list[int]]:
+        """Topic name -> partitions of a heartbeat answer's assignment."""
+        names = {self.metadata.topic_id(n): n for n in self.topics}
+        return {names[str(t["topic_id"])]: t["partitions"] for t in answer["assignment"]["topic_partitions"]}
 
     def form_group(
         self, count: int, group_id: str = "g", prefix: str = "c", session_timeout_ms: int = 10000

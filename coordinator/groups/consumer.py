@@ -1,0 +1,493 @@
+"""Consumer groups (KIP-848): ConsumerGroupHeartbeat, as Apache Kafka 4.x runs it.
+
+Everything that decides a consumer group's state lives here; like classic.py it has no IO
+and no clock. Items are (topic id, partition) pairs; the shared reconciliation engine
+(reconciliation.py) moves each member from its current assignment to its target.
+
+Theory of operation
+-------------------
+The group has a *group epoch*, bumped whenever what the assignment depends on changes: a
+member joins or leaves or is fenced, a subscription changes, or the partitions of a
+subscribed topic change. When the group epoch is ahead of the *assignment epoch*, the next
+heartbeat recomputes the target assignment with the group's server-side assignor (the one
+most members ask for, else the first configured) and the assignment epoch catches up.
+Each heartbeat then reconciles the sending member alone: it is told to revoke what it must
+give up (and stays at its epoch until it reports it has), and it is given what is free.
+Nobody waits at a group-wide barrier; a member that keeps its partitions is never paused.
+
+Heartbeat rules real clients depend on (librdkafka treats several wrong answers as fatal):
+- validation: member id required from v1 (v0 joins may omit it and get one generated);
+  a join (epoch 0) must carry a rebalance timeout, an empty TopicPartitions and a
+  subscription; epoch -2 needs an instance id; an unknown server assignor is
+  UNSUPPORTED_ASSIGNOR and an invalid regex INVALID_REGULAR_EXPRESSION;
+- epochs: a member sending a newer epoch than it has is fenced; an older one is accepted
+  only when it is the previous epoch and its owned partitions are a subset of its current
+  assignment (its last response was lost); epoch 0 from an existing member re-sends its
+  assignment; a fenced member must rejoin with epoch 0;
+- leaving: epoch -1 removes the member (group epoch bump); epoch -2 keeps a static member's
+  place and assignment for its session timeout, and a new process with the same instance
+  id takes it over; a static member may only be replaced after such a temporary leave
+  (UNRELEASED_INSTANCE_ID otherwise);
+- the response carries the assignment when the member joined, sent a full request, or its
+  assignment changed; otherwise null.
+Timers: a session per member (expiry removes it), and a rebalance timeout while a member
+holds partitions it was told to revoke (expiry fences it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol
+
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+
+from .assignors import ASSIGNORS, AssignmentMember
+from .reconciliation import MemberAssignment, MemberState, Ownership, reconcile
+from .requests import GroupRequest, Outcome
+
+if TYPE_CHECKING:
+    from .coordinator import GroupCoordinator
+
+Item = tuple[str, int]  # (topic id, partition)
+LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH = -1, -2
+MEMBER_ID_REQUIRED_FROM_VERSION = 1
+REGEX_FROM_VERSION = 1
+
+
+class TopicsView(Protocol):
+    """What the consumer group reads of the cluster's metadata."""
+
+    def topic_id(self, name: str) -> str | None: ...
+    def partition_count(self, topic_id: str) -> int | None: ...
+    def names(self) -> list[str]: ...
+
+
+class ConsumerGroupState(StrEnum):
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = 300000
+    subscribed_topic_names: frozenset[str] = frozenset()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    assignment: MemberAssignment[Item] = field(default_factory=MemberAssignment.joining)
+
+
+@dataclass
+class ConsumerGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    target: dict[str, frozenset[Item]] = field(default_factory=dict)
+    ownership: Ownership[Item] = field(default_factory=Ownership)
+    subscribed_metadata: tuple[tuple[str, int], ...] = ()
+    assignor_name: str = ""
+
+    type_name = "consumer"
+
+    @property
+    def protocol_type(self) -> str:
+        return "consumer"
+
+    @property
+    def state(self) -> ConsumerGroupState:
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        if any(
+            m.assignment.state != MemberState.STABLE or m.assignment.member_epoch != self.assignment_epoch
+            for m in self.members.values()
+            if m.assignment.member_epoch != TEMPORARY_LEAVE_EPOCH
+        ):
+            return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def static_member(self, instance_id: str) -> ConsumerMember | None:
+        return next((m for m in self.members.values() if m.instance_id == instance_id), None)
+
+
+def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-session", group_id, member_id)
+
+
+def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-rebalance", group_id, member_id)
+
+
+def _invalid(message: str) -> KafkaApiError:
+    return KafkaApiError(ErrorCode.INVALID_REQUEST, message)
+
+
+class ConsumerGroups:
+    def __init__(
+        self,
+        core: GroupCoordinator,
+        topics: TopicsView,
+        assignors: list[str],
+        session_timeout_ms: int = 45000,
+        heartbeat_interval_ms: int = 5000,
+    ) -> None:
+        self.core = core
+        self.topics = topics
+        self.assignors = assignors
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+
+    # -- validation -----------------------------------------------------------------------
+
+    def _validate(self, body: Any, version: int) -> None:
+        epoch = body.member_epoch
+        if not (body.group_id or "").strip():
+            raise _invalid("GroupId can't be empty.")
+        if not (body.member_id or "").strip() and (
+            version >= MEMBER_ID_REQUIRED_FROM_VERSION or epoch > 0 or epoch == -1
+        ):
+            raise _invalid("MemberId can't be empty.")
+        for name in ("instance_id", "rack_id"):
+            value = getattr(body, name)
+            if value is not None and not value.strip():
+                raise _invalid(f"{'InstanceId' if name == 'instance_id' else 'RackId'} can't be empty.")
+        regex = body.subscribed_topic_regex if version >= REGEX_FROM_VERSION else None
+        if epoch == 0:
+            if body.rebalance_timeout_ms == -1:
+                raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+            if body.topic_partitions is None or body.topic_partitions:
+                raise _invalid("TopicPartitions must be empty when (re-)joining.")
+            if body.subscribed_topic_names is None and regex is None:
+                raise _invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+        elif epoch == TEMPORARY_LEAVE_EPOCH:
+            if body.instance_id is None:
+                raise _invalid("InstanceId can't be null.")
+        elif epoch < TEMPORARY_LEAVE_EPOCH:
+            raise _invalid("MemberEpoch is invalid.")
+        if body.server_assignor is not None and body.server_assignor not in self.assignors:
+            raise KafkaApiError(
+                ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {body.server_assignor} is not supported."
+            )
+        if regex:
+            try:
+                re.compile(regex)
+            except re.error as exc:
+                raise KafkaApiError(
+                    ErrorCode.INVALID_REGULAR_EXPRESSION, f"Invalid regular expression {regex}: {exc}"
+                ) from exc
+
+    # -- the heartbeat --------------------------------------------------------------------
+
+    def heartbeat(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+        body, version = request.body, request.version
+        try:
+            self._validate(body, version)
+            if body.member_epoch in (LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH):
+                fields = self._leave(body, now_ms)
+            else:
+                fields = self._heartbeat(request, now_ms)
+        except KafkaApiError as exc:
+            fields = {
+                "error_code": exc.code,
+                "error_message": exc.message,
+                "member_id": None,
+                "member_epoch": -1,
+                "heartbeat_interval_ms": 0,
+                "assignment": None,
+            }
+        out.reply(request.request_id, {"throttle_time_ms": 0, "error_message": None, **fields})
+
+    def _group(self, group_id: str, create: bool) -> ConsumerGroup:
+        group = self.core.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            return group
+        if group is None and create:
+            created = ConsumerGroup(group_id)
+            self.core.groups[group_id] = created  # type: ignore[assignment]
+            return created
+        if group is not None and create and group.is_empty():
+            created = ConsumerGroup(group_id)  # an empty classic group becomes a consumer group
+            self.core.groups[group_id] = created  # type: ignore[assignment]
+            return created
+        message = (
+            f"Group {group_id} is not a consumer group."
+            if group is not None
+            else f"Consumer group {group_id} not found."
+        )
+        raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, message)
+
+    def _heartbeat(self, request: GroupRequest, now_ms: int) -> dict[str, Any]:
+        body, version = request.body, request.version
+        group = self._group(body.group_id, create=body.member_epoch == 0)
+        member_id = body.member_id or (self.core.new_member_id("") if version == 0 else "")
+        owned = self._owned_items(body.topic_partitions)
+        member, joined = self._member_for(group, member_id, body, owned, now_ms)
+        bump = joined
+        bump |= self._update_member(member, body, request)
+        bump |= self._metadata_changed(group)
+        if bump:
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
+        before = member.assignment
+        member.assignment = reconcile(
+            before,
+            group.assignment_epoch,
+            group.target.get(member.member_id, frozenset()),
+            owned,
+            group.ownership.held_by_others(member.member_id),
+        )
+        group.ownership.update(member.member_id, before, member.assignment)
+        self.core.timers.schedule(
+            session_key(group.group_id, member.member_id), now_ms + self.session_timeout_ms
+        )
+        if member.assignment.state == MemberState.UNREVOKED:
+            if before.state != MemberState.UNREVOKED:
+                self.core.timers.schedule(
+                    rebalance_key(group.group_id, member.member_id), now_ms + member.rebalance_timeout_ms
+                )
+        else:
+            self.core.timers.cancel(rebalance_key(group.group_id, member.member_id))
+        full = (
+            body.rebalance_timeout_ms != -1
+            and (
+                body.subscribed_topic_names is not None
+                or (version >= REGEX_FROM_VERSION and body.subscribed_topic_regex is not None)
+            )
+            and body.topic_partitions is not None
+        )
+        send_assignment = body.member_epoch == 0 or full or member.assignment.assigned != before.assigned
+        return {
+            "error_code": ErrorCode.NONE,
+            "member_id": member.member_id,
+            "member_epoch": member.assignment.member_epoch,
+            "heartbeat_interval_ms": self.heartbeat_interval_ms,
+            "assignment": self._assignment_field(member.assignment.assigned) if send_assignment else None,
+        }
+
+    def _owned_items(self, topic_partitions: Any) -> frozenset[Item] | None:
+        if topic_partitions is None:
+            return None
+        return frozenset((str(tp.topic_id), p) for tp in topic_partitions for p in tp.partitions)
+
+    def _member_for(
+        self, group: ConsumerGroup, member_id: str, body: Any, owned: frozenset[Item] | None, now_ms: int
+    ) -> tuple[ConsumerMember, bool]:
+        epoch = body.member_epoch
+        if body.instance_id is not None:
+            holder = group.static_member(body.instance_id)
+            if epoch == 0:
+                if holder is None:
+                    return self._new_member(group, member_id, body), True
+                if holder.member_id != member_id and holder.assignment.member_epoch != TEMPORARY_LEAVE_EPOCH:
+                    raise KafkaApiError(
+                        ErrorCode.UNRELEASED_INSTANCE_ID,
+                        f"Static member {body.instance_id} has not released its place.",
+                    )
+                if holder.member_id != member_id:
+                    return self._replace_static(group, holder, member_id), False
+                return holder, False
+            if holder is None:
+                raise KafkaApiError(
+                    ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {body.instance_id} is unknown."
+                )
+            if holder.member_id != member_id:
+                raise KafkaApiError(
+                    ErrorCode.FENCED_INSTANCE_ID, f"Instance {body.instance_id} is another member's."
+                )
+        member = group.members.get(member_id)
+        if member is None:
+            if epoch != 0:
+                raise KafkaApiError(
+                    ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group."
+                )
+            return self._new_member(group, member_id, body), True
+        self._check_epoch(member, epoch, owned)
+        return member, False
+
+    def _check_epoch(self, member: ConsumerMember, epoch: int, owned: frozenset[Item] | None) -> None:
+        current = member.assignment.member_epoch
+        if epoch == 0 or epoch == current:
+            return
+        if epoch > current:
+            raise KafkaApiError(
+                ErrorCode.FENCED_MEMBER_EPOCH, f"Epoch {epoch} is newer than the member's {current}."
+            )
+        lost_response = (
+            epoch == member.assignment.previous_epoch
+            and owned is not None
+            and owned <= member.assignment.assigned
+        )
+        if not lost_response:
+            raise KafkaApiError(
+                ErrorCode.FENCED_MEMBER_EPOCH, f"Epoch {epoch} is older than the member's {current}."
+            )
+
+    def _new_member(self, group: ConsumerGroup, member_id: str, body: Any) -> ConsumerMember:
+        member = ConsumerMember(member_id)
+        group.members[member_id] = member
+        return member
+
+    def _replace_static(self, group: ConsumerGroup, old: ConsumerMember, member_id: str) -> ConsumerMember:
+        """A restarted static member takes over its predecessor's subscription and assignment."""
+        del group.members[old.member_id]
+        self.core.timers.cancel(session_key(group.group_id, old.member_id))
+        self.core.timers.cancel(rebalance_key(group.group_id, old.member_id))
+        group.ownership.update(old.member_id, old.assignment, None)
+        fresh = replace(
+            old, member_id=member_id, assignment=replace(old.assignment, member_epoch=0, previous_epoch=0)
+        )
+        group.members[member_id] = fresh
+        group.ownership.update(member_id, None, fresh.assignment)
+        if old.member_id in group.target:
+            group.target[member_id] = group.target.pop(old.member_id)
+        return fresh
+
+    def _update_member(self, member: ConsumerMember, body: Any, request: GroupRequest) -> bool:
+        """Apply the non-null fields; True if the subscription or assignor vote changed."""
+        changed = False
+        member.client_id, member.client_host = request.client_id, request.client_host
+        if body.instance_id is not None:
+            member.instance_id = body.instance_id
+        if body.rack_id is not None:
+            member.rack_id = body.rack_id
+        if body.rebalance_timeout_ms != -1:
+            member.rebalance_timeout_ms = body.rebalance_timeout_ms
+        if (
+            body.subscribed_topic_names is not None
+            and frozenset(body.subscribed_topic_names) != member.subscribed_topic_names
+        ):
+            member.subscribed_topic_names = frozenset(body.subscribed_topic_names)
+            changed = True
+        regex = body.subscribed_topic_regex if request.version >= REGEX_FROM_VERSION else None
+        if regex is not None and (regex or None) != member.subscribed_topic_regex:
+            member.subscribed_topic_regex = regex or None
+            changed = True
+        if body.server_assignor is not None and body.server_assignor != member.server_assignor:
+            member.server_assignor = body.server_assignor
+            changed = True
+        return changed
+
+    # -- target assignment ----------------------------------------------------------------
+
+    def _subscribed_ids(self, member: ConsumerMember) -> frozenset[str]:
+        names = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            pattern = re.compile(member.subscribed_topic_regex)
+            names.update(n for n in self.topics.names() if pattern.fullmatch(n) and not n.startswith("__"))
+        ids = (self.topics.topic_id(n) for n in names)
+        return frozenset(i for i in ids if i is not None)
+
+    def _metadata_changed(self, group: ConsumerGroup) -> bool:
+        """Subscribed topics created, deleted or grown since the last epoch."""
+        ids = sorted({i for m in group.members.values() for i in self._subscribed_ids(m)})
+        current = tuple((i, self.topics.partition_count(i) or 0) for i in ids)
+        if current == group.subscribed_metadata:
+            return False
+        group.subscribed_metadata = current
+        return True
+
+    def _compute_target(self, group: ConsumerGroup) -> None:
+        votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+        name = max(sorted(votes), key=lambda n: votes[n]) if votes else self.assignors[0]
+        partitions = dict(group.subscribed_metadata)
+        specs = {
+            m.member_id: AssignmentMember(
+                m.member_id,
+                self._subscribed_ids(m),
+                group.target.get(m.member_id, frozenset()),
+                m.instance_id,
+                m.rack_id,
+            )
+            for m in group.members.values()
+        }
+        group.target = dict(ASSIGNORS[name].assign(specs, partitions))
+        group.assignor_name = name
+        group.assignment_epoch = group.group_epoch
+
+    def _assignment_field(self, items: frozenset[Item]) -> dict[str, Any]:
+        by_topic: dict[str, list[int]] = {}
+        for topic_id, partition in items:
+            by_topic.setdefault(topic_id, []).append(partition)
+        return {
+            "topic_partitions": [
+                {"topic_id": t, "partitions": sorted(p)} for t, p in sorted(by_topic.items())
+            ]
+        }
+
+    # -- leaving and fencing --------------------------------------------------------------
+
+    def _leave(self, body: Any, now_ms: int) -> dict[str, Any]:
+        group = self._group(body.group_id, create=False)
+        if body.instance_id is not None:
+            member = group.static_member(body.instance_id)
+            if member is None:
+                raise KafkaApiError(
+                    ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {body.instance_id} is unknown."
+                )
+            if member.member_id != body.member_id:
+                raise KafkaApiError(
+                    ErrorCode.FENCED_INSTANCE_ID, f"Instance {body.instance_id} is another member's."
+                )
+        else:
+            member = group.members.get(body.member_id)
+            if member is None:
+                raise KafkaApiError(
+                    ErrorCode.UNKNOWN_MEMBER_ID, f"Member {body.member_id} is not a member of the group."
+                )
+        if body.member_epoch == TEMPORARY_LEAVE_EPOCH:
+            # The static member keeps its place and assignment until its session runs out.
+            before = member.assignment
+            member.assignment = replace(
+                before, member_epoch=TEMPORARY_LEAVE_EPOCH, pending_revocation=frozenset()
+            )
+            group.ownership.update(member.member_id, before, member.assignment)
+        else:
+            self.remove(group, member.member_id)
+        return {
+            "error_code": ErrorCode.NONE,
+            "member_id": body.member_id,
+            "member_epoch": body.member_epoch,
+            "heartbeat_interval_ms": 0,
+            "assignment": None,
+        }
+
+    def remove(self, group: ConsumerGroup, member_id: str) -> None:
+        member = group.members.pop(member_id, None)
+        if member is None:
+            return
+        group.ownership.update(member_id, member.assignment, None)
+        group.target.pop(member_id, None)
+        self.core.timers.cancel(session_key(group.group_id, member_id))
+        self.core.timers.cancel(rebalance_key(group.group_id, member_id))
+        group.group_epoch += 1
+        self._metadata_changed(group)
+        if not group.members:
+            group.assignment_epoch = group.group_epoch
+
+    def on_session_expired(self, group_id: str, member_id: str, now_ms: int, out: Outcome) -> None:
+        group = self.core.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            self.remove(group, member_id)
+
+    def on_rebalance_timeout(self, group_id: str, member_id: str, now_ms: int, out: Outcome) -> None:
+        group = self.core.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            member = group.members.get(member_id)
+            if member is not None and member.assignment.state == MemberState.UNREVOKED:
+                self.remove(group, member_id)

@@ -1,0 +1,209 @@
+"""KIP-848 consumer groups in the pure core, on a virtual clock: joins, incremental
+reconciliation (revoke before assign, members keeping partitions never pause), fencing,
+the lost-response case, leaving, static members, session and rebalance timeouts,
+validation errors, and regex subscriptions."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from connect_rebalance.errors import ErrorCode
+from tests.support.group_harness import GroupHarness
+
+pytestmark = pytest.mark.unit
+
+
+def join(h: GroupHarness, member: str, topics=("orders",), **kw) -> dict:  # type: ignore[no-untyped-def]
+    return h.consumer_heartbeat(member, 0, topics=list(topics), owned={}, rebalance_timeout_ms=30000, **kw)
+
+
+def test_a_first_member_gets_everything_and_a_second_gets_half_after_the_first_revokes() -> None:
+    h = GroupHarness(topics={"orders": 12})
+    a = join(h, "A")
+    assert (a["error_code"], a["member_epoch"]) == (0, 1) and h.assigned(a) == {"orders": list(range(12))}
+    b = join(h, "B")
+    assert b["member_epoch"] == 2 and h.assigned(b) == {}, "nothing is free until A lets go"
+    a2 = h.consumer_heartbeat("A", 1, owned={"orders": list(range(12))})
+    assert a2["member_epoch"] == 1 and len(h.assigned(a2)["orders"]) == 6, (
+        "A is told to keep 6, still at epoch 1"
+    )
+    kept = h.assigned(a2)["orders"]
+    b2 = h.consumer_heartbeat("B", 2)
+    assert b2["assignment"] is None, "B's assignment has not changed yet"
+    a3 = h.consumer_heartbeat("A", 1, owned={"orders": kept})
+    assert a3["member_epoch"] == 2
+    b3 = h.consumer_heartbeat("B", 2)
+    assert sorted(h.assigned(b3)["orders"] + kept) == list(range(12))
+    assert h.core.groups["cg"].state.value == "Stable"
+
+
+def test_fencing_and_the_lost_response_case() -> None:
+    h = GroupHarness(topics={"orders": 4})
+    join(h, "A")
+    assert h.consumer_heartbeat("A", 5)["error_code"] == ErrorCode.FENCED_MEMBER_EPOCH
+    join(h, "B")  # epoch 2; A must give up two partitions
+    told = h.consumer_heartbeat("A", 1, owned={"orders": [0, 1, 2, 3]})
+    kept = h.assigned(told)["orders"]
+    moved_on = h.consumer_heartbeat("A", 1, owned={"orders": kept})
+    assert moved_on["member_epoch"] == 2
+    # That answer was lost: A still sends epoch 1, owning only what it kept.
+    assert h.consumer_heartbeat("A", 1, owned={"orders": kept})["error_code"] == 0
+    assert (
+        h.consumer_heartbeat("A", 1, owned={"orders": [0, 1, 2, 3]})["error_code"]
+        == ErrorCode.FENCED_MEMBER_EPOCH
+    )
+    assert h.consumer_heartbeat("ghost", 3)["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_leaving_bumps_the_epoch_and_the_rest_take_over() -> None:
+    h = GroupHarness(topics={"orders": 6})
+    join(h, "A")
+    join(h, "B")
+    a = h.consumer_heartbeat("A", 1, owned={"orders": list(range(6))})
+    h.consumer_heartbeat("A", 1, owned={"orders": h.assigned(a)["orders"]})
+    h.consumer_heartbeat("B", 2)
+    left = h.consumer_heartbeat("B", -1)
+    assert (left["error_code"], left["member_epoch"]) == (0, -1)
+    back = h.consumer_heartbeat("A", 2, owned={"orders": h.assigned(a)["orders"]})
+    assert back["member_epoch"] == 3 and h.assigned(back) == {"orders": list(range(6))}
+
+
+def test_session_expiry_and_rebalance_timeout_remove_members() -> None:
+    h = GroupHarness(topics={"orders": 4})
+    join(h, "A")
+    join(h, "B")
+    h.consumer_heartbeat("A", 1, owned={"orders": [0, 1, 2, 3]})  # told to revoke; never acknowledges
+    for _ in range(6):
+        h.advance(5000)
+        h.consumer_heartbeat("B", 2)
+        h.consumer_heartbeat("A", 1)  # heartbeats without owned partitions do not acknowledge
+    assert "A" not in h.core.groups["cg"].members, "fenced at its 30 s rebalance timeout"
+    h.advance(45_001)
+    assert "B" not in h.core.groups["cg"].members, "B's session ran out"
+
+
+def test_a_static_member_restarts_in_place_after_a_temporary_leave() -> None:
+    h = GroupHarness(topics={"orders": 4})
+    s = join(h, "s-1", instance_id="host-1")
+    d = join(h, "d-1")
+    s2 = h.consumer_heartbeat("s-1", 1, owned={"orders": h.assigned(s)["orders"]}, instance_id="host-1")
+    kept = h.assigned(s2)["orders"]
+    h.consumer_heartbeat("s-1", 1, owned={"orders": kept}, instance_id="host-1")
+    h.consumer_heartbeat("d-1", d["member_epoch"])
+    epoch = h.core.groups["cg"].group_epoch
+    assert join(h, "s-2", instance_id="host-1")["error_code"] == ErrorCode.UNRELEASED_INSTANCE_ID
+    assert h.consumer_heartbeat("s-1", -2, instance_id="host-1")["member_epoch"] == -2
+    back = join(h, "s-2", instance_id="host-1")
+    assert back["error_code"] == 0 and sorted(h.assigned(back)["orders"]) == sorted(kept)
+    assert h.core.groups["cg"].group_epoch == epoch, "nobody else rebalanced"
+
+
+def test_validation_errors() -> None:
+    h = GroupHarness(topics={"orders": 4})
+    assert h.consumer_heartbeat("", 0, topics=["orders"], owned={}, rebalance_timeout_ms=1)["error_code"] == (
+        ErrorCode.INVALID_REQUEST
+    )
+    assert (
+        h.consumer_heartbeat("A", 0, topics=["orders"], owned={})["error_code"] == ErrorCode.INVALID_REQUEST
+    )
+    assert join(h, "A", assignor="sticky")["error_code"] == ErrorCode.UNSUPPORTED_ASSIGNOR
+    bad = h.consumer_heartbeat("A", 0, topics=None, regex="(", owned={}, rebalance_timeout_ms=1)
+    assert bad["error_code"] == ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert h.consumer_heartbeat("A", -3)["error_code"] == ErrorCode.INVALID_REQUEST
+    assert h.consumer_heartbeat("A", 4, group_id="none")["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+    v0 = h.consumer_heartbeat("", 0, topics=["orders"], owned={}, rebalance_timeout_ms=1, version=0)
+    assert v0["error_code"] == 0 and v0["member_id"], "a v0 join without a member id gets one"
+
+
+def test_a_regex_subscription_picks_up_a_topic_created_later() -> None:
+    h = GroupHarness(topics={"logs-a": 2})
+    first = h.consumer_heartbeat("A", 0, topics=None, regex="logs-.*", owned={}, rebalance_timeout_ms=1000)
+    assert h.assigned(first) == {"logs-a": [0, 1]}
+    h.topics["logs-b"] = 3
+    later = h.consumer_heartbeat("A", first["member_epoch"], owned={"logs-a": [0, 1]})
+    assert later["member_epoch"] > first["member_epoch"]
+    assert h.assigned(later) == {"logs-a": [0, 1], "logs-b": [0, 1, 2]}
+
+
+class Simulated:
+    """Members that do what a consumer does: report what they own, revoke when told."""
+
+    def __init__(self, h: GroupHarness) -> None:
+        self.h = h
+        self.epoch: dict[str, int] = {}
+        self.owned: dict[str, dict[str, list[int]]] = {}
+
+    def beat(self, member: str, acknowledge: bool = True, topics: list[str] | None = None) -> None:
+        if member not in self.epoch:
+            answer = join(self.h, member, topics=topics or ["orders", "audit"])
+        else:
+            owned = self.owned[member] if acknowledge else None
+            answer = self.h.consumer_heartbeat(member, self.epoch[member], owned=owned, topics=topics)
+        if answer["error_code"] in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
+            self.epoch.pop(member, None)  # a fenced member drops everything and rejoins later
+            self.owned.pop(member, None)
+            return
+        assert answer["error_code"] == 0, answer
+        self.epoch[member] = answer["member_epoch"]
+        if answer["assignment"] is not None:
+            self.owned[member] = self.h.assigned(answer)
+
+    def leave(self, member: str) -> None:
+        if member in self.epoch:
+            self.h.consumer_heartbeat(member, -1)
+            self.epoch.pop(member)
+            self.owned.pop(member)
+
+    def check_no_partition_owned_twice(self) -> None:
+        group = self.h.core.groups.get("cg")
+        if group is None:
+            return
+        seen: dict[tuple[str, int], str] = {}
+        for member_id, member in group.members.items():
+            for item in member.assignment.held:
+                assert item not in seen, f"{item} held by {seen[item]} and {member_id}"
+                seen[item] = member_id
+
+
+steps = st.lists(
+    st.tuples(
+        st.sampled_from(["beat", "beat", "beat", "leave", "crash", "resubscribe", "grow"]),
+        st.sampled_from(["A", "B", "C", "D"]),
+        st.booleans(),
+    ),
+    max_size=50,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(script=steps)
+def test_no_partition_is_owned_twice_and_a_quiet_group_converges(script) -> None:  # type: ignore[no-untyped-def]
+    h = GroupHarness(topics={"orders": 6, "audit": 2})
+    sim = Simulated(h)
+    for kind, member, flag in script:
+        if kind == "beat":
+            sim.beat(member, acknowledge=flag)
+        elif kind == "leave":
+            sim.leave(member)
+        elif kind == "crash" and member in sim.epoch:
+            h.advance(45_001)  # everyone silent past the session timeout: all are removed
+            sim.epoch.clear()
+            sim.owned.clear()
+        elif kind == "resubscribe" and member in sim.epoch:
+            sim.beat(member, topics=["orders"] if flag else ["orders", "audit"])
+        elif kind == "grow":
+            h.topics["orders"] += 1
+        sim.check_no_partition_owned_twice()
+    for _ in range(4):  # quiet: everyone heartbeats, acknowledging
+        for member in sorted(sim.epoch):
+            sim.beat(member)
+            sim.check_no_partition_owned_twice()
+    group = h.core.groups.get("cg")
+    if group is not None and group.members:
+        assert group.state.value == "Stable"
+        assigned = [item for m in group.members.values() for item in m.assignment.assigned]
+        subscribed = {t for m in group.members.values() for t in m.subscribed_topic_names}
+        expected = {(h.metadata.topic_id(t), p) for t in subscribed for p in range(h.topics[t])}
+        assert sorted(assigned) == sorted(expected), "every subscribed partition is owned once"
