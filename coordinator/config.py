@@ -56,6 +56,21 @@ class CoordinatorConfig(BaseModel):
     )
     offset_metadata_max_bytes: int = Field(4096, alias="offset.metadata.max.bytes", ge=0)
     offsets_topic_segment_bytes: int = Field(104857600, alias="offsets.topic.segment.bytes", ge=1024)
+    # Consumer groups (KIP-848).
+    group_consumer_session_timeout_ms: int = Field(45000, alias="group.consumer.session.timeout.ms", ge=1)
+    group_consumer_heartbeat_interval_ms: int = Field(
+        5000, alias="group.consumer.heartbeat.interval.ms", ge=1
+    )
+    group_consumer_assignors: str = Field("uniform,range", alias="group.consumer.assignors")
+
+    @field_validator("group_consumer_assignors")
+    @classmethod
+    def _known_assignors(cls, value: str) -> str:
+        names = [n.strip() for n in value.split(",") if n.strip()]
+        unknown = [n for n in names if n not in ("uniform", "range")]
+        if not names or unknown:
+            raise ValueError(f"assignors must be among uniform, range; got {value!r}")
+        return ",".join(names)
 
     @field_validator("listeners", "advertised_listeners")
     @classmethod
@@ -81,6 +96,9 @@ class CoordinatorConfig(BaseModel):
             offsets_retention_ms=self.offsets_retention_ms,
             offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
             offset_metadata_max_bytes=self.offset_metadata_max_bytes,
+            consumer_session_timeout_ms=self.group_consumer_session_timeout_ms,
+            consumer_heartbeat_interval_ms=self.group_consumer_heartbeat_interval_ms,
+            consumer_assignors=tuple(self.group_consumer_assignors.split(",")),
         )
 
     @classmethod

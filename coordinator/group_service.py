@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import uuid
 from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
@@ -32,10 +33,34 @@ INTERNAL_TOPIC = "__consumer_offsets"
 BATCH_TARGET_BYTES = 512 * 1024
 
 
+class BrokerTopics:
+    """The group coordinator's view of the broker's topics (names, ids, partition counts)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def topic_id(self, name: str) -> str | None:
+        topic = self.broker.topics.get(name)
+        return str(topic.topic_id) if topic is not None else None
+
+    def partition_count(self, topic_id: str) -> int | None:
+        topic = self.broker.topics.by_id(uuid.UUID(topic_id))
+        return len(topic.partitions) if topic is not None else None
+
+    def names(self) -> list[str]:
+        return sorted(self.broker.topics.topics)
+
+    def name_of(self, topic_id: str) -> str | None:
+        topic = self.broker.topics.by_id(uuid.UUID(topic_id))
+        return topic.name if topic is not None else None
+
+
 class GroupService:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self.core = GroupCoordinator(broker.config.group_settings(), self._partition_count)
+        self.core = GroupCoordinator(
+            broker.config.group_settings(), self._partition_count, topics_view=BrokerTopics(broker)
+        )
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._request_ids = itertools.count(1)
         self._wake = asyncio.Event()

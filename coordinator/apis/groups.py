@@ -8,6 +8,8 @@ from typing import Any
 from connect_rebalance.errors import ErrorCode
 
 from ..groups.coordinator import (
+    CONSUMER_GROUP_DESCRIBE,
+    CONSUMER_GROUP_HEARTBEAT,
     DELETE_GROUPS,
     DESCRIBE_GROUPS,
     HEARTBEAT,
@@ -82,5 +84,7 @@ for _key, _low, _high in (
     (LIST_GROUPS, 0, 5),
     (DELETE_GROUPS, 0, 2),
     (OFFSET_DELETE, 0, 0),
+    (CONSUMER_GROUP_HEARTBEAT, 0, 1),
+    (CONSUMER_GROUP_DESCRIBE, 0, 1),
 ):
     _forward(_key, _low, _high)

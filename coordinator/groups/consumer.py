@@ -63,6 +63,7 @@ class TopicsView(Protocol):
     def topic_id(self, name: str) -> str | None: ...
     def partition_count(self, topic_id: str) -> int | None: ...
     def names(self) -> list[str]: ...
+    def name_of(self, topic_id: str) -> str | None: ...
 
 
 class ConsumerGroupState(StrEnum):
@@ -491,3 +492,81 @@ class ConsumerGroups:
             member = group.members.get(member_id)
             if member is not None and member.assignment.state == MemberState.UNREVOKED:
                 self.remove(group, member_id)
+
+    # -- ConsumerGroupDescribe ------------------------------------------------------------
+
+    def describe(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+        described = []
+        for group_id in request.body.group_ids:
+            group = self.core.groups.get(group_id)
+            if not isinstance(group, ConsumerGroup):
+                described.append({
+                    "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+                    "error_message": f"Group {group_id} is not a consumer group." if group is not None
+                    else f"Group {group_id} not found.",
+                    "group_id": group_id, "group_state": ConsumerGroupState.DEAD.value, "group_epoch": -1,
+                    "assignment_epoch": -1, "assignor_name": "", "members": [],
+                })  # fmt: skip
+                continue
+            members = [
+                {
+                    "member_id": m.member_id,
+                    "instance_id": m.instance_id,
+                    "rack_id": m.rack_id,
+                    "member_epoch": m.assignment.member_epoch,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "subscribed_topic_names": sorted(m.subscribed_topic_names),
+                    "subscribed_topic_regex": m.subscribed_topic_regex,
+                    "assignment": self._described_assignment(m.assignment.held),
+                    "target_assignment": self._described_assignment(
+                        group.target.get(m.member_id, frozenset())
+                    ),
+                    "member_type": 1,
+                }  # fmt: skip
+                for m in group.members.values()
+            ]
+            described.append({
+                "error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
+                "group_state": group.state.value, "group_epoch": group.group_epoch,
+                "assignment_epoch": group.assignment_epoch,
+                "assignor_name": group.assignor_name or self.assignors[0], "members": members,
+            })  # fmt: skip
+        out.reply(request.request_id, {"throttle_time_ms": 0, "groups": described})
+
+    def _described_assignment(self, items: frozenset[Item]) -> dict[str, Any]:
+        field_ = self._assignment_field(items)
+        for entry in field_["topic_partitions"]:
+            entry["topic_name"] = self.topics.name_of(entry["topic_id"]) or ""
+        return field_
+
+    # -- offsets of consumer groups -------------------------------------------------------
+
+    def validate_offset_commit(self, group: ConsumerGroup, member_id: str, epoch: int, version: int) -> None:
+        """OffsetCommit by a member must carry its current epoch (v9+); admin commits need an empty group."""
+        if not member_id and epoch < 0:
+            if group.members:
+                raise KafkaApiError(
+                    ErrorCode.UNKNOWN_MEMBER_ID, "the group has members; commit as one of them"
+                )
+            return
+        self._check_member_epoch(group, member_id, epoch)
+        if version < 9:
+            raise KafkaApiError(
+                ErrorCode.UNSUPPORTED_VERSION, "consumer group members commit with OffsetCommit v9+"
+            )
+
+    def validate_offset_fetch(self, group: ConsumerGroup, member_id: str | None, epoch: int) -> None:
+        """OffsetFetch v9+ naming a member must carry its current epoch; without one, anyone may read."""
+        if member_id is not None:
+            self._check_member_epoch(group, member_id, epoch)
+
+    def _check_member_epoch(self, group: ConsumerGroup, member_id: str, epoch: int) -> None:
+        member = group.members.get(member_id)
+        if member is None:
+            raise KafkaApiError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group."
+            )
+        current = member.assignment.member_epoch
+        if epoch != current:
+            raise KafkaApiError(ErrorCode.STALE_MEMBER_EPOCH, f"epoch {epoch} is not the member's {current}")

@@ -33,7 +33,7 @@ from .timers import Timers
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
-CONSUMER_GROUP_HEARTBEAT = 68
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 GROUP_APIS = (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS,
               LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE)  # fmt: skip
 OFFSET_EXPIRY_KEY = ("offset-expiry",)
@@ -59,7 +59,17 @@ class GroupCoordinator:
         self.classic = ClassicGroups(self)
         self.offsets = Offsets(self)
         # Consumer groups (KIP-848) need topic ids; the server attaches them once they are served.
-        self.consumer = ConsumerGroups(self, topics_view, ["uniform", "range"]) if topics_view else None
+        self.consumer = (
+            ConsumerGroups(
+                self,
+                topics_view,
+                list(settings.consumer_assignors),
+                settings.consumer_session_timeout_ms,
+                settings.consumer_heartbeat_interval_ms,
+            )  # fmt: skip
+            if topics_view is not None
+            else None
+        )
         self._handlers: dict[int, Callable[[GroupRequest, int, Outcome], None]] = {
             JOIN_GROUP: self.classic.join,
             SYNC_GROUP: self.classic.sync,
@@ -74,6 +84,7 @@ class GroupCoordinator:
         }
         if self.consumer is not None:
             self._handlers[CONSUMER_GROUP_HEARTBEAT] = self.consumer.heartbeat
+            self._handlers[CONSUMER_GROUP_DESCRIBE] = self.consumer.describe
 
     # -- the state machine's interface ----------------------------------------------------
 

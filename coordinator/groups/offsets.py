@@ -76,7 +76,9 @@ class Offsets:
             self.core.groups[body.group_id] = ClassicGroup(body.group_id, state_timestamp_ms=now_ms)
             return
         if not isinstance(group, ClassicGroup):
-            raise KafkaApiError(ErrorCode.UNSUPPORTED_VERSION, "use OffsetCommit v9+ for consumer groups")
+            assert self.core.consumer is not None
+            self.core.consumer.validate_offset_commit(group, member_id, generation, version)
+            return
         if group.state == ClassicState.DEAD:
             raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group is being deleted")
         if generation < 0 and not member_id and group.state == ClassicState.EMPTY:
@@ -139,6 +141,12 @@ class Offsets:
 
     # -- OffsetFetch ----------------------------------------------------------------------
 
+    def _validate_fetch(self, spec: Any, version: int) -> None:
+        """OffsetFetch v9+ naming a member of a consumer group must carry its current epoch."""
+        group = self.core.groups.get(spec.group_id)
+        if version >= 9 and group is not None and not isinstance(group, ClassicGroup) and self.core.consumer:
+            self.core.consumer.validate_offset_fetch(group, spec.member_id, spec.member_epoch)
+
     def _fetch_group(self, group_id: str, topics: Any) -> list[dict[str, Any]]:
         offsets = self.of_group(group_id)
         wanted: dict[str, list[int]] = {}
@@ -166,10 +174,14 @@ class Offsets:
     def fetch(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
         body, version = request.body, request.version
         if version >= OFFSET_FETCH_GROUPS_FROM_VERSION:
-            groups = [
-                {"group_id": g.group_id, "topics": self._fetch_group(g.group_id, g.topics), "error_code": 0}
-                for g in body.groups
-            ]
+            groups = []
+            for g in body.groups:
+                try:
+                    self._validate_fetch(g, version)
+                    groups.append({"group_id": g.group_id, "topics": self._fetch_group(g.group_id, g.topics),
+                                   "error_code": 0})  # fmt: skip
+                except KafkaApiError as exc:
+                    groups.append({"group_id": g.group_id, "topics": [], "error_code": exc.code})
             out.reply(request.request_id, {"throttle_time_ms": 0, "groups": groups})
             return
         out.reply(
@@ -216,7 +228,7 @@ class Offsets:
         retention = self.core.settings.offsets_retention_ms
         for group_id in sorted(self.committed):
             group = self.core.groups.get(group_id)
-            empty = group is None or (isinstance(group, ClassicGroup) and group.state == ClassicState.EMPTY)
+            empty = group is None or group.is_empty()
             subscribed = None
             if isinstance(group, ClassicGroup) and not empty and group.protocol_type == "consumer":
                 subscribed = subscribed_topics(group)

@@ -36,6 +36,9 @@ class StaticTopics:
     def names(self) -> list[str]:
         return sorted(self.counts)
 
+    def name_of(self, topic_id: str) -> str | None:
+        return next((name for name in self.counts if self.topic_id(name) == topic_id), None)
+
 
 class GroupHarness:
     """A coordinator core, a clock, and every record and answer it produced."""

@@ -51,12 +51,16 @@ def _first_offsets(rows: list[tuple[int, int, bytes]]) -> dict[int, int]:
 def run_confluent(args: argparse.Namespace, out: IO[str]) -> None:
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer({
-        "bootstrap.servers": args.bootstrap, "group.id": args.group, "group.protocol": "classic",
-        "partition.assignment.strategy": args.assignor, "enable.auto.commit": False,
-        "auto.offset.reset": "earliest", "session.timeout.ms": args.session_timeout_ms,
-        "heartbeat.interval.ms": max(args.session_timeout_ms // 10, 100), "client.id": args.client_id,
-    })  # fmt: skip
+    config = {"bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
+              "auto.offset.reset": "earliest", "client.id": args.client_id}  # fmt: skip
+    if args.client == "confluent-kafka-consumer":
+        # KIP-848: the coordinator assigns and times the session; clients may only pick an assignor.
+        config.update({"group.protocol": "consumer", "group.remote.assignor": args.assignor})
+    else:
+        config.update({"group.protocol": "classic", "partition.assignment.strategy": args.assignor,
+                       "session.timeout.ms": args.session_timeout_ms,
+                       "heartbeat.interval.ms": max(args.session_timeout_ms // 10, 100)})  # fmt: skip
+    consumer = Consumer(config)
     pending: list[tuple[int, int, bytes]] = []
 
     def commit_pending() -> None:
@@ -201,7 +205,9 @@ def run_kcat(args: argparse.Namespace, out: IO[str]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--client", required=True, choices=["confluent-kafka", "kafka-python", "aiokafka", "kcat"]
+        "--client",
+        required=True,
+        choices=["confluent-kafka", "confluent-kafka-consumer", "kafka-python", "aiokafka", "kcat"],
     )
     parser.add_argument("--assignor", default="range")
     parser.add_argument("--bootstrap", required=True)
@@ -214,7 +220,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: STOP.set())
     signal.signal(signal.SIGINT, lambda *_: STOP.set())
     with open(args.out, "a") as out:
-        if args.client == "confluent-kafka":
+        if args.client.startswith("confluent-kafka"):
             run_confluent(args, out)
         elif args.client == "kafka-python":
             run_kafka_python(args, out)

@@ -1,0 +1,54 @@
+"""KIP-848 consumer groups with librdkafka's `group.protocol=consumer`: members 1 -> 3 -> 1
+on a 12-partition topic under continuous production, every record consumed exactly once
+(counted when its commit succeeded); the admin client sees a CONSUMER group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from confluent_kafka import ConsumerGroupState, ConsumerGroupType
+from confluent_kafka.admin import AdminClient
+
+from tests.support.group_scenario import (
+    ContinuousProducer,
+    MemberFleet,
+    assert_exactly_once,
+    create_topic,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_members_one_three_one_under_production_consume_each_record_once(
+    group_coordinator, fleets, tmp_path: Path, assignor: str
+) -> None:
+    total = 6000
+    b = group_coordinator.bootstrap
+    create_topic(b, "events", 12)
+    fleet = MemberFleet(tmp_path, b, "kip848", "events", "confluent-kafka-consumer", assignor)
+    fleets.append(fleet)
+    producer = ContinuousProducer(b, "events", total, per_second=400).start()
+    fleet.start("m1")
+    wait_until(lambda: fleet.consumed_at_least(800), 60, "one member consuming")
+    fleet.start("m2")
+    fleet.start("m3")
+    wait_until(lambda: fleet.consumed_at_least(2500), 60, "three members consuming")
+    admin = AdminClient({"bootstrap.servers": b})
+    described = admin.describe_consumer_groups(["kip848"])["kip848"].result(30)
+    assert described.type == ConsumerGroupType.CONSUMER and len(described.members) == 3
+    assert sorted(p.partition for m in described.members for p in m.assignment.topic_partitions) == list(
+        range(12)
+    )
+    listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(30).valid
+    assert [g.group_id for g in listed] == ["kip848"]
+    assert admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(30).valid == []
+    fleet.stop("m2")
+    fleet.stop("m3")
+    producer.join()
+    wait_until(lambda: fleet.consumed_at_least(total), 90, "the last member to consume the rest")
+    assert admin.describe_consumer_groups(["kip848"])["kip848"].result(30).state == ConsumerGroupState.STABLE
+    fleet.stop_all()
+    assert_exactly_once(fleet.consumed(), total)
