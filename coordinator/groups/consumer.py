@@ -225,12 +225,13 @@ class ConsumerGroups:
             created = ConsumerGroup(group_id)  # an empty classic group becomes a consumer group
             self.core.groups[group_id] = created  # type: ignore[assignment]
             return created
-        message = (
-            f"Group {group_id} is not a consumer group."
-            if group is not None
-            else f"Consumer group {group_id} not found."
-        )
-        raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, message)
+        if group is None:
+            # Consumer-group state is not kept across coordinator restarts yet, so a member of a
+            # group that is gone is told to rejoin; GROUP_ID_NOT_FOUND would be fatal to clients.
+            raise KafkaApiError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Consumer group {group_id} has no such member; rejoin."
+            )
+        raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def _heartbeat(self, request: GroupRequest, now_ms: int) -> dict[str, Any]:
         body, version = request.body, request.version

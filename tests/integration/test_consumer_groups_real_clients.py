@@ -52,3 +52,23 @@ def test_members_one_three_one_under_production_consume_each_record_once(
     assert admin.describe_consumer_groups(["kip848"])["kip848"].result(30).state == ConsumerGroupState.STABLE
     fleet.stop_all()
     assert_exactly_once(fleet.consumed(), total)
+
+
+def test_consumers_rejoin_and_finish_exactly_once_after_the_coordinator_is_killed(
+    group_coordinator, fleets, tmp_path: Path
+) -> None:
+    total = 4000
+    b = group_coordinator.bootstrap
+    create_topic(b, "events", 12)
+    fleet = MemberFleet(tmp_path, b, "restarts", "events", "confluent-kafka-consumer", "uniform")
+    fleets.append(fleet)
+    producer = ContinuousProducer(b, "events", total, per_second=500).start()
+    for name in ("m1", "m2"):
+        fleet.start(name)
+    wait_until(lambda: fleet.consumed_at_least(1200), 60, "two members consuming")
+    group_coordinator.kill()
+    group_coordinator.start()
+    producer.join()
+    wait_until(lambda: fleet.consumed_at_least(total), 120, "the members to rejoin and finish")
+    fleet.stop_all()
+    assert_exactly_once(fleet.consumed(), total)

@@ -112,7 +112,7 @@ def test_validation_errors() -> None:
     bad = h.consumer_heartbeat("A", 0, topics=None, regex="(", owned={}, rebalance_timeout_ms=1)
     assert bad["error_code"] == ErrorCode.INVALID_REGULAR_EXPRESSION
     assert h.consumer_heartbeat("A", -3)["error_code"] == ErrorCode.INVALID_REQUEST
-    assert h.consumer_heartbeat("A", 4, group_id="none")["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+    assert h.consumer_heartbeat("A", 4, group_id="none")["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
     v0 = h.consumer_heartbeat("", 0, topics=["orders"], owned={}, rebalance_timeout_ms=1, version=0)
     assert v0["error_code"] == 0 and v0["member_id"], "a v0 join without a member id gets one"
 
