@@ -30,3 +30,43 @@ class GroupMetadataKey(ApiData, load_json=_SCHEMAS):
 
 class GroupMetadataValue(ApiData, load_json=_SCHEMAS):
     pass
+
+
+class ConsumerGroupMetadataKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupMetadataValue(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupMemberMetadataKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupMemberMetadataValue(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupTargetAssignmentMetadataKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupTargetAssignmentMetadataValue(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupTargetAssignmentMemberKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupTargetAssignmentMemberValue(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupCurrentMemberAssignmentKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupCurrentMemberAssignmentValue(ApiData, load_json=_SCHEMAS):
+    pass

@@ -46,6 +46,15 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 
 from .assignors import ASSIGNORS, AssignmentMember
 from .reconciliation import MemberAssignment, MemberState, Ownership, reconcile
+from .records import (
+    ConsumerGroupEpochRecord,
+    ConsumerMemberRecord,
+    ConsumerMemberSnapshot,
+    CurrentAssignmentRecord,
+    Record,
+    TargetEpochRecord,
+    TargetMemberRecord,
+)
 from .requests import GroupRequest, Outcome
 
 if TYPE_CHECKING:
@@ -199,9 +208,9 @@ class ConsumerGroups:
         try:
             self._validate(body, version)
             if body.member_epoch in (LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH):
-                fields = self._leave(body, now_ms)
+                fields = self._leave(body, now_ms, out)
             else:
-                fields = self._heartbeat(request, now_ms)
+                fields = self._heartbeat(request, now_ms, out)
         except KafkaApiError as exc:
             fields = {
                 "error_code": exc.code,
@@ -226,26 +235,30 @@ class ConsumerGroups:
             self.core.groups[group_id] = created  # type: ignore[assignment]
             return created
         if group is None:
-            # Consumer-group state is not kept across coordinator restarts yet, so a member of a
-            # group that is gone is told to rejoin; GROUP_ID_NOT_FOUND would be fatal to clients.
+            # The group was deleted under its members: tell them to rejoin. GROUP_ID_NOT_FOUND,
+            # Kafka's answer, is fatal to librdkafka consumers.
             raise KafkaApiError(
                 ErrorCode.UNKNOWN_MEMBER_ID, f"Consumer group {group_id} has no such member; rejoin."
             )
         raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
-    def _heartbeat(self, request: GroupRequest, now_ms: int) -> dict[str, Any]:
+    def _heartbeat(self, request: GroupRequest, now_ms: int, out: Outcome) -> dict[str, Any]:
         body, version = request.body, request.version
         group = self._group(body.group_id, create=body.member_epoch == 0)
         member_id = body.member_id or (self.core.new_member_id("") if version == 0 else "")
         owned = self._owned_items(body.topic_partitions)
-        member, joined = self._member_for(group, member_id, body, owned, now_ms)
+        member, joined = self._member_for(group, member_id, body, owned, now_ms, out)
+        identity = _snapshot(member)
         bump = joined
         bump |= self._update_member(member, body, request)
+        if joined or _snapshot(member) != identity:
+            out.records.append(ConsumerMemberRecord(group.group_id, member.member_id, _snapshot(member)))
         bump |= self._metadata_changed(group)
         if bump:
             group.group_epoch += 1
+            out.records.append(ConsumerGroupEpochRecord(group.group_id, group.group_epoch))
         if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group)
+            self._compute_target(group, out)
         before = member.assignment
         member.assignment = reconcile(
             before,
@@ -255,6 +268,8 @@ class ConsumerGroups:
             group.ownership.held_by_others(member.member_id),
         )
         group.ownership.update(member.member_id, before, member.assignment)
+        if member.assignment != before:
+            out.records.append(CurrentAssignmentRecord(group.group_id, member.member_id, member.assignment))
         self.core.timers.schedule(
             session_key(group.group_id, member.member_id), now_ms + self.session_timeout_ms
         )
@@ -288,7 +303,13 @@ class ConsumerGroups:
         return frozenset((str(tp.topic_id), p) for tp in topic_partitions for p in tp.partitions)
 
     def _member_for(
-        self, group: ConsumerGroup, member_id: str, body: Any, owned: frozenset[Item] | None, now_ms: int
+        self,
+        group: ConsumerGroup,
+        member_id: str,
+        body: Any,
+        owned: frozenset[Item] | None,
+        now_ms: int,
+        out: Outcome,
     ) -> tuple[ConsumerMember, bool]:
         epoch = body.member_epoch
         if body.instance_id is not None:
@@ -302,7 +323,7 @@ class ConsumerGroups:
                         f"Static member {body.instance_id} has not released its place.",
                     )
                 if holder.member_id != member_id:
-                    return self._replace_static(group, holder, member_id), False
+                    return self._replace_static(group, holder, member_id, out), False
                 return holder, False
             if holder is None:
                 raise KafkaApiError(
@@ -345,7 +366,9 @@ class ConsumerGroups:
         group.members[member_id] = member
         return member
 
-    def _replace_static(self, group: ConsumerGroup, old: ConsumerMember, member_id: str) -> ConsumerMember:
+    def _replace_static(
+        self, group: ConsumerGroup, old: ConsumerMember, member_id: str, out: Outcome
+    ) -> ConsumerMember:
         """A restarted static member takes over its predecessor's subscription and assignment."""
         del group.members[old.member_id]
         self.core.timers.cancel(session_key(group.group_id, old.member_id))
@@ -358,6 +381,11 @@ class ConsumerGroups:
         group.ownership.update(member_id, None, fresh.assignment)
         if old.member_id in group.target:
             group.target[member_id] = group.target.pop(old.member_id)
+        out.records.extend(_member_tombstones(group.group_id, old.member_id))
+        out.records.append(ConsumerMemberRecord(group.group_id, member_id, _snapshot(fresh)))
+        if member_id in group.target:
+            out.records.append(TargetMemberRecord(group.group_id, member_id, group.target[member_id]))
+        out.records.append(CurrentAssignmentRecord(group.group_id, member_id, fresh.assignment))
         return fresh
 
     def _update_member(self, member: ConsumerMember, body: Any, request: GroupRequest) -> bool:
@@ -404,7 +432,7 @@ class ConsumerGroups:
         group.subscribed_metadata = current
         return True
 
-    def _compute_target(self, group: ConsumerGroup) -> None:
+    def _compute_target(self, group: ConsumerGroup, out: Outcome) -> None:
         votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
         name = max(sorted(votes), key=lambda n: votes[n]) if votes else self.assignors[0]
         partitions = dict(group.subscribed_metadata)
@@ -418,9 +446,14 @@ class ConsumerGroups:
             )
             for m in group.members.values()
         }
+        previous = group.target
         group.target = dict(ASSIGNORS[name].assign(specs, partitions))
         group.assignor_name = name
         group.assignment_epoch = group.group_epoch
+        for member_id, items in sorted(group.target.items()):
+            if previous.get(member_id) != items:
+                out.records.append(TargetMemberRecord(group.group_id, member_id, items))
+        out.records.append(TargetEpochRecord(group.group_id, group.assignment_epoch, name))
 
     def _assignment_field(self, items: frozenset[Item]) -> dict[str, Any]:
         by_topic: dict[str, list[int]] = {}
@@ -434,7 +467,7 @@ class ConsumerGroups:
 
     # -- leaving and fencing --------------------------------------------------------------
 
-    def _leave(self, body: Any, now_ms: int) -> dict[str, Any]:
+    def _leave(self, body: Any, now_ms: int, out: Outcome) -> dict[str, Any]:
         group = self._group(body.group_id, create=False)
         if body.instance_id is not None:
             member = group.static_member(body.instance_id)
@@ -459,8 +492,9 @@ class ConsumerGroups:
                 before, member_epoch=TEMPORARY_LEAVE_EPOCH, pending_revocation=frozenset()
             )
             group.ownership.update(member.member_id, before, member.assignment)
+            out.records.append(CurrentAssignmentRecord(group.group_id, member.member_id, member.assignment))
         else:
-            self.remove(group, member.member_id)
+            self.remove(group, member.member_id, out)
         return {
             "error_code": ErrorCode.NONE,
             "member_id": body.member_id,
@@ -469,30 +503,33 @@ class ConsumerGroups:
             "assignment": None,
         }
 
-    def remove(self, group: ConsumerGroup, member_id: str) -> None:
+    def remove(self, group: ConsumerGroup, member_id: str, out: Outcome) -> None:
         member = group.members.pop(member_id, None)
         if member is None:
             return
+        out.records.extend(_member_tombstones(group.group_id, member_id))
         group.ownership.update(member_id, member.assignment, None)
         group.target.pop(member_id, None)
         self.core.timers.cancel(session_key(group.group_id, member_id))
         self.core.timers.cancel(rebalance_key(group.group_id, member_id))
         group.group_epoch += 1
+        out.records.append(ConsumerGroupEpochRecord(group.group_id, group.group_epoch))
         self._metadata_changed(group)
         if not group.members:
             group.assignment_epoch = group.group_epoch
+            out.records.append(TargetEpochRecord(group.group_id, group.assignment_epoch, group.assignor_name))
 
     def on_session_expired(self, group_id: str, member_id: str, now_ms: int, out: Outcome) -> None:
         group = self.core.groups.get(group_id)
         if isinstance(group, ConsumerGroup):
-            self.remove(group, member_id)
+            self.remove(group, member_id, out)
 
     def on_rebalance_timeout(self, group_id: str, member_id: str, now_ms: int, out: Outcome) -> None:
         group = self.core.groups.get(group_id)
         if isinstance(group, ConsumerGroup):
             member = group.members.get(member_id)
             if member is not None and member.assignment.state == MemberState.UNREVOKED:
-                self.remove(group, member_id)
+                self.remove(group, member_id, out)
 
     # -- ConsumerGroupDescribe ------------------------------------------------------------
 
@@ -501,13 +538,20 @@ class ConsumerGroups:
         for group_id in request.body.group_ids:
             group = self.core.groups.get(group_id)
             if not isinstance(group, ConsumerGroup):
-                described.append({
-                    "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                    "error_message": f"Group {group_id} is not a consumer group." if group is not None
-                    else f"Group {group_id} not found.",
-                    "group_id": group_id, "group_state": ConsumerGroupState.DEAD.value, "group_epoch": -1,
-                    "assignment_epoch": -1, "assignor_name": "", "members": [],
-                })  # fmt: skip
+                described.append(
+                    {
+                        "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+                        "error_message": f"Group {group_id} is not a consumer group."
+                        if group is not None
+                        else f"Group {group_id} not found.",
+                        "group_id": group_id,
+                        "group_state": ConsumerGroupState.DEAD.value,
+                        "group_epoch": -1,
+                        "assignment_epoch": -1,
+                        "assignor_name": "",
+                        "members": [],
+                    }
+                )
                 continue
             members = [
                 {
@@ -524,15 +568,21 @@ class ConsumerGroups:
                         group.target.get(m.member_id, frozenset())
                     ),
                     "member_type": 1,
-                }  # fmt: skip
+                }
                 for m in group.members.values()
             ]
-            described.append({
-                "error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
-                "group_state": group.state.value, "group_epoch": group.group_epoch,
-                "assignment_epoch": group.assignment_epoch,
-                "assignor_name": group.assignor_name or self.assignors[0], "members": members,
-            })  # fmt: skip
+            described.append(
+                {
+                    "error_code": ErrorCode.NONE,
+                    "error_message": None,
+                    "group_id": group_id,
+                    "group_state": group.state.value,
+                    "group_epoch": group.group_epoch,
+                    "assignment_epoch": group.assignment_epoch,
+                    "assignor_name": group.assignor_name or self.assignors[0],
+                    "members": members,
+                }
+            )
         out.reply(request.request_id, {"throttle_time_ms": 0, "groups": described})
 
     def _described_assignment(self, items: frozenset[Item]) -> dict[str, Any]:
@@ -571,3 +621,75 @@ class ConsumerGroups:
         current = member.assignment.member_epoch
         if epoch != current:
             raise KafkaApiError(ErrorCode.STALE_MEMBER_EPOCH, f"epoch {epoch} is not the member's {current}")
+
+    # -- replay ---------------------------------------------------------------------------
+
+    def replay(self, record: Record) -> None:
+        """Rebuild a consumer group from its records (start-up; the live path writes the same)."""
+        existing = self.core.groups.get(record.group_id)
+        if isinstance(record, ConsumerGroupEpochRecord) and record.epoch is None:
+            if isinstance(existing, ConsumerGroup):
+                del self.core.groups[record.group_id]
+            return
+        group = existing if isinstance(existing, ConsumerGroup) else ConsumerGroup(record.group_id)
+        self.core.groups[record.group_id] = group  # type: ignore[assignment]
+        if isinstance(record, ConsumerGroupEpochRecord):
+            group.group_epoch = record.epoch or 0
+        elif isinstance(record, TargetEpochRecord):
+            if record.epoch is not None:
+                group.assignment_epoch, group.assignor_name = record.epoch, record.assignor
+        elif isinstance(record, TargetMemberRecord):
+            if record.items is None:
+                group.target.pop(record.member_id, None)
+            else:
+                group.target[record.member_id] = record.items
+        elif isinstance(record, ConsumerMemberRecord):
+            self._replay_member(group, record)
+        elif isinstance(record, CurrentAssignmentRecord) and record.value is not None:
+            member = group.members.get(record.member_id)
+            if member is not None:
+                group.ownership.update(record.member_id, member.assignment, record.value)
+                member.assignment = record.value
+
+    def _replay_member(self, group: ConsumerGroup, record: ConsumerMemberRecord) -> None:
+        if record.value is None:
+            gone = group.members.pop(record.member_id, None)
+            if gone is not None:
+                group.ownership.update(record.member_id, gone.assignment, None)
+            return
+        member = group.members.setdefault(record.member_id, ConsumerMember(record.member_id))
+        v = record.value
+        member.instance_id, member.rack_id = v.instance_id, v.rack_id
+        member.client_id, member.client_host = v.client_id, v.client_host
+        member.subscribed_topic_names = frozenset(v.subscribed_topic_names)
+        member.subscribed_topic_regex = v.subscribed_topic_regex
+        member.rebalance_timeout_ms, member.server_assignor = v.rebalance_timeout_ms, v.server_assignor
+
+    def load_complete(self, now_ms: int) -> None:
+        for group in self.core.groups.values():
+            if isinstance(group, ConsumerGroup):
+                for member_id in group.members:
+                    self.core.timers.schedule(
+                        session_key(group.group_id, member_id), now_ms + self.session_timeout_ms
+                    )
+
+
+def _snapshot(member: ConsumerMember) -> ConsumerMemberSnapshot:
+    return ConsumerMemberSnapshot(
+        member.instance_id,
+        member.rack_id,
+        member.client_id,
+        member.client_host,
+        tuple(sorted(member.subscribed_topic_names)),
+        member.subscribed_topic_regex,
+        member.rebalance_timeout_ms,
+        member.server_assignor,
+    )
+
+
+def _member_tombstones(group_id: str, member_id: str) -> list[Record]:
+    return [
+        CurrentAssignmentRecord(group_id, member_id, None),
+        TargetMemberRecord(group_id, member_id, None),
+        ConsumerMemberRecord(group_id, member_id, None),
+    ]

@@ -26,7 +26,13 @@ from connect_rebalance.errors import ErrorCode
 from .classic import ClassicGroup, ClassicGroups, ClassicState
 from .consumer import ConsumerGroup, ConsumerGroups, TopicsView
 from .offsets import Offsets
-from .records import GroupMetadataRecord, OffsetCommitRecord, Record
+from .records import (
+    ConsumerGroupEpochRecord,
+    GroupMetadataRecord,
+    OffsetCommitRecord,
+    Record,
+    TargetEpochRecord,
+)
 from .requests import GroupRequest, Outcome
 from .settings import GroupSettings
 from .timers import Timers
@@ -125,17 +131,23 @@ class GroupCoordinator:
     def replay(self, record: Record) -> None:
         if isinstance(record, OffsetCommitRecord):
             self.offsets.replay(record)
+        elif not isinstance(record, GroupMetadataRecord):
+            assert self.consumer is not None, "consumer-group records need the consumer group type"
+            self.consumer.replay(record)
         elif record.value is None:
             group = self.groups.pop(record.group_id, None)
-            if group is not None:
+            if isinstance(group, ClassicGroup):
                 group.state = ClassicState.DEAD
         else:
             self.groups[record.group_id] = ClassicGroup.from_snapshot(record.group_id, record.value)
 
     def load_complete(self, now_ms: int) -> None:
         for group in self.groups.values():
-            for member in group.members.values():
-                self.classic._refresh_session(group, member, now_ms)
+            if isinstance(group, ClassicGroup):
+                for member in group.members.values():
+                    self.classic._refresh_session(group, member, now_ms)
+        if self.consumer is not None:
+            self.consumer.load_complete(now_ms)
         self.timers.schedule(OFFSET_EXPIRY_KEY, now_ms + self.settings.offsets_retention_check_interval_ms)
 
     # -- group administration -------------------------------------------------------------
@@ -217,8 +229,13 @@ class GroupCoordinator:
             else:
                 error = ErrorCode.NONE
                 self.offsets.delete_all(group_id, out)
-                record = GroupMetadataRecord(group_id, None)
-                out.records.append(record)
-                self.replay(record)
+                deletions: list[Record] = (
+                    [GroupMetadataRecord(group_id, None)]
+                    if isinstance(group, ClassicGroup)
+                    else [TargetEpochRecord(group_id, None), ConsumerGroupEpochRecord(group_id, None)]
+                )
+                for record in deletions:
+                    out.records.append(record)
+                    self.replay(record)
             results.append({"group_id": group_id, "error_code": error})
         out.reply(request.request_id, {"throttle_time_ms": 0, "results": results})

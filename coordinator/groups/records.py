@@ -10,12 +10,15 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from connect_rebalance.protocol import coordinator_records as schemas
 from connect_rebalance.protocol.coordinator_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
 )
+
+from .reconciliation import MemberAssignment, MemberState
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -68,10 +71,206 @@ class GroupMetadataRecord:
     value: ClassicGroupSnapshot | None
 
 
-Record = OffsetCommitRecord | GroupMetadataRecord
+Items = frozenset[tuple[str, int]]  # (topic id, partition)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupEpochRecord:
+    group_id: str
+    epoch: int | None  # None: the group is deleted
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberSnapshot:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberRecord:
+    group_id: str
+    member_id: str
+    value: ConsumerMemberSnapshot | None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetEpochRecord:
+    group_id: str
+    epoch: int | None
+    assignor: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TargetMemberRecord:
+    group_id: str
+    member_id: str
+    items: Items | None
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentAssignmentRecord:
+    group_id: str
+    member_id: str
+    value: MemberAssignment[tuple[str, int]] | None
+
+
+Record = (
+    OffsetCommitRecord
+    | GroupMetadataRecord
+    | ConsumerGroupEpochRecord
+    | ConsumerMemberRecord
+    | TargetEpochRecord
+    | TargetMemberRecord
+    | CurrentAssignmentRecord
+)
+
+
+def _partitions_field(cls: type, items: Items) -> list[object]:
+    by_topic: dict[str, list[int]] = {}
+    for topic_id, partition in items:
+        by_topic.setdefault(topic_id, []).append(partition)
+    return [cls(topic_id=t, partitions=sorted(p)) for t, p in sorted(by_topic.items())]
+
+
+def _items(entries: list[object]) -> Items:
+    return frozenset((str(e.topic_id), p) for e in entries for p in e.partitions)  # type: ignore[attr-defined]
+
+
+def _encode_consumer_record(record: Record) -> tuple[bytes, bytes | None]:
+    group = record.group_id
+    if isinstance(record, ConsumerGroupEpochRecord):
+        key = schemas.ConsumerGroupMetadataKey(version=3, group_id=group).encode()
+        value = (
+            None
+            if record.epoch is None
+            else schemas.ConsumerGroupMetadataValue(version=0, epoch=record.epoch).encode()
+        )
+    elif isinstance(record, TargetEpochRecord):
+        key = schemas.ConsumerGroupTargetAssignmentMetadataKey(version=6, group_id=group).encode()
+        value = (
+            None
+            if record.epoch is None
+            else schemas.ConsumerGroupTargetAssignmentMetadataValue(
+                version=0, assignment_epoch=record.epoch, assignor_name=record.assignor
+            ).encode()
+        )
+    elif isinstance(record, ConsumerMemberRecord):
+        key = schemas.ConsumerGroupMemberMetadataKey(
+            version=5, group_id=group, member_id=record.member_id
+        ).encode()
+        m = record.value
+        value = (
+            None
+            if m is None
+            else schemas.ConsumerGroupMemberMetadataValue(
+                version=0,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=list(m.subscribed_topic_names),
+                subscribed_topic_regex=m.subscribed_topic_regex,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                server_assignor=m.server_assignor,
+            ).encode()
+        )
+    elif isinstance(record, TargetMemberRecord):
+        key = schemas.ConsumerGroupTargetAssignmentMemberKey(
+            version=7, group_id=group, member_id=record.member_id
+        ).encode()
+        cls = schemas.ConsumerGroupTargetAssignmentMemberValue
+        value = (
+            None
+            if record.items is None
+            else cls(version=0, topic_partitions=_partitions_field(cls.TopicPartition, record.items)).encode()
+        )
+    else:
+        assert isinstance(record, CurrentAssignmentRecord)
+        key = schemas.ConsumerGroupCurrentMemberAssignmentKey(
+            version=8, group_id=group, member_id=record.member_id
+        ).encode()
+        a = record.value
+        cls = schemas.ConsumerGroupCurrentMemberAssignmentValue
+        value = (
+            None
+            if a is None
+            else cls(
+                version=0,
+                member_epoch=a.member_epoch,
+                previous_member_epoch=a.previous_epoch,
+                state=int(a.state),
+                assigned_partitions=_partitions_field(cls.TopicPartitions, a.assigned),
+                partitions_pending_revocation=_partitions_field(cls.TopicPartitions, a.pending_revocation),
+            ).encode()
+        )
+    return bytes(key), None if value is None else bytes(value)
+
+
+def _decode_consumer_record(key_version: int, key: bytes, value: bytes | None) -> Record:
+    if key_version == 3:
+        k = schemas.ConsumerGroupMetadataKey.decode(key)
+        return ConsumerGroupEpochRecord(
+            k.group_id, None if value is None else schemas.ConsumerGroupMetadataValue.decode(value).epoch
+        )
+    if key_version == 6:
+        k = schemas.ConsumerGroupTargetAssignmentMetadataKey.decode(key)
+        if value is None:
+            return TargetEpochRecord(k.group_id, None)
+        v = schemas.ConsumerGroupTargetAssignmentMetadataValue.decode(value)
+        return TargetEpochRecord(k.group_id, v.assignment_epoch, v.assignor_name)
+    if key_version == 5:
+        k = schemas.ConsumerGroupMemberMetadataKey.decode(key)
+        if value is None:
+            return ConsumerMemberRecord(k.group_id, k.member_id, None)
+        v = schemas.ConsumerGroupMemberMetadataValue.decode(value)
+        return ConsumerMemberRecord(
+            k.group_id,
+            k.member_id,
+            ConsumerMemberSnapshot(
+                v.instance_id,
+                v.rack_id,
+                v.client_id,
+                v.client_host,
+                tuple(v.subscribed_topic_names),
+                v.subscribed_topic_regex,
+                v.rebalance_timeout_ms,
+                v.server_assignor,
+            ),
+        )
+    if key_version == 7:
+        k = schemas.ConsumerGroupTargetAssignmentMemberKey.decode(key)
+        items = (
+            None
+            if value is None
+            else _items(schemas.ConsumerGroupTargetAssignmentMemberValue.decode(value).topic_partitions)
+        )
+        return TargetMemberRecord(k.group_id, k.member_id, items)
+    k = schemas.ConsumerGroupCurrentMemberAssignmentKey.decode(key)
+    if value is None:
+        return CurrentAssignmentRecord(k.group_id, k.member_id, None)
+    v = schemas.ConsumerGroupCurrentMemberAssignmentValue.decode(value)
+    return CurrentAssignmentRecord(
+        k.group_id,
+        k.member_id,
+        MemberAssignment(
+            MemberState(v.state),
+            v.member_epoch,
+            v.previous_member_epoch,
+            _items(v.assigned_partitions),
+            _items(v.partitions_pending_revocation),
+        ),
+    )
 
 
 def encode_record(record: Record) -> tuple[bytes, bytes | None]:
+    if not isinstance(record, OffsetCommitRecord | GroupMetadataRecord):
+        return _encode_consumer_record(record)
     if isinstance(record, OffsetCommitRecord):
         key = OffsetCommitKey(
             version=OFFSET_COMMIT_KEY_VERSION,
@@ -157,4 +356,6 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
                 v.protocol_type, v.generation, v.protocol, v.leader, v.current_state_timestamp, members
             ),
         )
+    if key_version in (3, 5, 6, 7, 8):
+        return _decode_consumer_record(key_version, key, value)
     raise ValueError(f"unknown coordinator record type {key_version}")

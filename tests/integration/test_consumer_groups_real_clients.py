@@ -54,7 +54,7 @@ def test_members_one_three_one_under_production_consume_each_record_once(
     assert_exactly_once(fleet.consumed(), total)
 
 
-def test_consumers_rejoin_and_finish_exactly_once_after_the_coordinator_is_killed(
+def test_consumer_group_membership_survives_kill9_and_consumption_finishes_exactly_once(
     group_coordinator, fleets, tmp_path: Path
 ) -> None:
     total = 4000
@@ -66,8 +66,15 @@ def test_consumers_rejoin_and_finish_exactly_once_after_the_coordinator_is_kille
     for name in ("m1", "m2"):
         fleet.start(name)
     wait_until(lambda: fleet.consumed_at_least(1200), 60, "two members consuming")
+    admin = AdminClient({"bootstrap.servers": b})
+    before = admin.describe_consumer_groups(["restarts"])["restarts"].result(30)
     group_coordinator.kill()
     group_coordinator.start()
+    after = admin.describe_consumer_groups(["restarts"])["restarts"].result(30)
+    assert after.type == ConsumerGroupType.CONSUMER
+    assert {m.member_id for m in after.members} == {m.member_id for m in before.members}
+    held = sorted(p.partition for m in after.members for p in m.assignment.topic_partitions)
+    assert held == list(range(12)), "the restored group holds every partition exactly once"
     producer.join()
     wait_until(lambda: fleet.consumed_at_least(total), 120, "the members to rejoin and finish")
     fleet.stop_all()

@@ -127,6 +127,49 @@ def test_a_regex_subscription_picks_up_a_topic_created_later() -> None:
     assert h.assigned(later) == {"logs-a": [0, 1], "logs-b": [0, 1, 2]}
 
 
+def consumer_state(core) -> dict:  # type: ignore[no-untyped-def]
+    """What a consumer group persists: epochs, targets, members and their assignments."""
+    from coordinator.groups.consumer import ConsumerGroup, _snapshot
+
+    return {
+        group_id: (
+            group.group_epoch,
+            group.assignment_epoch,
+            group.assignor_name,
+            dict(group.target),
+            {m.member_id: (_snapshot(m), m.assignment) for m in group.members.values()},
+            group.ownership.snapshot(),
+        )  # fmt: skip
+        for group_id, group in core.groups.items()
+        if isinstance(group, ConsumerGroup)
+    }
+
+
+def assert_replay_rebuilds(h: GroupHarness) -> None:
+    from coordinator.groups import GroupCoordinator, GroupSettings
+    from coordinator.groups.records import decode_record, encode_record
+
+    replayed = GroupCoordinator(GroupSettings(), h.topics.get, topics_view=h.metadata)
+    for record in h.records:
+        replayed.replay(decode_record(*encode_record(record)))  # through the bytes, as at start-up
+    assert consumer_state(replayed) == consumer_state(h.core)
+
+
+def test_replaying_the_records_rebuilds_the_same_consumer_groups() -> None:
+    h = GroupHarness(topics={"orders": 6})
+    a = join(h, "A")
+    join(h, "B", instance_id="host-b")
+    told = h.consumer_heartbeat("A", a["member_epoch"], owned={"orders": list(range(6))})
+    assert_replay_rebuilds(h)  # mid-reconciliation: A still holds partitions it must revoke
+    h.consumer_heartbeat("A", 1, owned={"orders": h.assigned(told)["orders"]})
+    h.consumer_heartbeat("B", 2, instance_id="host-b")
+    h.consumer_heartbeat("B", -2, instance_id="host-b")
+    join(h, "B2", instance_id="host-b")
+    join(h, "C")
+    h.consumer_heartbeat("C", -1)
+    assert_replay_rebuilds(h)
+
+
 class Simulated:
     """Members that do what a consumer does: report what they own, revoke when told."""
 
@@ -200,6 +243,7 @@ def test_no_partition_is_owned_twice_and_a_quiet_group_converges(script) -> None
         for member in sorted(sim.epoch):
             sim.beat(member)
             sim.check_no_partition_owned_twice()
+    assert_replay_rebuilds(h)
     group = h.core.groups.get("cg")
     if group is not None and group.members:
         assert group.state.value == "Stable"
