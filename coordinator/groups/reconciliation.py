@@ -20,7 +20,7 @@ Every result is a new immutable `MemberAssignment`; the caller records and appli
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Generic, TypeVar
 
@@ -103,9 +103,6 @@ class Ownership(Generic[Item]):
     def __init__(self) -> None:
         self._holder: dict[Item, str] = {}
 
-    def holder(self, item: Item) -> str | None:
-        return self._holder.get(item)
-
     def held_by_others(self, member_id: str) -> Callable[[Item], bool]:
         return lambda item: self._holder.get(item, member_id) != member_id
 
@@ -124,9 +121,3 @@ class Ownership(Generic[Item]):
 
     def snapshot(self) -> dict[Item, str]:
         return dict(self._holder)
-
-
-def fenced(current: MemberAssignment[Item]) -> MemberAssignment[Item]:
-    """A fenced member holds nothing and must rejoin at epoch 0."""
-    return replace(current, state=MemberState.STABLE, member_epoch=0, assigned=frozenset(),
-                   pending_revocation=frozenset())  # fmt: skip

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
-    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
 if TYPE_CHECKING:
     from .classic import ClassicGroup
@@ -19,17 +19,6 @@ def decode_subscription(metadata: bytes) -> list[str]:
         return list(ConsumerProtocolSubscription.decode(metadata).topics)
     except Exception:  # any client may send any bytes; a bad one subscribes to nothing
         return []
-
-
-def decode_assignment(assignment: bytes) -> dict[str, list[int]]:
-    """Topic -> partitions of a consumer-protocol assignment, or {} if it does not decode."""
-    if not assignment:
-        return {}
-    try:
-        decoded = ConsumerProtocolAssignment.decode(assignment)
-        return {tp.topic: list(tp.partitions) for tp in decoded.assigned_partitions}
-    except Exception:  # as above: undecodable bytes assign nothing
-        return {}
 
 
 def subscribed_topics(group: ClassicGroup) -> set[str]:

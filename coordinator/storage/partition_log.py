@@ -83,13 +83,6 @@ class PartitionLog:
         for segment in self.segments:
             segment.close()
 
-    def delete(self) -> None:
-        for segment in self.segments:
-            segment.delete()
-        for path in self.directory.glob("*"):
-            path.unlink(missing_ok=True)
-        self.directory.rmdir()
-
     # -- offsets --------------------------------------------------------------------------
 
     @property
