@@ -79,3 +79,45 @@ def test_consumer_group_membership_survives_kill9_and_consumption_finishes_exact
     wait_until(lambda: fleet.consumed_at_least(total), 120, "the members to rejoin and finish")
     fleet.stop_all()
     assert_exactly_once(fleet.consumed(), total)
+
+
+def test_a_static_member_restarts_and_gets_its_partitions_back_without_others_moving(
+    group_coordinator, fleets, tmp_path: Path
+) -> None:
+    total = 3000
+    b = group_coordinator.bootstrap
+    create_topic(b, "events", 12)
+    fleet = MemberFleet(tmp_path, b, "static", "events", "confluent-kafka-consumer", "uniform")
+    fleets.append(fleet)
+    producer = ContinuousProducer(b, "events", total, per_second=300).start()
+    fleet.start("static-1", instance_id="host-1")
+    fleet.start("dyn-1")
+    fleet.start("dyn-2")
+    admin = AdminClient({"bootstrap.servers": b})
+
+    def assignments() -> dict[str, list[int]]:
+        group = admin.describe_consumer_groups(["static"])["static"].result(30)
+        return {
+            m.client_id: sorted(p.partition for p in m.assignment.topic_partitions) for m in group.members
+        }
+
+    def settled() -> bool:
+        current = assignments()
+        return (
+            len(current) == 3
+            and sorted(p for ps in current.values() for p in ps) == list(range(12))
+            and all(len(ps) == 4 for ps in current.values())
+        )
+
+    wait_until(settled, 60, "three members with four partitions each")
+    before = assignments()
+    fleet.stop("static-1")  # leaves with epoch -2: its place is kept
+    fleet.start("static-1b", instance_id="host-1")
+    wait_until(lambda: "static-1b" in assignments() and settled(), 60, "the static member to come back")
+    after = assignments()
+    assert after["static-1b"] == before["static-1"], "the restarted static member got its partitions back"
+    assert after["dyn-1"] == before["dyn-1"] and after["dyn-2"] == before["dyn-2"], "nobody else moved"
+    producer.join()
+    wait_until(lambda: fleet.consumed_at_least(total), 90, "everything to be consumed")
+    fleet.stop_all()
+    assert_exactly_once(fleet.consumed(), total)

@@ -53,6 +53,8 @@ def run_confluent(args: argparse.Namespace, out: IO[str]) -> None:
 
     config = {"bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
               "auto.offset.reset": "earliest", "client.id": args.client_id}  # fmt: skip
+    if args.instance_id:
+        config["group.instance.id"] = args.instance_id
     if args.client == "confluent-kafka-consumer":
         # KIP-848: the coordinator assigns and times the session; clients may only pick an assignor.
         config.update({"group.protocol": "consumer", "group.remote.assignor": args.assignor})
@@ -216,6 +218,7 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--client-id", default="member")
     parser.add_argument("--session-timeout-ms", type=int, default=10000)
+    parser.add_argument("--instance-id", help="group.instance.id: a static member (confluent-kafka only)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: STOP.set())
     signal.signal(signal.SIGINT, lambda *_: STOP.set())

@@ -105,13 +105,13 @@ class MemberFleet:
         self.client, self.assignor, self.session_timeout_ms = client, assignor, session_timeout_ms
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(self, name: str) -> None:
+    def start(self, name: str, instance_id: str | None = None) -> None:
         command = [
             sys.executable, "-m", "tests.support.group_member", "--client", self.client,
             "--assignor", self.assignor, "--bootstrap", self.bootstrap, "--group", self.group,
             "--topic", self.topic, "--out", str(self.workdir / f"{self.group}-{name}.jsonl"),
             "--client-id", name, "--session-timeout-ms", str(self.session_timeout_ms),
-        ]  # fmt: skip
+        ] + (["--instance-id", instance_id] if instance_id else [])  # fmt: skip
         log = open(self.workdir / f"{self.group}-{name}.log", "ab")  # noqa: SIM115 - the child owns it
         self.processes[name] = subprocess.Popen(command, stdout=log, stderr=log)
         log.close()
