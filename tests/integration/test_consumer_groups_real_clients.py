@@ -121,3 +121,32 @@ def test_a_static_member_restarts_and_gets_its_partitions_back_without_others_mo
     wait_until(lambda: fleet.consumed_at_least(total), 90, "everything to be consumed")
     fleet.stop_all()
     assert_exactly_once(fleet.consumed(), total)
+
+
+def test_a_regex_subscription_picks_up_a_topic_created_later(group_coordinator, tmp_path: Path) -> None:
+    from confluent_kafka import Consumer
+
+    from tests.support.clients import produce_confluent
+
+    b = group_coordinator.bootstrap
+    create_topic(b, "logs-a", 2)
+    produce_confluent(b, "logs-a", [(b"k", b"from a")])
+    consumer = Consumer({"bootstrap.servers": b, "group.id": "pattern", "group.protocol": "consumer",
+                         "auto.offset.reset": "earliest"})  # fmt: skip
+    consumer.subscribe(["^logs-.*"])
+    seen: list[tuple[str, bytes]] = []
+
+    def received(value: bytes) -> bool:
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            seen.append((message.topic(), message.value()))
+        return any(v == value for _, v in seen)
+
+    try:
+        wait_until(lambda: received(b"from a"), 60, "the record of the existing topic")
+        create_topic(b, "logs-b", 3)
+        produce_confluent(b, "logs-b", [(b"k", b"from b")])
+        wait_until(lambda: received(b"from b"), 60, "the record of the topic created later")
+        assert ("logs-b", b"from b") in seen
+    finally:
+        consumer.close()
