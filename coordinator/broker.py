@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -159,7 +160,11 @@ class Broker:
         for topic in list(self.topics.topics.values()):
             for index, partition in enumerate(topic.partitions):
                 if partition.needs_compaction():
-                    freed = partition.compact(now)
+                    try:
+                        freed = partition.compact(now)
+                    except Exception:  # one bad partition must not stop the cleaning of the others
+                        log.exception("compaction of %s-%d failed", topic.name, index)
+                        continue
                     log.info("compacted %s-%d: %d bytes freed", topic.name, index, freed)
 
     def flush_all(self) -> None:
@@ -183,6 +188,8 @@ class Broker:
 
 def _fsync_segments(segments: list[Segment]) -> None:
     for segment in segments:
-        # A segment rolled and closed, or its topic deleted, meanwhile has nothing to keep.
-        with contextlib.suppress(OSError):
+        try:
             segment.flush()
+        except OSError as exc:
+            if exc.errno != errno.EBADF:  # EBADF: rolled and closed, or its topic deleted, meanwhile
+                log.error("fsync of %s failed: %s", segment.log_path, exc)

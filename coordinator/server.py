@@ -24,6 +24,7 @@ from connect_rebalance.protocol.codec import FrameError, RequestHeader, Unsuppor
 
 from .apis import HANDLERS, RequestContext
 from .apis.cluster import advertised_api_versions
+from .apis.registry import CloseConnection
 from .broker import Broker
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,9 @@ class CoordinatorServer:
             return codec.encode_response_frame(
                 header.api_key, header.api_version, header.correlation_id, response
             )
+        except CloseConnection as reason:
+            log.info("%s (client %r): %s; closing", client_host, header.client_id, reason)
+            return CLOSE
         except Exception:
             log.exception(
                 "%s (client %r): %s v%d failed; closing. Request: %r",

@@ -109,10 +109,13 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         remaining = deadline - loop.time()
         if total >= request.min_bytes or any_error or remaining <= 0 or not logs:
             break
-        waits = [log.wait_for_append() for log in logs]
-        await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-        for waiter in waits:
-            waiter.cancel()
+        waits = [(log, log.wait_for_append()) for log in logs]
+        try:
+            await asyncio.wait([w for _, w in waits], timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for log, waiter in waits:
+                waiter.cancel()
+                log.forget_waiter(waiter)
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
 
 
@@ -121,8 +124,8 @@ def _list_offset(log: PartitionLog, timestamp: int) -> tuple[int, int]:
         return log.high_watermark, -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return log.log_start_offset, -1
-    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
-        return -1, -1  # nothing is tiered
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD) or timestamp < EARLIEST_PENDING_UPLOAD:
+        return -1, -1  # nothing is tiered; other negative timestamps name no offset
     found = log.max_timestamp_offset() if timestamp == MAX_TIMESTAMP else log.offset_for_timestamp(timestamp)
     return found if found is not None else (-1, -1)
 

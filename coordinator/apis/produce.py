@@ -13,7 +13,7 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from ..storage import batches
 from ..storage.partition_log import now_ms
 from ..storage.topic_store import INTERNAL_TOPICS
-from .registry import RequestContext, handles
+from .registry import CloseConnection, RequestContext, handles
 
 PRODUCE, INIT_PRODUCER_ID = 0, 22
 VALID_ACKS = (-1, 0, 1)
@@ -58,6 +58,13 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             partitions.append(answer)
         responses.append({"name": topic.name, "partition_responses": partitions})
     if request.acks == 0:
+        failed = [p for t in responses for p in t["partition_responses"] if p["error_code"]]
+        if failed:
+            # No response can carry the error, so the connection is closed: the producer then
+            # refreshes its metadata, as it does against Kafka.
+            raise CloseConnection(
+                f"acks=0 produce failed: {failed[0]['error_message'] or failed[0]['error_code']}"
+            )
         return None
     return {"responses": responses, "throttle_time_ms": 0}
 

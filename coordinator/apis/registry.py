@@ -43,6 +43,10 @@ class ApiSpec:
 HANDLERS: dict[int, ApiSpec] = {}
 
 
+class CloseConnection(Exception):
+    """A handler's way to end the connection on purpose (Kafka does so for a failed acks=0 produce)."""
+
+
 def handles(api_key: int, min_version: int, max_version: int) -> Callable[[Handler], Handler]:
     schema = codec.schema_versions(api_key)
     assert schema is not None and schema[0] <= min_version and max_version <= schema[1], (

@@ -132,7 +132,10 @@ def first_offset_at_or_after_timestamp(batch: bytes, timestamp: int) -> tuple[in
     """(offset, timestamp) of the first record in the batch whose timestamp is >= timestamp."""
     from kafka.record.default_records import DefaultRecordBatch
 
-    for record in DefaultRecordBatch(bytearray(batch)):
-        if record.timestamp >= timestamp:
-            return record.offset, record.timestamp
+    try:
+        for record in DefaultRecordBatch(bytearray(batch)):
+            if record.timestamp >= timestamp:
+                return record.offset, record.timestamp
+    except Exception:  # records that do not decode (a client may send any bytes under a valid CRC)
+        return None
     return None

@@ -290,6 +290,7 @@ class PartitionLog:
             position = segment.position_of_timestamp(timestamp)
             while position is not None and position < segment.size:
                 found = batches.first_offset_at_or_after_timestamp(segment.read_batch(position), timestamp)
+                # (a batch whose records do not decode yields None and the search moves on)
                 if found is not None:
                     return found
                 position += batches.read_header(segment.read_batch(position)).size
@@ -316,6 +317,11 @@ class PartitionLog:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(future)
         return future
+
+    def forget_waiter(self, future: asyncio.Future[None]) -> None:
+        """A long poll that ended without an append no longer waits."""
+        if future in self._waiters:
+            self._waiters.remove(future)
 
     def wake_waiters(self) -> None:
         waiters, self._waiters = self._waiters, []

@@ -216,7 +216,7 @@ class Segment:
 
     def position_of(self, offset: int) -> int | None:
         """File position of the batch containing `offset`, or None if past this segment."""
-        if offset >= self.next_offset:
+        if offset >= self.next_offset or not self._index_positions:
             return None
         slot = bisect_right(self._index_offsets, offset) - 1
         position = self._index_positions[max(slot, 0)]
@@ -229,7 +229,7 @@ class Segment:
 
     def position_of_timestamp(self, timestamp: int) -> int | None:
         """Position of the first batch whose max timestamp is >= `timestamp`."""
-        if self.max_timestamp < timestamp:
+        if self.max_timestamp < timestamp or not self._index_positions:
             return None
         slot = bisect_right(self._index_max_ts_before, timestamp - 1) - 1
         position = self._index_positions[max(slot, 0)]

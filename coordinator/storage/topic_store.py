@@ -79,6 +79,10 @@ class TopicStore:
         self.topics_dir.mkdir(parents=True, exist_ok=True)
         if self.deleted_dir.exists():
             shutil.rmtree(self.deleted_dir)
+        for directory in self.topics_dir.iterdir():
+            if directory.is_dir() and not (directory / "topic.json").exists():
+                # A create that never finished: topic.json is written last, so nothing was promised.
+                shutil.rmtree(directory, ignore_errors=True)
         for meta in sorted(self.topics_dir.glob("*/topic.json")):
             data = read_json(meta)
             topic = Topic(data["name"], uuid.UUID(data["topic_id"]), dict(data["configs"]), meta.parent)
@@ -122,12 +126,22 @@ class TopicStore:
     def create(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
         self.check_new_topic(name, partitions)
         directory = self.topics_dir / name
+        shutil.rmtree(directory, ignore_errors=True)  # left by a create that failed part-way
         directory.mkdir(parents=True)
         topic = Topic(name, uuid.uuid4(), dict(configs), directory)
         settings = self._settings_for(topic.configs)
-        topic.partitions = [PartitionLog.open(directory / str(p), settings) for p in range(partitions)]
-        write_json_atomically(directory / "topic.json", {**topic.describe(), "partitions": partitions})
-        fsync_dir(self.topics_dir)
+        try:
+            for p in range(partitions):
+                topic.partitions.append(PartitionLog.open(directory / str(p), settings))
+            write_json_atomically(directory / "topic.json", {**topic.describe(), "partitions": partitions})
+            fsync_dir(self.topics_dir)
+        except OSError as exc:
+            for partition in topic.partitions:
+                partition.close()
+            shutil.rmtree(directory, ignore_errors=True)
+            raise KafkaApiError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"cannot create topic {name!r}: {exc}"
+            ) from exc
         self._add(topic)
         return topic
 
@@ -159,13 +173,13 @@ class TopicStore:
 
     def delete(self, name: str) -> Topic:
         topic = self._existing_user_topic(name)
+        self.deleted_dir.mkdir(exist_ok=True)
+        graveyard = self.deleted_dir / topic.topic_id.hex  # names can be 249 characters; ids are short
+        topic.directory.rename(graveyard)
+        fsync_dir(self.topics_dir)
         for partition in topic.partitions:
             partition.close()
             partition.wake_waiters()
-        self.deleted_dir.mkdir(exist_ok=True)
-        graveyard = self.deleted_dir / f"{name}-{topic.topic_id.hex}"
-        topic.directory.rename(graveyard)
-        fsync_dir(self.topics_dir)
         shutil.rmtree(graveyard, ignore_errors=True)
         del self.topics[name]
         del self._by_id[topic.topic_id]

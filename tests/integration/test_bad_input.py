@@ -12,6 +12,8 @@ import time
 import pytest
 
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol import codec
+from connect_rebalance.protocol.codec import RequestHeader
 from tests.support.batches import make_batch
 from tests.support.clients import consume_confluent, produce_confluent
 from tests.support.wire import RawConnection
@@ -143,3 +145,17 @@ def test_idle_connections_are_closed_after_connections_max_idle_ms(tmp_path) -> 
         assert time.monotonic() - started < 5
     finally:
         process.kill()
+
+
+def test_a_failed_acks0_produce_closes_the_connection_so_the_producer_refreshes(coordinator) -> None:
+    conn = RawConnection(coordinator.bootstrap)
+    data = [{"index": 0, "records": make_batch([b"x"])}]
+    body = {"transactional_id": None, "acks": 0, "timeout_ms": 5000,
+            "topic_data": [{"name": "no-such-topic", "partition_data": data}]}  # fmt: skip
+
+    conn.send_raw(
+        codec.encode_request_frame(RequestHeader(0, 9, 1, "acks0"), codec.build_request(0, 9, body))
+    )
+    assert conn.is_closed_by_server()
+    conn.close()
+    assert coordinator.is_running()
