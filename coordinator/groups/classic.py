@@ -428,6 +428,7 @@ class ClassicGroups:
                     else sync_response(ErrorCode.FENCED_INSTANCE_ID)
                 )
                 out.reply(parked.request_id, fields)
+        leader_before = group.leader_id
         candidate.assignment = old.assignment
         group.members[candidate.member_id] = candidate
         group.static_members[candidate.group_instance_id] = candidate.member_id
@@ -440,9 +441,12 @@ class ClassicGroups:
         if group.state == ClassicState.STABLE and unchanged:
             # Same subscription: no rebalance; it gets its old assignment through SyncGroup.
             self._refresh_session(group, candidate, now_ms)
-            out.reply(
-                request.request_id, self._join_response(group, candidate, request.version, static_rejoin=True)
-            )
+            answer = self._join_response(group, candidate, request.version, static_rejoin=True)
+            if request.version < 9:
+                # Before KIP-814 a rejoining static leader must not think it leads an empty group:
+                # Kafka names the leader as it was, so the member syncs as a follower.
+                answer["leader"] = leader_before or ""
+            out.reply(request.request_id, answer)
             out.records.append(GroupMetadataRecord(group.group_id, group.snapshot()))
             return
         candidate.join = ParkedRequest(request.request_id, request.version)
