@@ -61,6 +61,10 @@ class CoordinatorConfig(BaseModel):
     group_consumer_heartbeat_interval_ms: int = Field(
         5000, alias="group.consumer.heartbeat.interval.ms", ge=1
     )
+    # Not a Kafka setting: the interval given to members with reconciliation work pending.
+    group_consumer_pending_heartbeat_interval_ms: int = Field(
+        500, alias="group.consumer.pending.heartbeat.interval.ms", ge=1
+    )
     group_consumer_assignors: str = Field("uniform,range", alias="group.consumer.assignors")
 
     @field_validator("group_consumer_assignors")
@@ -98,6 +102,7 @@ class CoordinatorConfig(BaseModel):
             offset_metadata_max_bytes=self.offset_metadata_max_bytes,
             consumer_session_timeout_ms=self.group_consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms=self.group_consumer_heartbeat_interval_ms,
+            consumer_pending_heartbeat_interval_ms=self.group_consumer_pending_heartbeat_interval_ms,
             consumer_assignors=tuple(self.group_consumer_assignors.split(",")),
         )
 

@@ -148,19 +148,30 @@ def _invalid(message: str) -> KafkaApiError:
 
 
 class ConsumerGroups:
-    def __init__(
-        self,
-        core: GroupCoordinator,
-        topics: TopicsView,
-        assignors: list[str],
-        session_timeout_ms: int = 45000,
-        heartbeat_interval_ms: int = 5000,
-    ) -> None:
+    def __init__(self, core: GroupCoordinator, topics: TopicsView) -> None:
+        settings = core.settings
         self.core = core
         self.topics = topics
-        self.assignors = assignors
-        self.session_timeout_ms = session_timeout_ms
-        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.assignors = list(settings.consumer_assignors)
+        self.session_timeout_ms = settings.consumer_session_timeout_ms
+        self.heartbeat_interval_ms = settings.consumer_heartbeat_interval_ms
+        self.pending_heartbeat_interval_ms = min(
+            settings.consumer_pending_heartbeat_interval_ms, settings.consumer_heartbeat_interval_ms
+        )
+
+    def _heartbeat_interval(self, group: ConsumerGroup, member: ConsumerMember) -> int:
+        """The interval a member should heartbeat at next.
+
+        A member with reconciliation work pending — partitions to revoke, partitions still
+        held by others, or an epoch behind the target — is asked back sooner, so a
+        reconciliation that needs several heartbeats takes several short intervals instead
+        of several default ones. A settled member keeps the configured interval.
+        """
+        settled = (
+            member.assignment.state == MemberState.STABLE
+            and member.assignment.member_epoch == group.assignment_epoch
+        )
+        return self.heartbeat_interval_ms if settled else self.pending_heartbeat_interval_ms
 
     # -- validation -----------------------------------------------------------------------
 
@@ -293,7 +304,7 @@ class ConsumerGroups:
             "error_code": ErrorCode.NONE,
             "member_id": member.member_id,
             "member_epoch": member.assignment.member_epoch,
-            "heartbeat_interval_ms": self.heartbeat_interval_ms,
+            "heartbeat_interval_ms": self._heartbeat_interval(group, member),
             "assignment": self._assignment_field(member.assignment.assigned) if send_assignment else None,
         }
 

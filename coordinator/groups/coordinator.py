@@ -65,17 +65,7 @@ class GroupCoordinator:
         self.classic = ClassicGroups(self)
         self.offsets = Offsets(self)
         # Consumer groups (KIP-848) need topic ids; the server attaches them once they are served.
-        self.consumer = (
-            ConsumerGroups(
-                self,
-                topics_view,
-                list(settings.consumer_assignors),
-                settings.consumer_session_timeout_ms,
-                settings.consumer_heartbeat_interval_ms,
-            )  # fmt: skip
-            if topics_view is not None
-            else None
-        )
+        self.consumer = ConsumerGroups(self, topics_view) if topics_view is not None else None
         self._handlers: dict[int, Callable[[GroupRequest, int, Outcome], None]] = {
             JOIN_GROUP: self.classic.join,
             SYNC_GROUP: self.classic.sync,

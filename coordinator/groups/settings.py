@@ -16,4 +16,5 @@ class GroupSettings:
     offset_metadata_max_bytes: int = 4096
     consumer_session_timeout_ms: int = 45000
     consumer_heartbeat_interval_ms: int = 5000
+    consumer_pending_heartbeat_interval_ms: int = 500
     consumer_assignors: tuple[str, ...] = ("uniform", "range")

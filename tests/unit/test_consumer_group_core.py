@@ -39,6 +39,18 @@ def test_a_first_member_gets_everything_and_a_second_gets_half_after_the_first_r
     assert h.core.groups["cg"].state.value == "Stable"
 
 
+def test_members_with_reconciliation_work_pending_are_asked_back_sooner() -> None:
+    h = GroupHarness(topics={"orders": 4})
+    assert join(h, "A")["heartbeat_interval_ms"] == 5000, "A holds its target: the default interval"
+    b = join(h, "B")
+    assert b["heartbeat_interval_ms"] == 500, "B waits for partitions A still holds"
+    told = h.consumer_heartbeat("A", 1, owned={"orders": [0, 1, 2, 3]})
+    assert told["heartbeat_interval_ms"] == 500, "A has partitions to revoke"
+    done = h.consumer_heartbeat("A", 1, owned={"orders": h.assigned(told)["orders"]})
+    assert (done["member_epoch"], done["heartbeat_interval_ms"]) == (2, 5000)
+    assert h.consumer_heartbeat("B", 2)["heartbeat_interval_ms"] == 5000, "B got the rest: settled"
+
+
 def test_fencing_and_the_lost_response_case() -> None:
     h = GroupHarness(topics={"orders": 4})
     join(h, "A")
