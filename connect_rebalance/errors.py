@@ -83,6 +83,10 @@ class ErrorCode(IntEnum):
     STALE_MEMBER_EPOCH = 113
     MISMATCHED_ENDPOINT_TYPE = 114
     INVALID_REGULAR_EXPRESSION = 128
+    # The project's private block (docs/protocol.md): errors the connect group protocol draft
+    # adds that Apache Kafka does not have.
+    COMPUTE_ASSIGNMENT = 10000
+    INVALID_ASSIGNMENT = 10001
 
 
 class KafkaApiError(Exception):

@@ -66,6 +66,10 @@ class CoordinatorConfig(BaseModel):
         500, alias="group.consumer.pending.heartbeat.interval.ms", ge=1
     )
     group_consumer_assignors: str = Field("uniform,range", alias="group.consumer.assignors")
+    # Connect groups (the connect group protocol); Kafka Connect's worker defaults.
+    group_connect_session_timeout_ms: int = Field(10000, alias="group.connect.session.timeout.ms", ge=1)
+    group_connect_heartbeat_interval_ms: int = Field(3000, alias="group.connect.heartbeat.interval.ms", ge=1)
+    group_connect_max_size: int = Field(2147483647, alias="group.connect.max.size", ge=1)
 
     @field_validator("group_consumer_assignors")
     @classmethod
@@ -104,6 +108,9 @@ class CoordinatorConfig(BaseModel):
             consumer_heartbeat_interval_ms=self.group_consumer_heartbeat_interval_ms,
             consumer_pending_heartbeat_interval_ms=self.group_consumer_pending_heartbeat_interval_ms,
             consumer_assignors=tuple(self.group_consumer_assignors.split(",")),
+            connect_session_timeout_ms=self.group_connect_session_timeout_ms,
+            connect_heartbeat_interval_ms=self.group_connect_heartbeat_interval_ms,
+            connect_max_size=self.group_connect_max_size,
         )
 
     @classmethod

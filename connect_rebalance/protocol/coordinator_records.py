@@ -70,3 +70,46 @@ class ConsumerGroupCurrentMemberAssignmentKey(ApiData, load_json=_SCHEMAS):
 
 class ConsumerGroupCurrentMemberAssignmentValue(ApiData, load_json=_SCHEMAS):
     pass
+
+
+# Connect groups (the project's private block of record types, 10000-10004).
+
+
+class ConnectGroupMetadataKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupMetadataValue(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupConnectorsTasksKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupConnectorsTasksValue(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupMemberMetadataKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupMemberMetadataValue(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupTargetAssignmentKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupTargetAssignmentValue(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupCurrentMemberAssignmentKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupCurrentMemberAssignmentValue(ApiData, load_json=_SCHEMAS):
+    pass

@@ -1,4 +1,4 @@
-"""Message classes for APIs kafka-python 3.0.12 does not ship.
+"""Message classes for APIs kafka-python 3.0.12 does not ship, and the project's own.
 
 Each class is generated from the JSON schema of the same name in `schemas/` (Apache Kafka's
 schema format), so the schema files are both the codec and the protocol documentation.
@@ -23,4 +23,36 @@ class ConsumerGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class ConsumerGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupPrepareAssignmentRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupPrepareAssignmentResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupInstallAssignmentRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupInstallAssignmentResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConnectGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):
     pass

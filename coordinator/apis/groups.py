@@ -8,6 +8,10 @@ from typing import Any
 from connect_rebalance.errors import ErrorCode
 
 from ..groups.coordinator import (
+    CONNECT_GROUP_DESCRIBE,
+    CONNECT_GROUP_HEARTBEAT,
+    CONNECT_GROUP_INSTALL_ASSIGNMENT,
+    CONNECT_GROUP_PREPARE_ASSIGNMENT,
     CONSUMER_GROUP_DESCRIBE,
     CONSUMER_GROUP_HEARTBEAT,
     DELETE_GROUPS,
@@ -86,5 +90,9 @@ for _key, _low, _high in (
     (OFFSET_DELETE, 0, 0),
     (CONSUMER_GROUP_HEARTBEAT, 0, 1),
     (CONSUMER_GROUP_DESCRIBE, 0, 1),
+    (CONNECT_GROUP_HEARTBEAT, 0, 0),
+    (CONNECT_GROUP_PREPARE_ASSIGNMENT, 0, 0),
+    (CONNECT_GROUP_INSTALL_ASSIGNMENT, 0, 0),
+    (CONNECT_GROUP_DESCRIBE, 0, 0),
 ):
     _forward(_key, _low, _high)

@@ -24,6 +24,8 @@ from typing import Any
 from connect_rebalance.errors import ErrorCode
 
 from .classic import ClassicGroup, ClassicGroups, ClassicState
+from .connect import ConnectGroup, ConnectGroups
+from .connect_records import CONNECT_RECORD_TYPES
 from .consumer import ConsumerGroup, ConsumerGroups, TopicsView
 from .offsets import Offsets
 from .records import (
@@ -40,6 +42,9 @@ from .timers import Timers
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
 CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
+# The project's private block of API keys (docs/protocol.md).
+CONNECT_GROUP_HEARTBEAT, CONNECT_GROUP_PREPARE_ASSIGNMENT = 10000, 10001
+CONNECT_GROUP_INSTALL_ASSIGNMENT, CONNECT_GROUP_DESCRIBE = 10002, 10003
 GROUP_APIS = (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS,
               LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE)  # fmt: skip
 OFFSET_EXPIRY_KEY = ("offset-expiry",)
@@ -60,7 +65,7 @@ class GroupCoordinator:
         self.settings = settings
         self.partitions_of = partitions_of
         self.new_member_id = member_id_factory
-        self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
+        self.groups: dict[str, ClassicGroup | ConsumerGroup | ConnectGroup] = {}
         self.timers = Timers()
         self.classic = ClassicGroups(self)
         self.offsets = Offsets(self)
@@ -78,6 +83,11 @@ class GroupCoordinator:
             DESCRIBE_GROUPS: self.describe_groups,
             DELETE_GROUPS: self.delete_groups,
         }
+        self.connect = ConnectGroups(self)
+        self._handlers[CONNECT_GROUP_HEARTBEAT] = self.connect.heartbeat
+        self._handlers[CONNECT_GROUP_PREPARE_ASSIGNMENT] = self.connect.prepare
+        self._handlers[CONNECT_GROUP_INSTALL_ASSIGNMENT] = self.connect.install
+        self._handlers[CONNECT_GROUP_DESCRIBE] = self.connect.describe
         if self.consumer is not None:
             self._handlers[CONSUMER_GROUP_HEARTBEAT] = self.consumer.heartbeat
             self._handlers[CONSUMER_GROUP_DESCRIBE] = self.consumer.describe
@@ -108,6 +118,12 @@ class GroupCoordinator:
                 self.consumer.on_session_expired(key[1], key[2], now_ms, out)
             elif kind == "consumer-rebalance" and self.consumer is not None:
                 self.consumer.on_rebalance_timeout(key[1], key[2], now_ms, out)
+            elif kind == "connect-session":
+                self.connect.on_session_expired(key[1], key[2], now_ms, out)
+            elif kind == "connect-rebalance":
+                self.connect.on_rebalance_timeout(key[1], key[2], now_ms, out)
+            elif kind == "connect-compute":
+                self.connect.on_compute_timeout(key[1], key[2], now_ms, out)
             elif key == OFFSET_EXPIRY_KEY:
                 self.offsets.expire(now_ms, out)
                 self.timers.schedule(
@@ -121,6 +137,8 @@ class GroupCoordinator:
     def replay(self, record: Record) -> None:
         if isinstance(record, OffsetCommitRecord):
             self.offsets.replay(record)
+        elif isinstance(record, CONNECT_RECORD_TYPES):
+            self.connect.replay(record)
         elif not isinstance(record, GroupMetadataRecord):
             assert self.consumer is not None, "consumer-group records need the consumer group type"
             self.consumer.replay(record)
@@ -138,6 +156,7 @@ class GroupCoordinator:
                     self.classic._refresh_session(group, member, now_ms)
         if self.consumer is not None:
             self.consumer.load_complete(now_ms)
+        self.connect.load_complete(now_ms)
         self.timers.schedule(OFFSET_EXPIRY_KEY, now_ms + self.settings.offsets_retention_check_interval_ms)
 
     # -- group administration -------------------------------------------------------------
@@ -219,11 +238,13 @@ class GroupCoordinator:
             else:
                 error = ErrorCode.NONE
                 self.offsets.delete_all(group_id, out)
-                deletions: list[Record] = (
-                    [GroupMetadataRecord(group_id, None)]
-                    if isinstance(group, ClassicGroup)
-                    else [TargetEpochRecord(group_id, None), ConsumerGroupEpochRecord(group_id, None)]
-                )
+                deletions: list[Record]
+                if isinstance(group, ClassicGroup):
+                    deletions = [GroupMetadataRecord(group_id, None)]
+                elif isinstance(group, ConnectGroup):
+                    deletions = list(self.connect.deletion_records(group_id))
+                else:
+                    deletions = [TargetEpochRecord(group_id, None), ConsumerGroupEpochRecord(group_id, None)]
                 for record in deletions:
                     out.records.append(record)
                     self.replay(record)

@@ -121,3 +121,19 @@ class Ownership(Generic[Item]):
 
     def snapshot(self) -> dict[Item, str]:
         return dict(self._holder)
+
+
+def fenced_reason(current: MemberAssignment[Item], epoch: int, owned: frozenset[Item] | None) -> str | None:
+    """Why a heartbeat at `epoch` is fenced (FENCED_MEMBER_EPOCH), or None if it is accepted.
+
+    Epoch 0 (a rejoin) and the member's own epoch are accepted. A newer epoch is fenced. An
+    older one is accepted only when it is the member's previous epoch and what it reports
+    owning is a subset of its current assignment: the answer that moved it on was lost.
+    """
+    if epoch in (0, current.member_epoch):
+        return None
+    if epoch > current.member_epoch:
+        return f"Epoch {epoch} is newer than the member's {current.member_epoch}."
+    if epoch == current.previous_epoch and owned is not None and owned <= current.assigned:
+        return None
+    return f"Epoch {epoch} is older than the member's {current.member_epoch}."

@@ -18,6 +18,8 @@ from connect_rebalance.protocol.coordinator_records import (
     OffsetCommitValue,
 )
 
+from . import connect_records
+from .connect_records import CONNECT_RECORD_TYPES, ConnectRecord, decode_connect_record, encode_connect_record
 from .reconciliation import MemberAssignment, MemberState
 
 OFFSET_COMMIT_KEY_VERSION = 1
@@ -128,6 +130,7 @@ Record = (
     | TargetEpochRecord
     | TargetMemberRecord
     | CurrentAssignmentRecord
+    | ConnectRecord
 )
 
 
@@ -269,6 +272,8 @@ def _decode_consumer_record(key_version: int, key: bytes, value: bytes | None) -
 
 
 def encode_record(record: Record) -> tuple[bytes, bytes | None]:
+    if isinstance(record, CONNECT_RECORD_TYPES):
+        return encode_connect_record(record)
     if not isinstance(record, OffsetCommitRecord | GroupMetadataRecord):
         return _encode_consumer_record(record)
     if isinstance(record, OffsetCommitRecord):
@@ -356,6 +361,8 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
                 v.protocol_type, v.generation, v.protocol, v.leader, v.current_state_timestamp, members
             ),
         )
+    if key_version in connect_records.KEY_TYPES:
+        return decode_connect_record(key, value)
     if key_version in (3, 5, 6, 7, 8):
         return _decode_consumer_record(key_version, key, value)
     raise ValueError(f"unknown coordinator record type {key_version}")

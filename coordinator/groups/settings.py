@@ -18,3 +18,6 @@ class GroupSettings:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_pending_heartbeat_interval_ms: int = 500
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    connect_session_timeout_ms: int = 10000
+    connect_heartbeat_interval_ms: int = 3000
+    connect_max_size: int = 2147483647
