@@ -233,3 +233,8 @@ def decode_response_body(api_key: int, version: int, frame: bytes | memoryview) 
             size, pos = _read_unsigned_varint(buf, pos)
             pos += size
     return correlation_id, _RESPONSES[api_key].decode(buf[pos:], version=version)
+
+
+def response_fields(body: Any) -> dict[str, Any]:
+    """A decoded response as plain dicts and lists (bytes kept as bytes)."""
+    return dict(body.to_dict(json=False))

@@ -108,13 +108,12 @@ class ComputeRound:
     def choose(self, candidates: list[str]) -> str | None:
         """Keep the current choice or the previous computing member while they qualify."""
         eligible = [c for c in candidates if c not in self.passed_over] or candidates
-        for sticky in (self.member_id, self.previous):
-            if sticky is not None and sticky in eligible:
-                self.member_id = sticky
-                return sticky
-        self.member_id = eligible[0] if eligible else None
-        self.prepared_epoch, self.prepared_members = -1, frozenset()
-        return self.member_id
+        sticky = [c for c in (self.member_id, self.previous) if c is not None and c in eligible]
+        chosen = sticky[0] if sticky else (eligible[0] if eligible else None)
+        if chosen != self.member_id:
+            self.member_id = chosen
+            self.prepared_epoch, self.prepared_members = -1, frozenset()
+        return chosen
 
     def prepared(self, epoch: int, members: frozenset[str]) -> None:
         self.prepared_epoch, self.prepared_members = epoch, members

@@ -35,6 +35,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.work import Work, work_field, work_of
 
 from .client_assignment import ComputeRound, common_assignor, computing_candidates, install_problem
 from .connect_records import (
@@ -48,9 +49,6 @@ from .connect_records import (
     ConnectTargetRecord,
     ConnectWorkerRecord,
     ConnectWorkerSnapshot,
-    Work,
-    work_field,
-    work_of,
 )
 from .reconciliation import MemberAssignment, MemberState, Ownership, fenced_reason, reconcile
 from .requests import GroupRequest, Outcome
@@ -199,20 +197,26 @@ class ConnectGroups:
                     f"Assignor {assignor.name}: MetadataVersion must lie between MinimumVersion and "
                     "MaximumVersion."
                 )
-        if epoch == 0:
-            if body.rebalance_timeout_ms <= 0:
-                raise _invalid("RebalanceTimeoutMs must be larger than zero in the first heartbeat.")
-            if body.url is None:
-                raise _invalid("Url must be set in the first heartbeat.")
-            if not body.client_assignors:
-                raise _invalid("ClientAssignors must be set in the first heartbeat.")
-            if work_of(body.owned_connectors_and_tasks):
-                raise _invalid("OwnedConnectorsAndTasks must be empty when (re-)joining.")
         if body.server_assignor is not None:
             raise KafkaApiError(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {body.server_assignor} is not supported: connect groups assign client-side.",
             )
+
+    def _validate_join(self, body: Any) -> None:
+        """What a worker's first heartbeat must carry (epoch 0, not yet a member).
+
+        A member keeps sending epoch 0 until the first target is installed (the draft's
+        case study), so these checks apply to new members only.
+        """
+        if body.rebalance_timeout_ms <= 0:
+            raise _invalid("RebalanceTimeoutMs must be larger than zero in the first heartbeat.")
+        if body.url is None:
+            raise _invalid("Url must be set in the first heartbeat.")
+        if not body.client_assignors:
+            raise _invalid("ClientAssignors must be set in the first heartbeat.")
+        if work_of(body.owned_connectors_and_tasks):
+            raise _invalid("OwnedConnectorsAndTasks must be empty when joining.")
 
     def _validate_ids(self, body: Any) -> None:
         if not (body.group_id or "").strip():
@@ -337,6 +341,7 @@ class ConnectGroups:
             return member, False
         if member is not None:
             return member, False  # a rejoin with the same id: its assignment is sent again
+        self._validate_join(body)
         specs = _assignor_specs(body.client_assignors)
         others = [m.assignors for m in group.members.values()]
         if others and common_assignor([*others, specs]) is None:
@@ -394,17 +399,15 @@ class ConnectGroups:
         return common_assignor([m.assignors for m in group.members.values()])
 
     def _choose_computer(self, group: ConnectGroup, now_ms: int) -> None:
-        current = group.compute.member_id
-        if current is not None and current in group.members:
-            return
         selection = self._selection(group)
         if selection is None:
             return
         candidates = computing_candidates(
             {m.member_id: m.assignors for m in group.members.values()}, *selection
         )
+        current = group.compute.member_id
         chosen = group.compute.choose(candidates)
-        if chosen is not None:
+        if chosen is not None and chosen != current:
             self.core.timers.schedule(
                 compute_key(group.group_id, chosen), now_ms + group.members[chosen].rebalance_timeout_ms
             )

@@ -6,52 +6,22 @@ assignment, current member assignment) with key types in the project's private b
 a tombstone. The draft's group-configuration record is not written: connect groups have no
 per-group configuration (key type 10005 stays reserved for it).
 
-Items are `Work`: (connector, task) pairs, where task `CONNECTOR` (-1) is the connector
-instance itself — Kafka Connect's connectors and ConnectorTaskIds in one hashable shape.
+Items are `Work` (connect_rebalance/work.py): (connector, task) pairs.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from connect_rebalance.protocol import coordinator_records as schemas
+from connect_rebalance.work import Work, work_field, work_of
 
 from .reconciliation import MemberAssignment, MemberState
 
-Work = tuple[str, int]
-CONNECTOR = -1
 KEY_TYPES = range(10000, 10005)
 GROUP_KEY, COVERED_KEY, MEMBER_KEY, TARGET_KEY, CURRENT_KEY = KEY_TYPES
-
-
-def work_field(items: Iterable[Work]) -> dict[str, Any]:
-    """Work as the schemas' ConnectorsAndTasks struct (sorted, so the bytes are stable)."""
-    ordered = sorted(items)
-    return {
-        "connectors": [c for c, t in ordered if t == CONNECTOR],
-        "tasks": [{"connector": c, "task": t} for c, t in ordered if t != CONNECTOR],
-    }
-
-
-def work_of(struct_: Any) -> frozenset[Work]:
-    """The Work named by a decoded ConnectorsAndTasks struct (or a dict shaped like one)."""
-    if struct_ is None:
-        return frozenset()
-    get = struct_.get if isinstance(struct_, dict) else lambda name: getattr(struct_, name)
-    tasks = get("tasks") or []
-    task_pairs = (
-        (t["connector"], t["task"]) if isinstance(t, dict) else (t.connector, t.task) for t in tasks
-    )
-    return frozenset([(c, CONNECTOR) for c in get("connectors") or []] + list(task_pairs))
-
-
-def work_name(item: Work) -> str:
-    """Kafka Connect's own spelling: a connector's name, or `connector-N` for a task."""
-    connector, task = item
-    return connector if task == CONNECTOR else f"{connector}-{task}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,97 @@
+"""The project's own Kafka-protocol client: one asyncio connection, requests as dicts.
+
+Workers speak the connect group APIs (which no Kafka client library knows) through it, and
+tests drive the coordinator with it. Requests are pipelined: each gets a correlation id and
+a future; the reader task resolves them in order. A closed or broken connection fails every
+request in flight with `ConnectionError`, which callers treat as "the coordinator is
+unreachable".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import struct
+from typing import Any
+
+from . import codec
+from .codec import RequestHeader
+
+
+class ProtocolClient:
+    def __init__(self, host: str, port: int, client_id: str = "connect-rebalance") -> None:
+        self.host, self.port, self.client_id = host, port, client_id
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._pending: dict[int, tuple[int, int, asyncio.Future[dict[str, Any]]]] = {}
+        self._correlation = itertools.count(1)
+        self._reading: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def connect(cls, bootstrap: str, client_id: str = "connect-rebalance") -> ProtocolClient:
+        host, port = bootstrap.rsplit(":", 1)
+        client = cls(host, int(port), client_id)
+        await client.open()
+        return client
+
+    async def open(self) -> None:
+        self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+        self._reading = asyncio.create_task(self._read_loop())
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None and not self._writer.is_closing()
+
+    async def request(self, api_key: int, version: int, fields: dict[str, Any]) -> dict[str, Any]:
+        """Send one request and wait for its answer, as plain dicts."""
+        if self._writer is None or self._writer.is_closing():
+            raise ConnectionError("not connected")
+        correlation = next(self._correlation)
+        body = codec.build_request(api_key, version, fields)
+        frame = codec.encode_request_frame(RequestHeader(api_key, version, correlation, self.client_id), body)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[correlation] = (api_key, version, future)
+        self._writer.write(frame)
+        try:
+            await self._writer.drain()
+        except OSError as exc:
+            self._fail_all(ConnectionError(str(exc)))
+        return await future
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None
+        try:
+            while True:
+                (size,) = struct.unpack(">i", await self._reader.readexactly(4))
+                frame = await self._reader.readexactly(size)
+                (correlation,) = struct.unpack_from(">i", frame)
+                entry = self._pending.pop(correlation, None)
+                if entry is None:
+                    raise ConnectionError(f"answer to unknown correlation id {correlation}")
+                api_key, version, future = entry
+                _, body = codec.decode_response_body(api_key, version, frame)
+                if not future.done():
+                    future.set_result(codec.response_fields(body))
+        except (asyncio.IncompleteReadError, OSError, ConnectionError) as exc:
+            self._fail_all(ConnectionError(f"connection to {self.host}:{self.port} lost: {exc}"))
+        finally:
+            if self._writer is not None:
+                self._writer.close()
+
+    def _fail_all(self, error: Exception) -> None:
+        pending, self._pending = self._pending, {}
+        for _, _, future in pending.values():
+            if not future.done():
+                future.set_exception(error)
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            with contextlib.suppress(OSError):
+                await self._writer.wait_closed()
+        if self._reading is not None:
+            self._reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reading
+        self._fail_all(ConnectionError("closed"))
