@@ -66,13 +66,13 @@ class ConnectDriver:
     ) -> dict[str, Any]:
         self.assignors[worker] = assignors or [INCREMENTAL]
         self.runs[worker] = frozenset()
+        defaults: dict[str, Any] = {"url": f"http://{worker.lower()}:8083", "rebalance_timeout_ms": 60000}
         answer = self.call(
             CONNECT_GROUP_HEARTBEAT,
             heartbeat_fields(
-                self.group_id, worker, 0, url=f"http://{worker.lower()}:8083", rebalance_timeout_ms=60000,
-                assignors=self.assignors[worker], owned=[], **fields,
+                self.group_id, worker, 0, assignors=self.assignors[worker], owned=[], **{**defaults, **fields}
             ),
-        )  # fmt: skip
+        )
         return self._apply(worker, answer)
 
     def beat(self, worker: str, epoch: int | None = None, **fields: Any) -> dict[str, Any]:

@@ -15,12 +15,12 @@ from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.connect_group import ClientAssignor
 from connect_rebalance.work import work_of
 from coordinator.groups import GroupSettings
+from tests.support import connect_case_studies as case_studies
+from tests.support.connect_case_studies import EVERYTHING, Expire, computing
 from tests.support.connect_driver import ConnectDriver, notation, work
 from tests.support.group_harness import GroupHarness
 
 pytestmark = pytest.mark.unit
-
-EVERYTHING = "AC0 AT1 AT2 BC0 BT1"
 
 
 def driver(harness: GroupHarness | None = None) -> tuple[GroupHarness, ConnectDriver]:
@@ -28,133 +28,39 @@ def driver(harness: GroupHarness | None = None) -> tuple[GroupHarness, ConnectDr
     return h, ConnectDriver(lambda api_key, fields: h.call(api_key, 0, **fields))
 
 
-def computing(d: ConnectDriver, *workers: str) -> str:
-    """Heartbeat the workers; the one told to compute the next target."""
-    told = [w for w in workers if d.beat(w)["should_compute_assignment"]]
-    assert len(told) == 1, f"exactly one worker computes, got {told}"
-    return told[0]
+def expire_on_the_virtual_clock(h: GroupHarness, d: ConnectDriver) -> Expire:
+    def expire(gone: str, alive: list[str]) -> None:
+        while gone in d.state()["members"]:
+            h.advance(1000)
+            for w in alive:
+                d.beat(w)
+
+    return expire
 
 
 def two_workers() -> tuple[GroupHarness, ConnectDriver]:
     h, d = driver()
-    d.join("W1")
-    d.compute("W1", {"W1": EVERYTHING})
-    d.beat("W1")
-    d.join("W2")
-    d.compute(computing(d, "W1"), {"W1": "AC0 AT1 AT2", "W2": "BC0 BT1"})
-    d.beat("W1")
-    d.beat("W1")
-    d.beat("W2")
+    case_studies.empty_group_then_w1_joins(d)
+    case_studies.w2_joins(d)
     return h, d
 
 
 def test_case_study_empty_group_then_w1_joins_and_gets_everything() -> None:
-    h, d = driver()
-    assert d.describe()["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND, "empty: no group yet"
-    joined = d.join("W1")
-    assert (joined["member_epoch"], joined["should_compute_assignment"]) == (0, True)
-    assert d.state() == {"group_epoch": 1, "assignment_epoch": 0, "members": {"W1": (0, "", "")}}
-    prepared = d.compute("W1", {"W1": EVERYTHING})
-    assert (prepared["group_epoch"], prepared["assignor_name"]) == (1, "incremental")
-    assert d.state() == {"group_epoch": 1, "assignment_epoch": 1, "members": {"W1": (0, "", EVERYTHING)}}
-    beat = d.beat("W1")
-    assert beat["member_epoch"] == 1 and notation(d.runs["W1"]) == EVERYTHING
-    assert d.state()["members"] == {"W1": (1, EVERYTHING, EVERYTHING)}
+    case_studies.empty_group_then_w1_joins(driver()[1])
 
 
 def test_case_study_w2_joins_and_w1_revokes_bc0_bt1_before_w2_gets_them() -> None:
-    h, d = driver()
-    d.join("W1")
-    d.compute("W1", {"W1": EVERYTHING})
-    d.beat("W1")
-    joined = d.join("W2")
-    assert not joined["should_compute_assignment"], "W1 computed last time: it is chosen again"
-    assert d.state() == {
-        "group_epoch": 2,
-        "assignment_epoch": 1,
-        "members": {"W1": (1, EVERYTHING, EVERYTHING), "W2": (1, "", "")},
-    }, "W2 is transitioned to the current target epoch 1, with nothing"
-    assert computing(d, "W1", "W2") == "W1"
-    d.compute("W1", {"W1": "AC0 AT1 AT2", "W2": "BC0 BT1"})
-    assert d.state()["members"] == {"W1": (1, EVERYTHING, "AC0 AT1 AT2"), "W2": (1, "", "BC0 BT1")}
-    revoke = d.beat("W1")
-    assert revoke["member_epoch"] == 1 and notation(d.runs["W1"]) == "AC0 AT1 AT2", "told to revoke first"
-    waiting = d.beat("W2")
-    assert notation(work_of_answer(waiting)) == "", "BC0 and BT1 are not free until W1 says so"
-    acknowledged = d.beat("W1")
-    assert acknowledged["member_epoch"] == 2
-    assert d.state()["members"]["W1"] == (2, "AC0 AT1 AT2", "AC0 AT1 AT2")
-    given_ = d.beat("W2")
-    assert given_["member_epoch"] == 2 and notation(d.runs["W2"]) == "BC0 BT1"
-    assert d.describe()["group_state"] == "Stable"
-
-
-def work_of_answer(answer: dict[str, Any]) -> frozenset:
-    return work_of(answer["assignment"]["connectors_and_tasks"]) if answer["assignment"] else frozenset()
-
-
-def three_workers_at_a_stable_epoch() -> tuple[GroupHarness, ConnectDriver]:
-    h, d = two_workers()
-    d.join("W3")
-    d.compute(computing(d, "W1", "W2", "W3"), {"W1": "AC0 AT1", "W2": "BC0 BT1", "W3": "AT2"})
-    for _ in range(2):
-        for w in ("W1", "W2", "W3"):
-            d.beat(w)
-    assert d.describe()["group_state"] == "Stable"
-    return h, d
+    two_workers()
 
 
 def test_case_study_a_worker_leaving_keeps_assignments_then_a_reason_change_reassigns() -> None:
-    h, d = three_workers_at_a_stable_epoch()
-    epoch = d.describe()["group_epoch"]
-    for _ in range(4):  # W2 stops heartbeating; W1 and W3 keep going
-        h.advance(3000)
-        d.beat("W1")
-        d.beat("W3")
-    state = d.state()
-    assert state["group_epoch"] == epoch + 1 and set(state["members"]) == {"W1", "W3"}
-    chosen = computing(d, "W1", "W3")
-    prepared = d.compute(chosen, {"W1": "AC0 AT1", "W3": "AT2"}, covered="AC0 AT1 AT2")
-    assert notation(work(EVERYTHING)) == EVERYTHING and prepared["group_epoch"] == epoch + 1
-    for w in ("W1", "W3"):
-        d.beat(w)
-    assert d.state()["members"] == {
-        "W1": (epoch + 1, "AC0 AT1", "AC0 AT1"),
-        "W3": (epoch + 1, "AT2", "AT2"),
-    }, "the held-back work (BC0, BT1) is not reassigned yet"
-    d.change_reason(chosen, 1)  # the scheduled rebalance delay has passed
-    assert d.describe()["group_epoch"] == epoch + 2
-    d.compute(computing(d, "W1", "W3"), {"W1": "AC0 AT1 BC0", "W3": "BT1 AT2"})
-    for w in ("W1", "W3"):
-        d.beat(w)
-    assert d.state()["members"] == {
-        "W1": (epoch + 2, "AC0 AT1 BC0", "AC0 AT1 BC0"),
-        "W3": (epoch + 2, "AT2 BT1", "AT2 BT1"),
-    }
+    h, d = driver()
+    case_studies.a_worker_leaving(d, expire_on_the_virtual_clock(h, d))
 
 
 def test_case_study_a_worker_bouncing_back_within_the_delay_gets_its_work_back() -> None:
-    h, d = three_workers_at_a_stable_epoch()
-    epoch = d.describe()["group_epoch"]
-    for _ in range(4):
-        h.advance(3000)
-        d.beat("W1")
-        d.beat("W3")
-    d.compute(computing(d, "W1", "W3"), {"W1": "AC0 AT1", "W3": "AT2"}, covered="AC0 AT1 AT2")
-    for w in ("W1", "W3"):
-        d.beat(w)
-    stale = d.beat("W2")
-    assert stale["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID, "W2 was removed; it must rejoin"
-    d.join("W2")
-    assert d.describe()["group_epoch"] == epoch + 2
-    d.compute(computing(d, "W1", "W3"), {"W1": "AC0 AT1", "W2": "BC0 BT1", "W3": "AT2"})
-    for w in ("W1", "W2", "W3"):
-        d.beat(w)
-    assert d.state()["members"] == {
-        "W1": (epoch + 2, "AC0 AT1", "AC0 AT1"),
-        "W2": (epoch + 2, "BC0 BT1", "BC0 BT1"),
-        "W3": (epoch + 2, "AT2", "AT2"),
-    }
+    h, d = driver()
+    case_studies.a_worker_bouncing(d, expire_on_the_virtual_clock(h, d))
 
 
 @pytest.mark.parametrize(
@@ -338,7 +244,8 @@ def test_a_worker_that_does_not_revoke_within_its_rebalance_timeout_is_removed()
 
 
 def test_replaying_the_records_rebuilds_the_same_groups() -> None:
-    h, d = three_workers_at_a_stable_epoch()
+    h, d = driver()
+    case_studies.three_workers(d)
     d.join("W4")
     d.beat("W1")
     fresh, d2 = driver(GroupHarness(GroupSettings(connect_session_timeout_ms=10000)))
