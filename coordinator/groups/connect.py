@@ -307,10 +307,12 @@ class ConnectGroups:
             or member.assignment.member_epoch != before.member_epoch
         )
         compute = self._should_compute(group, member.member_id)
+        # Asked back sooner: a worker with work to stop or pick up, the computing worker, and
+        # every worker while a new target is being computed (it is likely to move their work).
         settled = (
             member.assignment.state == MemberState.STABLE
             and member.assignment.member_epoch == group.assignment_epoch
-            and not compute
+            and group.group_epoch == group.assignment_epoch
         )
         return {
             "error_code": ErrorCode.NONE,

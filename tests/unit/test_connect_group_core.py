@@ -372,3 +372,19 @@ def test_no_work_is_ever_held_twice_and_a_quiet_group_converges(script: list[tup
     for op in script:
         cluster.run(op)
     cluster.quiesce()
+
+
+def test_heartbeat_intervals_are_short_while_a_target_is_computed_or_work_moves() -> None:
+    _, d = two_workers()
+    assert d.beat("W1")["heartbeat_interval_ms"] == 3000, "stable: the configured interval"
+    d.join("W3")
+    assert d.beat("W2")["heartbeat_interval_ms"] == 500, "a new target is being computed"
+    d.compute(computing(d, "W1", "W2", "W3"), {"W1": "AC0 AT1", "W2": "BC0", "W3": "AT2 BT1"})
+    revoking = d.beat("W1")
+    assert revoking["heartbeat_interval_ms"] == 500, "W1 has work to stop"
+    d.beat("W1")
+    d.beat("W2")
+    d.beat("W2")
+    d.beat("W3")
+    assert d.describe()["group_state"] == "Stable"
+    assert d.beat("W3")["heartbeat_interval_ms"] == 3000
