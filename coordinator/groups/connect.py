@@ -241,6 +241,7 @@ class ConnectGroups:
                 "member_id": None,
                 "member_epoch": -1,
                 "heartbeat_interval_ms": 0,
+                "session_timeout_ms": self.session_timeout_ms,
                 "should_compute_assignment": False,
                 "assignment": None,
             }
@@ -322,6 +323,7 @@ class ConnectGroups:
             "heartbeat_interval_ms": (
                 self.heartbeat_interval_ms if settled else self.pending_heartbeat_interval_ms
             ),
+            "session_timeout_ms": self.session_timeout_ms,
             "should_compute_assignment": compute,
             "assignment": self._assignment_field(group, member) if send else None,
         }
@@ -555,6 +557,7 @@ class ConnectGroups:
             "member_id": body.member_id,
             "member_epoch": LEAVE_EPOCH,
             "heartbeat_interval_ms": 0,
+            "session_timeout_ms": self.session_timeout_ms,
             "should_compute_assignment": False,
             "assignment": None,
         }

@@ -1,0 +1,1 @@
+"""Kafka Connect-style workers that rebalance connectors and tasks through the coordinator."""

@@ -1,0 +1,274 @@
+"""A worker's membership in a `connect` group: the heartbeat loop and its state machine.
+
+The member state machine of KIP-848's consumer (specs/consumer-member-state-machine-design
+.txt), adapted to connectors and tasks as the connect group protocol draft says a worker
+behaves:
+- join with epoch 0 and every field; afterwards send only what changed;
+- on an assignment: stop what is no longer assigned first, heartbeat at once to acknowledge
+  it, then start what is new (the coordinator only hands out work once its previous owner
+  has said it stopped it);
+- when told to compute (`ShouldComputeAssignment`): ConnectGroupPrepareAssignment, the
+  worker's assignor, ConnectGroupInstallAssignment;
+- on UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH: stop everything and rejoin with epoch 0;
+- no zombies: if no heartbeat has been answered for long enough that the coordinator may
+  expire the session, stop everything *before* it can, so that no task ever runs on two
+  workers at once. The deadline counts from when the last answered heartbeat was *sent*,
+  which is no later than when the coordinator refreshed the session.
+
+IO is one ProtocolClient connection; the work itself is the listener's (the herder).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.client import ProtocolClient
+from connect_rebalance.protocol.connect_group import (
+    LEAVE_EPOCH,
+    ClientAssignor,
+    ConnectGroupApi,
+    InstalledMember,
+)
+from connect_rebalance.work import Work, work_of
+
+log = logging.getLogger(__name__)
+REJOIN_ERRORS = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH)
+
+
+class MemberState(StrEnum):
+    UNJOINED = "unjoined"
+    JOINING = "joining"
+    STABLE = "stable"
+    RECONCILING = "reconciling"
+    UNREACHABLE = "unreachable"
+    LEFT = "left"
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """What the coordinator last gave this worker, with the assignor's metadata for it."""
+
+    epoch: int
+    work: frozenset[Work]
+    error: int = 0
+    metadata_version: int = 0
+    metadata: bytes = b""
+
+
+@dataclass(frozen=True)
+class InstallPlan:
+    """An assignor's answer to ConnectGroupPrepareAssignment."""
+
+    covered: frozenset[Work]
+    members: list[InstalledMember]
+    error: int = 0
+
+
+class WorkListener(Protocol):
+    async def stop_work(self, work: frozenset[Work]) -> None: ...
+    async def start_work(self, work: frozenset[Work], assignment: Assignment) -> None: ...
+
+
+Compute = Callable[[dict[str, Any]], Awaitable[InstallPlan]]
+
+
+class ConnectMembership:
+    def __init__(
+        self,
+        bootstrap: str,
+        group_id: str,
+        member_id: str,
+        url: str,
+        listener: WorkListener,
+        compute: Compute,
+        assignors: Callable[[], list[ClientAssignor]],
+        *,
+        instance_id: str | None = None,
+        rebalance_timeout_ms: int = 60000,
+        session_timeout_ms: int = 10000,  # until the coordinator says what it applies
+        request_timeout_ms: int = 5000,
+    ) -> None:
+        self.bootstrap, self.group_id, self.member_id, self.url = bootstrap, group_id, member_id, url
+        self.listener, self.compute, self.assignors = listener, compute, assignors
+        self.instance_id = instance_id
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.session_timeout_ms = session_timeout_ms
+        self.request_timeout_ms = request_timeout_ms
+        self.state = MemberState.UNJOINED
+        self.epoch = 0
+        self.runs: frozenset[Work] = frozenset()
+        self.assignment: Assignment | None = None
+        self._client: ProtocolClient | None = None
+        self._full = True  # the next heartbeat sends every field
+        self._sent_assignors: list[ClientAssignor] | None = None
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._last_answered_sent_at: float | None = None  # monotonic seconds
+        self.rebalances = 0
+        self.zombie_stops = 0
+
+    # -- what the herder calls ------------------------------------------------------------
+
+    def heartbeat_now(self) -> None:
+        """Send the next heartbeat at once (e.g. the assignors' reason or metadata changed)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Heartbeat until `leave()`; reconnects and rejoins as needed."""
+        watchdog = asyncio.create_task(self._watchdog())
+        try:
+            while not self._stopping:
+                delay_ms = await self._beat_once()
+                self._wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), max(delay_ms, 0) / 1000)
+        finally:
+            watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watchdog
+
+    async def leave(self) -> None:
+        """Stop all work and leave the group for good (its work is reassigned at once)."""
+        self._stopping = True
+        self._wake.set()
+        await self._stop(self.runs)
+        if self._client is not None and self.state not in (MemberState.UNJOINED, MemberState.UNREACHABLE):
+            with contextlib.suppress(ConnectionError, asyncio.TimeoutError):
+                await self._request(lambda api: api.heartbeat(self.group_id, self.member_id, LEAVE_EPOCH))
+        self.state = MemberState.LEFT
+        await self._disconnect()
+
+    # -- the loop -------------------------------------------------------------------------
+
+    async def _beat_once(self) -> int:
+        """One heartbeat and everything it asks for; returns the delay until the next one."""
+        try:
+            sent_at = time.monotonic()
+            fields = self._heartbeat_fields()
+            answer = await self._request(
+                lambda api: api.heartbeat(self.group_id, self.member_id, self.epoch, **fields)
+            )
+        except (TimeoutError, ConnectionError, OSError) as exc:
+            log.warning("heartbeat to %s failed: %s", self.bootstrap, exc)
+            self.state = MemberState.UNREACHABLE
+            self._full = True
+            await self._disconnect()
+            return 500
+        code = answer["error_code"]
+        if code in REJOIN_ERRORS:
+            log.info("%s: %s; stopping all work and rejoining", self.member_id, answer["error_message"])
+            await self._stop(self.runs)
+            self.epoch, self.assignment, self._full = 0, None, True
+            self.state = MemberState.JOINING
+            return 0
+        if code != ErrorCode.NONE:
+            raise RuntimeError(f"connect group heartbeat failed: {code}: {answer['error_message']}")
+        self._last_answered_sent_at = sent_at
+        self.session_timeout_ms = answer["session_timeout_ms"]  # the coordinator's, which counts
+        self._full = False
+        self.epoch = answer["member_epoch"]
+        delay = answer["heartbeat_interval_ms"]
+        if answer["assignment"] is not None:
+            delay = await self._reconcile(answer["assignment"], delay)
+        if answer["should_compute_assignment"]:
+            await self._compute()
+            delay = 0
+        return delay
+
+    def _heartbeat_fields(self) -> dict[str, Any]:
+        assignors = self.assignors()
+        changed = assignors != self._sent_assignors
+        fields: dict[str, Any] = {"owned": self.runs}
+        if self._full or changed:
+            fields["assignors"] = assignors
+            self._sent_assignors = assignors
+        if self._full:
+            fields.update(
+                url=self.url, instance_id=self.instance_id, rebalance_timeout_ms=self.rebalance_timeout_ms
+            )
+            if self.epoch == 0:
+                fields["owned"] = frozenset()
+        if self.state == MemberState.UNJOINED:
+            self.state = MemberState.JOINING
+        return fields
+
+    async def _reconcile(self, field: dict[str, Any], interval_ms: int) -> int:
+        given = work_of(field["connectors_and_tasks"])
+        self.assignment = Assignment(
+            self.epoch, given, field["error"], field["metadata_version"], field["metadata"]
+        )
+        revoked, added = self.runs - given, given - self.runs
+        self.state = MemberState.RECONCILING if revoked or added else MemberState.STABLE
+        if revoked:
+            await self._stop(revoked)
+            return 0  # acknowledge at once; new work (if any) comes with the next answer
+        if added:
+            self.rebalances += 1
+            await self.listener.start_work(added, self.assignment)
+            self.runs = self.runs | added
+        self.state = MemberState.STABLE
+        return interval_ms
+
+    async def _compute(self) -> None:
+        prepared = await self._request(lambda api: api.prepare(self.group_id, self.member_id, self.epoch))
+        if prepared["error_code"] != ErrorCode.NONE:
+            log.info("prepare assignment: %s", prepared["error_message"])
+            return
+        plan = await self.compute(prepared)
+        installed = await self._request(
+            lambda api: api.install(
+                self.group_id, self.member_id, self.epoch, prepared["group_epoch"], plan.covered,
+                plan.members, plan.error,
+            )
+        )  # fmt: skip
+        if installed["error_code"] != ErrorCode.NONE:
+            log.warning("install assignment: %s", installed["error_message"])
+
+    async def _stop(self, work: frozenset[Work]) -> None:
+        if work:
+            await self.listener.stop_work(work)
+            self.runs = self.runs - work
+
+    async def _watchdog(self) -> None:
+        """No zombies: give work up before the coordinator can hand it to another worker.
+
+        The coordinator expires a session `session_timeout_ms` after it handled the last
+        heartbeat, which is no earlier than when this worker sent it. So all work is stopped
+        by `sent + session timeout - safety`, whatever the heartbeat loop is blocked on.
+        """
+        safety_s = max(self.session_timeout_ms / 3, 1000) / 1000
+        while not self._stopping:
+            sent = self._last_answered_sent_at
+            if not self.runs or sent is None:
+                await asyncio.sleep(0.1)
+                continue
+            deadline = sent + self.session_timeout_ms / 1000 - safety_s
+            if time.monotonic() < deadline:
+                await asyncio.sleep(min(deadline - time.monotonic(), 0.1))
+                continue
+            if self._last_answered_sent_at == sent and self.runs:
+                log.warning("%s: no heartbeat answered for too long; stopping all work", self.member_id)
+                self.epoch, self._full = 0, True
+                self.zombie_stops += 1
+                await self._stop(self.runs)
+
+    # -- the connection -------------------------------------------------------------------
+
+    async def _request(self, call: Callable[[ConnectGroupApi], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        if self._client is None or not self._client.connected:
+            connecting = ProtocolClient.connect(self.bootstrap, f"worker-{self.member_id}")
+            self._client = await asyncio.wait_for(connecting, self.request_timeout_ms / 1000)
+        return await asyncio.wait_for(call(ConnectGroupApi(self._client)), self.request_timeout_ms / 1000)
+
+    async def _disconnect(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
