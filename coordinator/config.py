@@ -66,6 +66,8 @@ class CoordinatorConfig(BaseModel):
         500, alias="group.consumer.pending.heartbeat.interval.ms", ge=1
     )
     group_consumer_assignors: str = Field("uniform,range", alias="group.consumer.assignors")
+    group_consumer_max_size: int = Field(2147483647, alias="group.consumer.max.size", ge=1)
+    group_consumer_migration_policy: str = Field("bidirectional", alias="group.consumer.migration.policy")
     # Connect groups (the connect group protocol); Kafka Connect's worker defaults.
     group_connect_session_timeout_ms: int = Field(10000, alias="group.connect.session.timeout.ms", ge=1)
     group_connect_heartbeat_interval_ms: int = Field(3000, alias="group.connect.heartbeat.interval.ms", ge=1)
@@ -79,6 +81,17 @@ class CoordinatorConfig(BaseModel):
         if not names or unknown:
             raise ValueError(f"assignors must be among uniform, range; got {value!r}")
         return ",".join(names)
+
+    @field_validator("group_consumer_migration_policy")
+    @classmethod
+    def _known_migration_policy(cls, value: str) -> str:
+        policy = value.strip().lower()
+        if policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
+            raise ValueError(
+                f"group.consumer.migration.policy must be bidirectional, upgrade, downgrade or disabled; "
+                f"got {value!r}"
+            )
+        return policy
 
     @field_validator("listeners", "advertised_listeners")
     @classmethod
@@ -108,6 +121,8 @@ class CoordinatorConfig(BaseModel):
             consumer_heartbeat_interval_ms=self.group_consumer_heartbeat_interval_ms,
             consumer_pending_heartbeat_interval_ms=self.group_consumer_pending_heartbeat_interval_ms,
             consumer_assignors=tuple(self.group_consumer_assignors.split(",")),
+            consumer_max_size=self.group_consumer_max_size,
+            consumer_migration_policy=self.group_consumer_migration_policy,
             connect_session_timeout_ms=self.group_connect_session_timeout_ms,
             connect_heartbeat_interval_ms=self.group_connect_heartbeat_interval_ms,
             connect_max_size=self.group_connect_max_size,

@@ -18,6 +18,9 @@ class GroupSettings:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_pending_heartbeat_interval_ms: int = 500
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_max_size: int = 2147483647
+    # Online migration between classic and consumer groups: bidirectional, upgrade, downgrade, disabled.
+    consumer_migration_policy: str = "bidirectional"
     connect_session_timeout_ms: int = 10000
     connect_heartbeat_interval_ms: int = 3000
     connect_max_size: int = 2147483647
