@@ -3,6 +3,7 @@
     connect-rebalance coordinator [-c server.properties] [--listen H:P] [--data-dir D] [-o name=value ...]
     connect-rebalance topics {list,create,describe,delete} [--bootstrap-server H:P] ...
     connect-rebalance groups {list,describe,delete,reset-offsets} [--bootstrap-server H:P] ...
+    connect-rebalance worker --config worker.properties [-o name=value ...]
     connect-rebalance quickstart
 
 The admin commands are ordinary Kafka clients (kafka-python) talking to the coordinator
@@ -55,6 +56,20 @@ def cmd_topics(args: argparse.Namespace) -> int:
     return topics_cli.run(args)
 
 
+def cmd_worker(args: argparse.Namespace) -> int:
+    from coordinator.config import ConfigError
+    from workers.main import run
+    from workers.worker_config import WorkerConfig
+
+    try:
+        overrides = dict(o.partition("=")[::2] for o in args.override or [])
+        config = WorkerConfig.from_file(Path(args.config), overrides)
+    except (ConfigError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return run(config)
+
+
 def cmd_quickstart(args: argparse.Namespace) -> int:
     from . import quickstart
 
@@ -98,6 +113,15 @@ def build_parser() -> argparse.ArgumentParser:
     from . import groups_cli
 
     groups_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
+
+    worker = sub.add_parser("worker", help="run a Kafka Connect-style worker")
+    worker.add_argument(
+        "-c", "--config", required=True, help="a properties file with Kafka Connect's setting names"
+    )
+    worker.add_argument(
+        "-o", "--override", action="append", metavar="NAME=VALUE", help="any setting, repeatable"
+    )
+    worker.set_defaults(func=cmd_worker)
 
     quick = sub.add_parser("quickstart", help="start a local coordinator and show it working")
     quick.add_argument("--data-dir", help="data directory (default: a fresh temporary one)")

@@ -1,0 +1,1 @@
+"""Connectors that ship with the worker (as Kafka Connect ships its own test connectors)."""

@@ -1,0 +1,78 @@
+"""A verifiable source: numbered records whose order proves who ran each task, and when.
+
+Each task writes `{"connector", "task", "seq", "worker"}` records keyed `<connector>-<task>`
+to `topic`, `throughput` records per second (0: none, the task only runs). It keeps its
+next sequence number as its source offset, so a task that moves to another worker carries
+on where it stopped. Reading the topic back, a task's records must have consecutive
+sequence numbers and change `worker` only where the task moved — two workers running one
+task at once would interleave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..plugins import ConfigDef, Connector, Task, TaskContext, non_negative_int
+
+
+class VerifiableSourceTask(Task):
+    def __init__(self) -> None:
+        self._running: asyncio.Task[None] | None = None
+        self.seq = 0
+        self.sent = 0
+
+    async def start(self, config: Mapping[str, str], context: TaskContext) -> None:
+        self.context = context
+        self.topic = config["topic"]
+        self.rate = int(config.get("throughput", "10"))
+        self.partition = {"task": context.task}
+        stored = await context.read_offset(self.partition)
+        self.seq = int(stored["seq"]) if stored else 0
+        self._running = asyncio.create_task(self._produce())
+
+    async def _produce(self) -> None:
+        if self.rate <= 0:
+            return
+        send = self.context.extra["send"]
+        key = f"{self.context.connector}-{self.context.task}"
+        try:
+            while True:
+                value = {"connector": self.context.connector, "task": self.context.task,
+                         "seq": self.seq, "worker": self.context.worker_id}  # fmt: skip
+                await send(self.topic, key.encode(), json.dumps(value).encode())
+                self.seq += 1
+                self.sent += 1
+                await self.context.write_offset(self.partition, {"seq": self.seq})
+                await asyncio.sleep(1 / self.rate)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure is the task's FAILED state
+            self.context.fail(exc)
+
+    async def stop(self) -> None:
+        if self._running is not None:
+            self._running.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._running
+
+    def progress(self) -> dict[str, Any]:
+        return {"seq": self.seq, "sent": self.sent}
+
+
+class VerifiableSource(Connector):
+    type = "source"
+    task_class = VerifiableSourceTask
+    config_defs = [
+        ConfigDef("topic", required=True, documentation="Where the records go."),
+        ConfigDef("throughput", "INT", default="10", validate=non_negative_int,
+                  documentation="Records per second per task (0: none)."),
+    ]  # fmt: skip
+
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        return [
+            {"topic": config["topic"], "throughput": config.get("throughput", "10")} for _ in range(max_tasks)
+        ]

@@ -1,0 +1,392 @@
+"""The herder: runs the connectors and tasks a worker is assigned, from the cluster's config.
+
+Kafka Connect's DistributedHerder, on the connect group protocol:
+- the config topic is followed into a `ConfigState`; the worker that computed the group's
+  current target is the *leader*: it reports config changes to the group through its
+  assignor metadata (the config offset), which starts a new group epoch, so a new or
+  deleted connector, or new task configs, lead to one new target — a burst of changes
+  within the debounce window leads to one;
+- assignment and revocation come from the membership (`on_assigned` / `on_revoked` in
+  Kafka Connect's words): revoked work is stopped before the heartbeat that acknowledges it;
+  assigned work is started once the config has been read up to the offset the target was
+  computed from;
+- a connector's owner asks it for task configs and, if they changed, writes them with a
+  commit record, as Kafka Connect's leader does;
+- statuses (RUNNING, PAUSED, STOPPED, FAILED with trace, UNASSIGNED) go to the status topic
+  and source offsets to the offset topic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from connect_rebalance.protocol.connect_group import ClientAssignor, InstalledMember
+from connect_rebalance.work import CONNECTOR, Work, work_of
+
+from .config_state import PAUSED, STOPPED, ConfigState, decode_json, encode_json
+from .connect_membership import Assignment, ConnectMembership, InstallPlan
+from .plugins import Connector, Task, TaskContext, find_plugin
+from .sticky_plan import sticky_balanced
+from .topic_log import TopicLog, ensure_topic
+from .worker_config import WorkerConfig
+
+log = logging.getLogger(__name__)
+ASSIGNOR_NAME = "sessioned"
+CONFIG_DEBOUNCE_S = 0.1
+
+
+@dataclass
+class LeaderInfo:
+    """What the computing worker tells every worker with its target (assignment metadata)."""
+
+    leader: str = ""
+    leader_url: str = ""
+    config_offset: int = 0
+    delay_ms: int = 0
+
+    def encode(self) -> bytes:
+        return json.dumps(self.__dict__).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> LeaderInfo:
+        try:
+            return cls(**json.loads(data)) if data else cls()
+        except (ValueError, TypeError):
+            return cls()
+
+
+@dataclass
+class Running:
+    """A connector or task this worker runs (or holds, paused)."""
+
+    item: Work
+    instance: Connector | Task | None = None
+    state: str = "UNASSIGNED"
+    trace: str | None = None
+    config: dict[str, str] = field(default_factory=dict)
+
+
+class Herder:
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self.worker_id = config.worker_id
+        self.state = ConfigState()
+        self.statuses: dict[str, dict[str, Any]] = {}
+        self.offsets: dict[str, dict[str, Any]] = {}
+        self.running: dict[Work, Running] = {}
+        self.leader = LeaderInfo()
+        self.reason = 0
+        self.ready = asyncio.Event()
+        self.started_total = 0
+        self.stopped_total = 0
+        self._producer_send: Any = None
+        self._config_changed = asyncio.Event()
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._lock = asyncio.Lock()  # one lifecycle change at a time
+        bootstrap = config.bootstrap_servers
+        self.config_log = TopicLog(bootstrap, config.config_storage_topic, self._on_config, self.worker_id)
+        self.status_log = TopicLog(bootstrap, config.status_storage_topic, self._on_status, self.worker_id)
+        self.offset_log = TopicLog(bootstrap, config.offset_storage_topic, self._on_offset, self.worker_id)
+        self.membership = ConnectMembership(
+            bootstrap, config.group_id, config.member_id, config.rest_url, self, self._compute,
+            self._assignors, rebalance_timeout_ms=config.rebalance_timeout_ms,
+            session_timeout_ms=config.session_timeout_ms,
+        )  # fmt: skip
+
+    # -- start and stop -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        bootstrap = self.config.bootstrap_servers
+        await asyncio.to_thread(ensure_topic, bootstrap, self.config.config_storage_topic, 1)
+        await asyncio.to_thread(ensure_topic, bootstrap, self.config.status_storage_topic, 5)
+        await asyncio.to_thread(ensure_topic, bootstrap, self.config.offset_storage_topic, 25)
+        for topic_log in (self.config_log, self.status_log, self.offset_log):
+            await topic_log.start()
+        self._tasks.append(asyncio.create_task(self.membership.run()))
+        self._tasks.append(asyncio.create_task(self._report_config_changes()))
+        self.ready.set()
+
+    async def stop(self) -> None:
+        """Leave the group for good: every connector and task stops and moves at once."""
+        await self.membership.leave()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for topic_log in (self.config_log, self.status_log, self.offset_log):
+            await topic_log.close()
+
+    # -- the config topic -----------------------------------------------------------------
+
+    def _on_config(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
+        if key is None:
+            return
+        name = key.decode()
+        before = self.state.work(), dict(self.state.target_states)
+        config_before = None
+        if name.startswith("connector-"):
+            config_before = self.state.connectors.get(name[len("connector-") :])
+        self.state.apply(name, decode_json(value), offset)
+        if (self.state.work(), self.state.target_states) != before:
+            self._config_changed.set()
+        if name.startswith("connector-") and config_before is not None:
+            connector = name[len("connector-") :]
+            changed = self.state.connectors.get(connector) not in (None, config_before)
+            if changed and (connector, CONNECTOR) in self.running:
+                asyncio.ensure_future(self._reconfigure(connector))
+        if name.startswith("restart-connector-") and value is not None:
+            connector, request = name[len("restart-connector-") :], json.loads(value)
+            asyncio.ensure_future(self._restart_connector(connector, request))
+        if name.startswith("target-state-"):
+            connector = name[len("target-state-") :]
+            for item in [i for i in self.running if i[0] == connector]:
+                asyncio.ensure_future(self._apply_target_state(item))
+
+    async def _report_config_changes(self) -> None:
+        """The leader tells the group when the work changed (one new epoch per burst)."""
+        while True:
+            await self._config_changed.wait()
+            await asyncio.sleep(CONFIG_DEBOUNCE_S)
+            self._config_changed.clear()
+            if self.is_leader():
+                self.membership.heartbeat_now()
+
+    def is_leader(self) -> bool:
+        return self.leader.leader == self.config.member_id
+
+    def _assignors(self) -> list[ClientAssignor]:
+        metadata = json.dumps(
+            {"url": self.config.rest_url, "config_offset": self._reported_offset()}
+        ).encode()
+        return [ClientAssignor(ASSIGNOR_NAME, 1, 1, 1, metadata, self.reason)]
+
+    def _reported_offset(self) -> int:
+        # Followers keep reporting the offset they joined with, so only the leader's changes
+        # start new epochs.
+        if self.is_leader() or not self.leader.leader:
+            self._last_reported = self.state.offset
+        return getattr(self, "_last_reported", self.state.offset)
+
+    # -- computing the target (when chosen) -----------------------------------------------
+
+    async def _compute(self, prepared: dict[str, Any]) -> InstallPlan:
+        await self.config_log.read_to_end()
+        work = self.state.work()
+        members = [m["member_id"] for m in prepared["members"]]
+        current = {m["member_id"]: work_of(m["target_connectors_and_tasks"]) for m in prepared["members"]}
+        plan = sticky_balanced(members, current, work)
+        info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, 0)
+        return InstallPlan(work, [InstalledMember(m, items, 1, info.encode()) for m, items in plan.items()])
+
+    # -- assignment and revocation (the membership's listener) -----------------------------
+
+    async def start_work(self, work: frozenset[Work], assignment: Assignment) -> None:
+        self.leader = LeaderInfo.decode(assignment.metadata)
+        if self.state.offset < self.leader.config_offset:
+            await self.config_log.read_to_end()
+        async with self._lock:
+            for item in sorted(work):
+                self.running[item] = Running(item)
+                await self._start(item)
+
+    async def stop_work(self, work: frozenset[Work]) -> None:
+        async with self._lock:
+            await asyncio.gather(*(self._stop(item, "UNASSIGNED") for item in work if item in self.running))
+            for item in work:
+                self.running.pop(item, None)
+
+    async def _start(self, item: Work) -> None:
+        runner = self.running[item]
+        name, task = item
+        target = self.state.target_state(name)
+        if target in (PAUSED, STOPPED):
+            runner.state = target if task == CONNECTOR or target == PAUSED else "UNASSIGNED"
+            await self._write_status(item, runner.state)
+            return
+        try:
+            if task == CONNECTOR:
+                await self._start_connector(runner)
+            else:
+                await self._start_task(runner)
+            runner.state, runner.trace = "RUNNING", None
+            self.started_total += 1
+        except Exception as exc:  # noqa: BLE001 - a plugin's failure is its FAILED state
+            runner.state, runner.trace = "FAILED", "".join(traceback.format_exception(exc))
+            log.warning("%s failed to start: %s", item, exc)
+        await self._write_status(item, runner.state, runner.trace)
+
+    async def _start_connector(self, runner: Running) -> None:
+        name = runner.item[0]
+        config = self.state.connectors[name]
+        plugin = find_plugin(config["connector.class"])
+        if plugin is None:
+            raise ValueError(f"no connector plugin named {config['connector.class']!r}")
+        connector = plugin()
+        runner.instance, runner.config = connector, dict(config)
+        await self._write_task_configs(name, connector, config)
+
+    async def _write_task_configs(self, name: str, connector: Connector, config: Mapping[str, str]) -> None:
+        wanted = connector.task_configs(config, int(config.get("tasks.max", "1")))
+        if self.state.target_state(name) == STOPPED:
+            wanted = []
+        if wanted == self.state.tasks.get(name):
+            return
+        for i, task_config in enumerate(wanted):
+            await self.config_log.write(f"task-{name}-{i}".encode(), encode_json({"properties": task_config}))
+        await self.config_log.write(f"commit-{name}".encode(), encode_json({"tasks": len(wanted)}))
+
+    async def _start_task(self, runner: Running) -> None:
+        name, index = runner.item
+        connector_config = self.state.connectors[name]
+        plugin = find_plugin(connector_config["connector.class"])
+        if plugin is None:
+            raise ValueError(f"no connector plugin named {connector_config['connector.class']!r}")
+        task_config = self.state.tasks[name][index]
+        task = plugin.task_class()
+        runner.instance, runner.config = task, task_config
+        context = TaskContext(
+            name, index, self.worker_id, self.config.bootstrap_servers,
+            read_offset=lambda partition: self._read_offset(name, partition),
+            write_offset=lambda partition, offset: self._write_offset(name, partition, offset),
+            fail=lambda exc: asyncio.ensure_future(self._failed(runner.item, exc)),
+            extra={"send": self._send},
+        )  # fmt: skip
+        await task.start(task_config, context)
+
+    async def _stop(self, item: Work, state: str) -> None:
+        runner = self.running.get(item)
+        if runner is None:
+            return
+        if isinstance(runner.instance, Task):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(
+                    runner.instance.stop(), self.config.task_shutdown_graceful_timeout_ms / 1000
+                )
+        if runner.instance is not None:
+            self.stopped_total += 1
+        runner.instance = None
+        runner.state = state
+        await self._write_status(item, state)
+
+    async def _failed(self, item: Work, exc: BaseException) -> None:
+        runner = self.running.get(item)
+        if runner is not None:
+            runner.state, runner.trace = "FAILED", "".join(traceback.format_exception(exc))
+            await self._write_status(item, "FAILED", runner.trace)
+
+    async def _reconfigure(self, name: str) -> None:
+        """A running connector's config changed: restart it; it may produce new task configs."""
+        async with self._lock:
+            item = (name, CONNECTOR)
+            if item in self.running:
+                await self._stop(item, "UNASSIGNED")
+                await self._start(item)
+
+    async def _apply_target_state(self, item: Work) -> None:
+        async with self._lock:
+            runner = self.running.get(item)
+            if runner is None:
+                return
+            target = self.state.target_state(item[0])
+            if target in (PAUSED, STOPPED) and runner.state == "RUNNING":
+                await self._stop(item, PAUSED if target == PAUSED else "STOPPED")
+                if item[1] == CONNECTOR and target == STOPPED:
+                    await self.config_log.write(f"commit-{item[0]}".encode(), encode_json({"tasks": 0}))
+            elif target not in (PAUSED, STOPPED) and runner.state in (PAUSED, "STOPPED"):
+                await self._start(item)
+
+    async def _restart_connector(self, connector: str, request: dict[str, Any]) -> None:
+        """A restart request (Kafka Connect's `restart-connector-<name>` record): owners act."""
+        include_tasks, only_failed = bool(request.get("include-tasks")), bool(request.get("only-failed"))
+        for item in sorted(i for i in self.running if i[0] == connector):
+            wanted = item[1] == CONNECTOR or include_tasks
+            if wanted and (not only_failed or self.running[item].state == "FAILED"):
+                await self.restart(item)
+
+    async def restart(self, item: Work) -> None:
+        async with self._lock:
+            if item in self.running:
+                await self._stop(item, "RESTARTING")
+                await self._start(item)
+
+    # -- statuses and offsets -------------------------------------------------------------
+
+    def _on_status(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
+        if key is None:
+            return
+        if value is None:
+            self.statuses.pop(key.decode(), None)
+        else:
+            self.statuses[key.decode()] = json.loads(value)
+
+    async def _write_status(self, item: Work, state: str, trace: str | None = None) -> None:
+        name, task = item
+        key = f"status-connector-{name}" if task == CONNECTOR else f"status-task-{name}-{task}"
+        value = {
+            "state": state,
+            "trace": trace,
+            "worker_id": self.worker_id,
+            "generation": self.membership.epoch,
+        }
+        self.statuses[key] = value
+        await self.status_log.write(key.encode(), encode_json(value))
+
+    def _on_offset(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
+        if key is not None:
+            if value is None:
+                self.offsets.pop(key.decode(), None)
+            else:
+                self.offsets[key.decode()] = json.loads(value)
+
+    @staticmethod
+    def offset_key(connector: str, partition: Mapping[str, Any]) -> str:
+        return json.dumps([connector, dict(partition)], separators=(",", ":"), sort_keys=True)
+
+    async def _read_offset(self, connector: str, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        await self.offset_log.read_to_end()
+        return self.offsets.get(self.offset_key(connector, partition))
+
+    async def _write_offset(
+        self, connector: str, partition: Mapping[str, Any], offset: Mapping[str, Any]
+    ) -> None:
+        key = self.offset_key(connector, partition)
+        self.offsets[key] = dict(offset)
+        await self.offset_log.write(key.encode(), encode_json(dict(offset)))
+
+    async def _send(self, topic: str, key: bytes, value: bytes) -> None:
+        await self.config_log.write(key, value, topic=topic)
+
+    # -- what the REST API reads ----------------------------------------------------------
+
+    def connector_status(self, name: str) -> dict[str, Any] | None:
+        if name not in self.state.connectors:
+            return None
+        own = self.statuses.get(f"status-connector-{name}", {"state": "UNASSIGNED", "worker_id": ""})
+        tasks = []
+        for i in range(len(self.state.tasks.get(name, []))):
+            status = self.statuses.get(f"status-task-{name}-{i}", {"state": "UNASSIGNED", "worker_id": ""})
+            entry = {"id": i, "state": status["state"], "worker_id": status["worker_id"]}
+            if status.get("trace"):
+                entry["trace"] = status["trace"]
+            tasks.append(entry)
+        connector = {"state": own["state"], "worker_id": own["worker_id"]}
+        if own.get("trace"):
+            connector["trace"] = own["trace"]
+        plugin = find_plugin(self.state.connectors[name].get("connector.class", ""))
+        return {
+            "name": name,
+            "connector": connector,
+            "tasks": tasks,
+            "type": plugin.type if plugin else "unknown",
+        }
+
+    def stats(self) -> dict[str, Any]:
+        return {"started": self.started_total, "stopped": self.stopped_total,
+                "rebalances": self.membership.rebalances, "time": time.time()}  # fmt: skip

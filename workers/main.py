@@ -1,0 +1,72 @@
+"""Running a worker process: bind the REST port, join the group, serve until signalled.
+
+The REST socket is bound first so that `listeners=http://host:0` can pick a free port and
+the worker advertises the port it really has. SIGTERM/SIGINT make the worker leave the
+group for good (its work is reassigned at once); SIGKILL is a crash (its work waits for
+`scheduled.rebalance.max.delay.ms`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import sys
+
+from aiohttp import web
+
+from coordinator.config import ConfigError
+
+from .herder import Herder
+from .rest import RestApi
+from .worker_config import WorkerConfig
+
+log = logging.getLogger(__name__)
+
+
+async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None:
+    host, port = config.bind
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    config = config.with_bound_port(sock.getsockname()[1])
+    herder = Herder(config)
+    api = RestApi(herder)
+    runner = web.AppRunner(api.app, access_log=None)
+    await runner.setup()
+    await web.SockSite(runner, sock).start()
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, stop.set)
+    try:
+        await herder.start()
+        print(
+            f"connect-rebalance worker listening on {config.rest_url} (worker {config.worker_id}, "
+            f"group {config.group_id}, protocol {config.group_protocol})",
+            flush=True,
+        )
+        await stop.wait()
+        log.info("leaving the group")
+    finally:
+        await herder.stop()
+        await runner.cleanup()
+
+
+def run(config: WorkerConfig) -> int:
+    if config.group_protocol != "connect":
+        print(
+            "error: group.protocol=classic is not available yet; use group.protocol=connect", file=sys.stderr
+        )
+        return 2
+    try:
+        asyncio.run(serve(config))
+    except KeyboardInterrupt:
+        pass
+    except (OSError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,180 @@
+"""The connector plugin API: what a connector and its tasks implement, and how they are found.
+
+Kafka Connect's shape, in Python: a *connector* validates its configuration and splits its
+work into task configurations (at most `tasks.max`); a *task* is started when its worker is
+assigned it and stopped when the assignment is revoked, and reports its progress. Tasks
+drive their own IO (a lightweight task is an asyncio task; a PySpark task runs a Spark
+job) — the worker only starts, stops and observes them, and keeps their source offsets.
+
+Plugins are found by entry point (group `connect_rebalance.connectors`); `connector.class`
+may name a plugin by its entry-point name, its class name, or its dotted path.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+ENTRY_POINT_GROUP = "connect_rebalance.connectors"
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One invalid setting: the field it concerns and what is wrong."""
+
+    name: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    """A connector setting, as `GET /connector-plugins/{plugin}/config` lists it."""
+
+    name: str
+    type: str = "STRING"
+    required: bool = False
+    default: str | None = None
+    documentation: str = ""
+    validate: Callable[[str], str | None] | None = None  # returns a problem, or None
+
+    def definition(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "required": self.required,
+            "default_value": self.default,
+            "importance": "HIGH" if self.required else "MEDIUM",
+            "documentation": self.documentation,
+            "group": None,
+            "width": "NONE",
+            "display_name": self.name,
+            "dependents": [],
+            "order": -1,
+        }
+
+
+def positive_int(value: str) -> str | None:
+    try:
+        return None if int(value) > 0 else "must be a positive integer"
+    except ValueError:
+        return "must be a positive integer"
+
+
+def non_negative_int(value: str) -> str | None:
+    try:
+        return None if int(value) >= 0 else "must be a non-negative integer"
+    except ValueError:
+        return "must be a non-negative integer"
+
+
+COMMON_CONFIG = [
+    ConfigDef("name", required=True, documentation="Globally unique name of the connector."),
+    ConfigDef("connector.class", required=True, documentation="The connector plugin."),
+    ConfigDef(
+        "tasks.max", "INT", default="1", validate=positive_int, documentation="Maximum number of tasks."
+    ),
+]
+
+
+@dataclass
+class TaskContext:
+    """What a running task can use from its worker."""
+
+    connector: str
+    task: int
+    worker_id: str
+    bootstrap_servers: str
+    read_offset: Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any] | None]]
+    write_offset: Callable[[Mapping[str, Any], Mapping[str, Any]], Awaitable[None]]
+    fail: Callable[[BaseException], None]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Task(ABC):
+    """One slice of a connector's work."""
+
+    @abstractmethod
+    async def start(self, config: Mapping[str, str], context: TaskContext) -> None:
+        """Begin working; return promptly (run the work in the background)."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Stop working and release everything; when this returns, the task does no more work."""
+
+    def progress(self) -> dict[str, Any]:
+        """Figures for status and metrics (records written, batches run...)."""
+        return {}
+
+
+class Connector(ABC):
+    """Validates a configuration and divides the work among tasks."""
+
+    type: ClassVar[str] = "source"
+    version: ClassVar[str] = "0.1.0"
+    task_class: ClassVar[type[Task]]
+    config_defs: ClassVar[list[ConfigDef]] = []
+
+    @classmethod
+    def all_config_defs(cls) -> list[ConfigDef]:
+        return COMMON_CONFIG + cls.config_defs
+
+    @classmethod
+    def validate(cls, config: Mapping[str, str]) -> list[ConfigProblem]:
+        problems = []
+        for definition in cls.all_config_defs():
+            value = config.get(definition.name, definition.default)
+            if value is None or (definition.required and not str(value).strip()):
+                if definition.required:
+                    problems.append(
+                        ConfigProblem(definition.name, f'Missing required configuration "{definition.name}"')
+                    )
+                continue
+            if definition.validate is not None:
+                problem = definition.validate(str(value))
+                if problem is not None:
+                    problems.append(
+                        ConfigProblem(
+                            definition.name,
+                            f"Invalid value {value} for configuration {definition.name}: {problem}",
+                        )
+                    )
+        return problems
+
+    @abstractmethod
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        """One configuration per task, at most `max_tasks`."""
+
+
+def _entry_points() -> dict[str, type[Connector]]:
+    found = {}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        found[entry.name] = entry.load()
+    return found
+
+
+def plugins() -> dict[str, type[Connector]]:
+    """Every installed connector plugin, by entry-point name."""
+    return _entry_points()
+
+
+def find_plugin(name: str) -> type[Connector] | None:
+    """The plugin `connector.class` names: entry-point name, class name, or dotted path."""
+    installed = plugins()
+    if name in installed:
+        return installed[name]
+    for plugin in installed.values():
+        if name in (plugin.__name__, f"{plugin.__module__}.{plugin.__qualname__}"):
+            return plugin
+    module_name, _, class_name = name.rpartition(".")
+    if module_name:
+        try:
+            candidate = getattr(importlib.import_module(module_name), class_name, None)
+        except ImportError:
+            return None
+        if isinstance(candidate, type) and issubclass(candidate, Connector):
+            return candidate
+    return None

@@ -1,0 +1,415 @@
+"""The worker's REST API, compatible with Kafka Connect's (connect-reference.md §5).
+
+Status codes, JSON shapes and `{"error_code", "message"}` errors are Kafka Connect's, so its
+REST clients work unchanged. Reads are answered from this worker's view of the config and
+status topics. Writes to the cluster's config are made by the leader: a follower forwards
+the identical request to the leader's url (adding `forward=true`), as Kafka Connect does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import ClientSession, ClientTimeout, web
+
+from connect_rebalance import __version__
+from connect_rebalance.work import CONNECTOR
+
+from .config_state import PAUSED, STARTED, STOPPED, encode_json
+from .herder import Herder
+from .plugins import find_plugin, plugins
+
+log = logging.getLogger(__name__)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+INITIAL_STATES = {"RUNNING": STARTED, "PAUSED": PAUSED, "STOPPED": STOPPED}
+
+
+class RestError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def error(status: int, message: str) -> web.Response:
+    return web.json_response({"error_code": status, "message": message}, status=status)
+
+
+@web.middleware
+async def errors_as_json(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except RestError as exc:
+        return error(exc.status, exc.message)
+    except web.HTTPException as exc:
+        return error(exc.status, exc.reason or "error")
+    except Exception as exc:  # noqa: BLE001 - the process never dies of a request
+        log.exception("%s %s", request.method, request.path)
+        return error(500, f"{type(exc).__name__}: {exc}")
+
+
+class RestApi:
+    def __init__(self, herder: Herder) -> None:
+        self.herder = herder
+        self.app = web.Application(middlewares=[errors_as_json])
+        routes = [
+            web.get("/", self.root),
+            web.get("/health", self.health),
+            web.get("/connectors", self.list_connectors),
+            web.post("/connectors", self.create_connector),
+            web.get("/connectors/{name}", self.get_connector),
+            web.delete("/connectors/{name}", self.delete_connector),
+            web.get("/connectors/{name}/config", self.get_config),
+            web.put("/connectors/{name}/config", self.put_config),
+            web.patch("/connectors/{name}/config", self.patch_config),
+            web.get("/connectors/{name}/status", self.get_status),
+            web.put("/connectors/{name}/pause", self.pause),
+            web.put("/connectors/{name}/resume", self.resume),
+            web.put("/connectors/{name}/stop", self.stop),
+            web.post("/connectors/{name}/restart", self.restart_connector),
+            web.get("/connectors/{name}/tasks", self.get_tasks),
+            web.get("/connectors/{name}/tasks/{task}/status", self.get_task_status),
+            web.post("/connectors/{name}/tasks/{task}/restart", self.restart_task),
+            web.get("/connectors/{name}/offsets", self.get_offsets),
+            web.get("/connector-plugins", self.list_plugins),
+            web.get("/connector-plugins/{plugin}/config", self.plugin_config),
+            web.put("/connector-plugins/{plugin}/config/validate", self.validate),
+        ]
+        self.app.add_routes(routes)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    @property
+    def state(self) -> Any:
+        return self.herder.state
+
+    def _known(self, name: str) -> dict[str, str]:
+        config = self.state.connectors.get(name)
+        if config is None:
+            raise RestError(404, f"Connector {name} not found")
+        return config
+
+    def _info(self, name: str) -> dict[str, Any]:
+        config = self._known(name)
+        plugin = find_plugin(config.get("connector.class", ""))
+        tasks = [{"connector": name, "task": i} for i in range(len(self.state.tasks.get(name, [])))]
+        return {"name": name, "config": config, "tasks": tasks, "type": plugin.type if plugin else "unknown"}
+
+    async def _body(self, request: web.Request) -> Any:
+        try:
+            return await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise RestError(400, f"Invalid JSON in the request body: {exc}") from exc
+
+    def _validated(self, name: str, config: dict[str, Any]) -> dict[str, str]:
+        if not isinstance(config, dict):
+            raise RestError(400, "The connector configuration must be a JSON object")
+        config = {str(k): str(v) for k, v in config.items() if v is not None}
+        config["name"] = name
+        if "connector.class" not in config:
+            raise RestError(
+                400,
+                "Connector config contains no connector type: "
+                'Missing required configuration "connector.class"',
+            )
+        plugin = find_plugin(config["connector.class"])
+        if plugin is None:
+            raise RestError(
+                400,
+                "Failed to find any class that implements Connector and which name matches "
+                f"{config['connector.class']}",
+            )
+        problems = plugin.validate(config)
+        if problems:
+            details = "\n".join(f"{p.name}: {p.message}" for p in problems)
+            raise RestError(
+                400,
+                "Connector configuration is invalid and contains the following "
+                f"{len(problems)} error(s):\n{details}",
+            )
+        return config
+
+    async def _leader_only(self, request: web.Request) -> web.StreamResponse | None:
+        """Forward a config write to the leader unless this worker is it."""
+        herder = self.herder
+        if herder.is_leader() or not herder.leader.leader_url:
+            return None
+        if request.query.get("forward") == "false":
+            raise RestError(
+                409, "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
+            )
+        query = {**request.query, "forward": "true" if "forward" not in request.query else "false"}
+        url = f"{herder.leader.leader_url}{request.path}"
+        body = await request.read()
+        async with (
+            ClientSession(timeout=ClientTimeout(total=90)) as session,
+            session.request(
+                request.method,
+                url,
+                params=query,
+                data=body or None,
+                headers={"Content-Type": "application/json"},
+            ) as answer,
+        ):
+            payload = await answer.read()
+            return web.Response(status=answer.status, body=payload, content_type="application/json")
+
+    async def _write(self, key: str, value: dict[str, Any] | None) -> None:
+        await self.herder.config_log.write(key.encode(), encode_json(value))
+
+    # -- routes ---------------------------------------------------------------------------
+
+    async def root(self, request: web.Request) -> web.Response:
+        return web.json_response({"version": __version__, "commit": "", "kafka_cluster_id": ""})
+
+    async def health(self, request: web.Request) -> web.Response:
+        if not self.herder.ready.is_set():
+            return web.json_response(
+                {"status": "starting", "message": "Worker is still starting up"}, status=503
+            )
+        return web.json_response(
+            {"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
+        )
+
+    async def list_connectors(self, request: web.Request) -> web.Response:
+        names = sorted(self.state.connectors)
+        expand = request.query.getall("expand", [])
+        if not expand:
+            return web.json_response(names)
+        out: dict[str, Any] = {}
+        for name in names:
+            entry: dict[str, Any] = {}
+            if "status" in expand:
+                entry["status"] = self.herder.connector_status(name)
+            if "info" in expand:
+                entry["info"] = self._info(name)
+            out[name] = entry
+        return web.json_response(out)
+
+    async def create_connector(self, request: web.Request) -> web.StreamResponse:
+        body = await self._body(request)
+        if not isinstance(body, dict) or not str(body.get("name", "")).strip():
+            raise RestError(400, "Connector name must not be empty")
+        name = str(body["name"]).strip()
+        config = body.get("config")
+        if not isinstance(config, dict):
+            raise RestError(400, "Connector config must be a JSON object")
+        if config.get("name") not in (None, name):
+            raise RestError(
+                400,
+                "Connector name configuration ("
+                + str(config["name"])
+                + ") doesn't match connector name in the URL ("
+                + name
+                + ")",
+            )
+        initial = str(body.get("initial_state") or "RUNNING").upper()
+        if initial not in INITIAL_STATES:
+            raise RestError(
+                400, f"Invalid initial state {body.get('initial_state')}; one of RUNNING, PAUSED, STOPPED"
+            )
+        validated = self._validated(name, config)
+        if name in self.state.connectors:
+            raise RestError(409, f"Connector {name} already exists")
+        forwarded = await self._leader_only(request)
+        if forwarded is not None:
+            return forwarded
+        if INITIAL_STATES[initial] != STARTED:
+            await self._write(f"target-state-{name}", _target_state_value(INITIAL_STATES[initial]))
+        await self._write(f"connector-{name}", {"properties": validated})
+        await self.herder.config_log.read_to_end()
+        return web.json_response(self._info(name), status=201, headers={"Location": f"/connectors/{name}"})
+
+    async def get_connector(self, request: web.Request) -> web.Response:
+        return web.json_response(self._info(request.match_info["name"]))
+
+    async def delete_connector(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        self._known(name)
+        forwarded = await self._leader_only(request)
+        if forwarded is not None:
+            return forwarded
+        await self._write(f"connector-{name}", None)
+        await self._write(f"target-state-{name}", None)
+        await self.herder.config_log.read_to_end()
+        return web.Response(status=204)
+
+    async def get_config(self, request: web.Request) -> web.Response:
+        return web.json_response(self._known(request.match_info["name"]))
+
+    async def put_config(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        body = await self._body(request)
+        if isinstance(body, dict) and body.get("name") not in (None, name):
+            raise RestError(
+                400,
+                "Connector name configuration ("
+                + str(body["name"])
+                + ") doesn't match connector name in the URL ("
+                + name
+                + ")",
+            )
+        validated = self._validated(name, body)
+        existed = name in self.state.connectors
+        forwarded = await self._leader_only(request)
+        if forwarded is not None:
+            return forwarded
+        await self._write(f"connector-{name}", {"properties": validated})
+        await self.herder.config_log.read_to_end()
+        headers = {} if existed else {"Location": f"/connectors/{name}"}
+        return web.json_response(self._info(name), status=200 if existed else 201, headers=headers)
+
+    async def patch_config(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        current = dict(self._known(name))
+        body = await self._body(request)
+        if not isinstance(body, dict):
+            raise RestError(400, "The patch must be a JSON object")
+        for key, value in body.items():
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = str(value)
+        validated = self._validated(name, current)
+        forwarded = await self._leader_only(request)
+        if forwarded is not None:
+            return forwarded
+        await self._write(f"connector-{name}", {"properties": validated})
+        await self.herder.config_log.read_to_end()
+        return web.json_response(self._info(name))
+
+    async def get_status(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        status = self.herder.connector_status(name)
+        if status is None:
+            raise RestError(404, f"No status found for connector {name}")
+        return web.json_response(status)
+
+    async def _set_target(self, request: web.Request, state: str) -> None:
+        name = request.match_info["name"]
+        self._known(name)
+        await self._write(f"target-state-{name}", _target_state_value(state))
+        await self.herder.config_log.read_to_end()
+
+    async def pause(self, request: web.Request) -> web.Response:
+        await self._set_target(request, PAUSED)
+        return web.Response(status=202)
+
+    async def resume(self, request: web.Request) -> web.Response:
+        await self._set_target(request, STARTED)
+        return web.Response(status=202)
+
+    async def stop(self, request: web.Request) -> web.StreamResponse:
+        self._known(request.match_info["name"])
+        forwarded = await self._leader_only(request)
+        if forwarded is not None:
+            return forwarded
+        await self._set_target(request, STOPPED)
+        return web.Response(status=204)
+
+    async def restart_connector(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        self._known(name)
+        include_tasks = request.query.get("includeTasks", "false").lower() == "true"
+        only_failed = request.query.get("onlyFailed", "false").lower() == "true"
+        await self._write(
+            f"restart-connector-{name}", {"include-tasks": include_tasks, "only-failed": only_failed}
+        )
+        await self.herder.config_log.read_to_end()
+        if not include_tasks and not only_failed:
+            return web.Response(status=204)
+        status = self.herder.connector_status(name) or {}
+        status = json.loads(json.dumps(status))
+        if not only_failed or status.get("connector", {}).get("state") == "FAILED":
+            status["connector"]["state"] = "RESTARTING"
+        for task in status.get("tasks", []):
+            if include_tasks and (not only_failed or task["state"] == "FAILED"):
+                task["state"] = "RESTARTING"
+        return web.json_response(status, status=202)
+
+    async def get_tasks(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        self._known(name)
+        tasks = self.state.tasks.get(name, [])
+        return web.json_response(
+            [{"id": {"connector": name, "task": i}, "config": c} for i, c in enumerate(tasks)]
+        )
+
+    def _task(self, request: web.Request) -> tuple[str, int]:
+        name = request.match_info["name"]
+        self._known(name)
+        try:
+            task = int(request.match_info["task"])
+        except ValueError as exc:
+            raise RestError(404, f"Task {request.match_info['task']} not found") from exc
+        if not 0 <= task < len(self.state.tasks.get(name, [])):
+            raise RestError(404, f"Task {name}-{task} not found")
+        return name, task
+
+    async def get_task_status(self, request: web.Request) -> web.Response:
+        name, task = self._task(request)
+        status = self.herder.connector_status(name) or {"tasks": []}
+        return web.json_response(status["tasks"][task])
+
+    async def restart_task(self, request: web.Request) -> web.Response:
+        name, task = self._task(request)
+        await self.herder.restart((name, task))
+        return web.Response(status=204)
+
+    async def get_offsets(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        self._known(name)
+        offsets = []
+        for key, value in sorted(self.herder.offsets.items()):
+            connector, partition = json.loads(key)
+            if connector == name:
+                offsets.append({"partition": partition, "offset": value})
+        return web.json_response({"offsets": offsets})
+
+    async def list_plugins(self, request: web.Request) -> web.Response:
+        found = [
+            {"class": f"{p.__module__}.{p.__qualname__}", "type": p.type, "version": p.version}
+            for p in plugins().values()
+        ]
+        return web.json_response(sorted(found, key=lambda p: p["class"]))
+
+    def _plugin(self, request: web.Request) -> Any:
+        plugin = find_plugin(request.match_info["plugin"])
+        if plugin is None:
+            raise RestError(404, f"Unknown plugin {request.match_info['plugin']}")
+        return plugin
+
+    async def plugin_config(self, request: web.Request) -> web.Response:
+        return web.json_response([d.definition() for d in self._plugin(request).all_config_defs()])
+
+    async def validate(self, request: web.Request) -> web.Response:
+        plugin = self._plugin(request)
+        body = await self._body(request)
+        if not isinstance(body, dict):
+            raise RestError(400, "The connector configuration must be a JSON object")
+        named = find_plugin(str(body.get("connector.class", "")))
+        if "connector.class" in body and named is not plugin:
+            raise RestError(400, "Included connector type does not match request type")
+        config = {str(k): str(v) for k, v in body.items()}
+        config.setdefault("connector.class", request.match_info["plugin"])
+        problems = {p.name: p.message for p in plugin.validate(config)}
+        configs = [
+            {"definition": d.definition(),
+             "value": {"name": d.name, "value": config.get(d.name, d.default), "recommended_values": [],
+                       "errors": [problems[d.name]] if d.name in problems else [], "visible": True}}
+            for d in plugin.all_config_defs()
+        ]  # fmt: skip
+        return web.json_response(
+            {"name": f"{plugin.__module__}.{plugin.__qualname__}", "error_count": len(problems),
+             "groups": ["Common"], "configs": configs}
+        )  # fmt: skip
+
+
+def _target_state_value(state: str) -> dict[str, str]:
+    """Kafka Connect writes STOPPED as state=PAUSED + state.v2=STOPPED, for older workers."""
+    return {"state": PAUSED if state == STOPPED else state, "state.v2": state}
+
+
+__all__ = ["RestApi", "CONNECTOR"]

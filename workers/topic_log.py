@@ -1,0 +1,143 @@
+"""A worker's view of one internal topic: every record, in order, and writes to it.
+
+Kafka Connect keeps its cluster state in three topics (configs, offsets, statuses) that every
+worker reads from the beginning and keeps following. `TopicLog` does that with kafka-python
+in a background thread (no consumer group: all partitions assigned, from the start) and
+hands records to the event loop in offset order; writes go through one idempotent
+`acks=all` producer. `read_to_end()` waits until everything written before the call has
+been read — how a worker catches up before it acts on what the log says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.errors import TopicAlreadyExistsError
+
+log = logging.getLogger(__name__)
+Handler = Callable[[bytes | None, bytes | None, int, int], None]  # key, value, partition, offset
+
+
+def ensure_topic(bootstrap: str, name: str, partitions: int, compact: bool = True) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="connect-worker-admin")
+    try:
+        configs = {"cleanup.policy": "compact"} if compact else {}
+        admin.create_topics([NewTopic(name, partitions, 1, topic_configs=configs)])
+    except TopicAlreadyExistsError:
+        pass
+    finally:
+        admin.close()
+
+
+class TopicLog:
+    def __init__(self, bootstrap: str, topic: str, handler: Handler, client_id: str) -> None:
+        self.bootstrap, self.topic, self.handler, self.client_id = bootstrap, topic, handler, client_id
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._positions: dict[int, int] = {}  # next offset to read, as the loop has applied
+        self._seen: dict[int, int] = {}  # the same, as the reader thread last reported it
+        self._probe_lock = threading.Lock()
+        self._probe: KafkaConsumer | None = None
+        self._waiters: list[tuple[dict[int, int], asyncio.Future[None]]] = []
+        self._producer: KafkaProducer | None = None
+        self._consumer: KafkaConsumer | None = None
+        self._partitions: list[TopicPartition] = []
+        self.failure: BaseException | None = None
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._consumer, self._producer = await asyncio.to_thread(self._open)
+        self._thread = threading.Thread(target=self._follow, name=f"log-{self.topic}", daemon=True)
+        self._thread.start()
+        await self.read_to_end()
+
+    def _open(self) -> tuple[KafkaConsumer, KafkaProducer]:
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.bootstrap, client_id=f"{self.client_id}-{self.topic}-reader",
+            enable_auto_commit=False, group_id=None, fetch_max_wait_ms=100,
+        )  # fmt: skip
+        partitions = consumer.partitions_for_topic(self.topic) or set()
+        self._partitions = [TopicPartition(self.topic, p) for p in sorted(partitions)]
+        consumer.assign(self._partitions)
+        consumer.seek_to_beginning()
+        producer = KafkaProducer(
+            bootstrap_servers=self.bootstrap, client_id=f"{self.client_id}-{self.topic}-writer",
+            acks="all", enable_idempotence=True, linger_ms=0,
+        )  # fmt: skip
+        return consumer, producer
+
+    def _follow(self) -> None:
+        assert self._consumer is not None and self._loop is not None
+        while not self._stop.is_set():
+            try:
+                batches = self._consumer.poll(timeout_ms=100)
+            except Exception as exc:  # noqa: BLE001 - reported to the owner, then retried
+                log.warning("reading %s: %s", self.topic, exc)
+                self._stop.wait(0.5)
+                continue
+            records = sorted(
+                (r for rs in batches.values() for r in rs), key=lambda r: (r.partition, r.offset)
+            )
+            positions = {tp.partition: self._consumer.position(tp) for tp in self._partitions}
+            if records or positions != self._seen:
+                self._seen = positions
+                self._loop.call_soon_threadsafe(self._deliver, records, positions)
+
+    def _deliver(self, records: list[Any], positions: dict[int, int]) -> None:
+        for record in records:
+            try:
+                self.handler(record.key, record.value, record.partition, record.offset)
+            except Exception:  # noqa: BLE001 - a bad record must not stop the log
+                log.exception("%s: cannot apply record at %s/%s", self.topic, record.partition, record.offset)
+        self._positions.update(positions)
+        still = []
+        for wanted, future in self._waiters:
+            if all(self._positions.get(p, 0) >= end for p, end in wanted.items()):
+                if not future.done():
+                    future.set_result(None)
+            else:
+                still.append((wanted, future))
+        self._waiters = still
+
+    async def read_to_end(self, timeout: float = 30.0) -> None:
+        """Wait until every record written before this call has been handled."""
+        assert self._consumer is not None and self._loop is not None
+        ends = await asyncio.to_thread(self._end_offsets)
+        if all(self._positions.get(p, 0) >= end for p, end in ends.items()):
+            return
+        future: asyncio.Future[None] = self._loop.create_future()
+        self._waiters.append((ends, future))
+        await asyncio.wait_for(future, timeout)
+
+    def _end_offsets(self) -> dict[int, int]:
+        with self._probe_lock:
+            if self._probe is None:
+                self._probe = KafkaConsumer(
+                    bootstrap_servers=self.bootstrap, client_id=f"{self.client_id}-probe"
+                )
+            return {tp.partition: end for tp, end in self._probe.end_offsets(self._partitions).items()}
+
+    async def write(
+        self, key: bytes | None, value: bytes | None, partition: int | None = None, topic: str | None = None
+    ) -> int:
+        """Write one record (value None: a tombstone) to this topic, or through this log's
+        producer to `topic`; returns its offset once acknowledged."""
+        assert self._producer is not None
+        future = self._producer.send(topic or self.topic, key=key, value=value, partition=partition)
+        metadata = await asyncio.to_thread(future.get, 30)
+        return int(metadata.offset)
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 5)
+        for client in (self._consumer, self._producer, self._probe):
+            if client is not None:
+                await asyncio.to_thread(client.close)
