@@ -33,6 +33,9 @@ a request naming an instance id with another member id is FENCED_INSTANCE_ID. A 
 awaiting its join response is kept alive; otherwise a member that does not heartbeat within
 its session timeout is removed, which starts a rebalance.
 
+Classic requests to a consumer group (online migration, migration.py) are handed over by
+`_migrated`: its classic members speak this protocol but live by the consumer group's rules.
+
 What is persisted: the group as of its last completed generation (GroupMetadataRecord), and
 nothing of the transient join/sync phases. Replaying the records gives a Stable (or Empty)
 group whose members must heartbeat again within their session timeouts.
@@ -263,6 +266,11 @@ class ClassicGroups:
         group = self.core.groups.get(group_id)
         return group if isinstance(group, ClassicGroup) else None
 
+    def _migrated(self, group_id: str) -> bool:
+        """Whether requests for this group go to a consumer group's classic members."""
+        group = self.core.groups.get(group_id)
+        return self.core.migration is not None and group is not None and group.type_name == "consumer"
+
     def _refresh_session(self, group: ClassicGroup, member: ClassicMember, now_ms: int) -> None:
         self.core.timers.schedule(
             session_key(group.group_id, member.member_id), now_ms + member.session_timeout_ms
@@ -281,6 +289,9 @@ class ClassicGroups:
 
         if not body.group_id:
             return fail(ErrorCode.INVALID_GROUP_ID)
+        if self._migrated(body.group_id):
+            assert self.core.migration is not None
+            return self.core.migration.join(request, now_ms, out)
         if (
             not self.settings.min_session_timeout_ms
             <= body.session_timeout_ms
@@ -623,6 +634,9 @@ class ClassicGroups:
     def sync(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
         body, version = request.body, request.version
         instance_id = body.group_instance_id if version >= 3 else None
+        if self._migrated(body.group_id):
+            assert self.core.migration is not None
+            return self.core.migration.sync(request, now_ms, out)
         group = self._group(body.group_id)
         error = self._member_error(group, body.member_id, instance_id, body.generation_id)
         mismatched = (
@@ -668,6 +682,9 @@ class ClassicGroups:
     def heartbeat(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
         body, version = request.body, request.version
         instance_id = body.group_instance_id if version >= 3 else None
+        if self._migrated(body.group_id):
+            assert self.core.migration is not None
+            return self.core.migration.heartbeat(request, now_ms, out)
         group = self._group(body.group_id)
         error = self._member_error(group, body.member_id, instance_id, body.generation_id)
         if error is None and group is not None:
@@ -688,6 +705,9 @@ class ClassicGroups:
             if version >= 3
             else [(body.member_id, None)]
         )
+        if self._migrated(body.group_id):
+            assert self.core.migration is not None
+            return self.core.migration.leave(request, now_ms, out)
         group = self._group(body.group_id)
         if group is None:
             out.reply(request.request_id, {"error_code": ErrorCode.UNKNOWN_MEMBER_ID, "members": []})

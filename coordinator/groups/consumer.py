@@ -32,6 +32,12 @@ Heartbeat rules real clients depend on (librdkafka treats several wrong answers 
   assignment changed; otherwise null.
 Timers: a session per member (expiry removes it), and a rebalance timeout while a member
 holds partitions it was told to revoke (expiry fences it).
+
+Online migration (migration.py): a group may hold members speaking the classic protocol
+(`ConsumerMember.classic` is set); they go through the same pipeline (`advance_member`),
+use their own session timeout, and commit offsets with their member epoch as generation.
+A consumer-protocol join to a non-empty classic group converts it here (`_group`); a
+removal that leaves only classic members may convert the group back (`_removed`).
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from .assignors import ASSIGNORS, AssignmentMember
 from .reconciliation import MemberAssignment, MemberState, Ownership, reconcile
 from .records import (
+    ClassicMemberMetadata,
     ConsumerGroupEpochRecord,
     ConsumerMemberRecord,
     ConsumerMemberSnapshot,
@@ -95,6 +102,7 @@ class ConsumerMember:
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
     assignment: MemberAssignment[Item] = field(default_factory=MemberAssignment.joining)
+    classic: ClassicMemberMetadata | None = None  # set while the member speaks the classic protocol
 
 
 @dataclass
@@ -158,6 +166,10 @@ class ConsumerGroups:
         self.pending_heartbeat_interval_ms = min(
             settings.consumer_pending_heartbeat_interval_ms, settings.consumer_heartbeat_interval_ms
         )
+
+    def session_timeout(self, member: ConsumerMember) -> int:
+        """Consumer-protocol members use the group setting; classic members keep their own."""
+        return member.classic.session_timeout_ms if member.classic is not None else self.session_timeout_ms
 
     def _heartbeat_interval(self, group: ConsumerGroup, member: ConsumerMember) -> int:
         """The interval a member should heartbeat at next.
@@ -233,10 +245,17 @@ class ConsumerGroups:
             }
         out.reply(request.request_id, {"throttle_time_ms": 0, "error_message": None, **fields})
 
-    def _group(self, group_id: str, create: bool) -> ConsumerGroup:
+    def _group(
+        self, group_id: str, create: bool, now_ms: int = 0, out: Outcome | None = None
+    ) -> ConsumerGroup:
         group = self.core.groups.get(group_id)
         if isinstance(group, ConsumerGroup):
             return group
+        migration = self.core.migration
+        if create and group is not None and not group.is_empty() and migration is not None:
+            converted = migration.upgrade(group, now_ms, out or Outcome())
+            if converted is not None:
+                return converted
         if group is None and create:
             created = ConsumerGroup(group_id)
             self.core.groups[group_id] = created  # type: ignore[assignment]
@@ -255,15 +274,48 @@ class ConsumerGroups:
 
     def _heartbeat(self, request: GroupRequest, now_ms: int, out: Outcome) -> dict[str, Any]:
         body, version = request.body, request.version
-        group = self._group(body.group_id, create=body.member_epoch == 0)
+        group = self._group(body.group_id, body.member_epoch == 0, now_ms, out)
         member_id = body.member_id or (self.core.new_member_id("") if version == 0 else "")
         owned = self._owned_items(body.topic_partitions)
         member, joined = self._member_for(group, member_id, body, owned, now_ms, out)
-        identity = _snapshot(member)
-        bump = joined
-        bump |= self._update_member(member, body, request)
-        if joined or _snapshot(member) != identity:
-            out.records.append(ConsumerMemberRecord(group.group_id, member.member_id, _snapshot(member)))
+        identity = snapshot(member)
+        changed = self._update_member(member, body, request)
+        before = self.advance_member(group, member, identity, joined, changed, owned, now_ms, out)
+        full = (
+            body.rebalance_timeout_ms != -1
+            and (
+                body.subscribed_topic_names is not None
+                or (version >= REGEX_FROM_VERSION and body.subscribed_topic_regex is not None)
+            )
+            and body.topic_partitions is not None
+        )
+        send_assignment = body.member_epoch == 0 or full or member.assignment.assigned != before.assigned
+        return {
+            "error_code": ErrorCode.NONE,
+            "member_id": member.member_id,
+            "member_epoch": member.assignment.member_epoch,
+            "heartbeat_interval_ms": self._heartbeat_interval(group, member),
+            "assignment": self._assignment_field(member.assignment.assigned) if send_assignment else None,
+        }
+
+    def advance_member(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        identity: ConsumerMemberSnapshot,
+        joined: bool,
+        changed: bool,
+        owned: frozenset[Item] | None,
+        now_ms: int,
+        out: Outcome,
+    ) -> MemberAssignment[Item]:
+        """After a member's fields were updated from its request (either protocol): record it,
+        bump the group epoch if what the assignment depends on changed, recompute the target if
+        it is behind, reconcile this member and re-arm its timers. Returns its previous assignment.
+        """
+        bump = joined or changed
+        if joined or snapshot(member) != identity:
+            out.records.append(ConsumerMemberRecord(group.group_id, member.member_id, snapshot(member)))
         bump |= self._metadata_changed(group)
         if bump:
             group.group_epoch += 1
@@ -281,9 +333,7 @@ class ConsumerGroups:
         group.ownership.update(member.member_id, before, member.assignment)
         if member.assignment != before:
             out.records.append(CurrentAssignmentRecord(group.group_id, member.member_id, member.assignment))
-        self.core.timers.schedule(
-            session_key(group.group_id, member.member_id), now_ms + self.session_timeout_ms
-        )
+        self.refresh_session(group, member, now_ms)
         if member.assignment.state == MemberState.UNREVOKED:
             if before.state != MemberState.UNREVOKED:
                 self.core.timers.schedule(
@@ -291,22 +341,12 @@ class ConsumerGroups:
                 )
         else:
             self.core.timers.cancel(rebalance_key(group.group_id, member.member_id))
-        full = (
-            body.rebalance_timeout_ms != -1
-            and (
-                body.subscribed_topic_names is not None
-                or (version >= REGEX_FROM_VERSION and body.subscribed_topic_regex is not None)
-            )
-            and body.topic_partitions is not None
+        return before
+
+    def refresh_session(self, group: ConsumerGroup, member: ConsumerMember, now_ms: int) -> None:
+        self.core.timers.schedule(
+            session_key(group.group_id, member.member_id), now_ms + self.session_timeout(member)
         )
-        send_assignment = body.member_epoch == 0 or full or member.assignment.assigned != before.assigned
-        return {
-            "error_code": ErrorCode.NONE,
-            "member_id": member.member_id,
-            "member_epoch": member.assignment.member_epoch,
-            "heartbeat_interval_ms": self._heartbeat_interval(group, member),
-            "assignment": self._assignment_field(member.assignment.assigned) if send_assignment else None,
-        }
 
     def _owned_items(self, topic_partitions: Any) -> frozenset[Item] | None:
         if topic_partitions is None:
@@ -334,7 +374,7 @@ class ConsumerGroups:
                         f"Static member {body.instance_id} has not released its place.",
                     )
                 if holder.member_id != member_id:
-                    return self._replace_static(group, holder, member_id, out), False
+                    return self.replace_static(group, holder, member_id, out), False
                 return holder, False
             if holder is None:
                 raise KafkaApiError(
@@ -373,11 +413,21 @@ class ConsumerGroups:
             )
 
     def _new_member(self, group: ConsumerGroup, member_id: str, body: Any) -> ConsumerMember:
+        self.check_room(group)
         member = ConsumerMember(member_id)
         group.members[member_id] = member
         return member
 
-    def _replace_static(
+    def check_room(self, group: ConsumerGroup) -> None:
+        """A new member may not grow a group beyond group.consumer.max.size."""
+        if len(group.members) >= self.core.settings.consumer_max_size:
+            raise KafkaApiError(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of "
+                f"{self.core.settings.consumer_max_size} members.",
+            )
+
+    def replace_static(
         self, group: ConsumerGroup, old: ConsumerMember, member_id: str, out: Outcome
     ) -> ConsumerMember:
         """A restarted static member takes over its predecessor's subscription and assignment."""
@@ -392,8 +442,8 @@ class ConsumerGroups:
         group.ownership.update(member_id, None, fresh.assignment)
         if old.member_id in group.target:
             group.target[member_id] = group.target.pop(old.member_id)
-        out.records.extend(_member_tombstones(group.group_id, old.member_id))
-        out.records.append(ConsumerMemberRecord(group.group_id, member_id, _snapshot(fresh)))
+        out.records.extend(member_tombstones(group.group_id, old.member_id))
+        out.records.append(ConsumerMemberRecord(group.group_id, member_id, snapshot(fresh)))
         if member_id in group.target:
             out.records.append(TargetMemberRecord(group.group_id, member_id, group.target[member_id]))
         out.records.append(CurrentAssignmentRecord(group.group_id, member_id, fresh.assignment))
@@ -403,6 +453,7 @@ class ConsumerGroups:
         """Apply the non-null fields; True if the subscription or assignor vote changed."""
         changed = False
         member.client_id, member.client_host = request.client_id, request.client_host
+        member.classic = None  # a member heartbeating with this protocol no longer speaks the classic one
         if body.instance_id is not None:
             member.instance_id = body.instance_id
         if body.rack_id is not None:
@@ -479,7 +530,7 @@ class ConsumerGroups:
     # -- leaving and fencing --------------------------------------------------------------
 
     def _leave(self, body: Any, now_ms: int, out: Outcome) -> dict[str, Any]:
-        group = self._group(body.group_id, create=False)
+        group = self._group(body.group_id, False)
         if body.instance_id is not None:
             member = group.static_member(body.instance_id)
             if member is None:
@@ -506,6 +557,7 @@ class ConsumerGroups:
             out.records.append(CurrentAssignmentRecord(group.group_id, member.member_id, member.assignment))
         else:
             self.remove(group, member.member_id, out)
+            self.removed(group, now_ms, out)
         return {
             "error_code": ErrorCode.NONE,
             "member_id": body.member_id,
@@ -518,7 +570,7 @@ class ConsumerGroups:
         member = group.members.pop(member_id, None)
         if member is None:
             return
-        out.records.extend(_member_tombstones(group.group_id, member_id))
+        out.records.extend(member_tombstones(group.group_id, member_id))
         group.ownership.update(member_id, member.assignment, None)
         group.target.pop(member_id, None)
         self.core.timers.cancel(session_key(group.group_id, member_id))
@@ -530,10 +582,16 @@ class ConsumerGroups:
             group.assignment_epoch = group.group_epoch
             out.records.append(TargetEpochRecord(group.group_id, group.assignment_epoch, group.assignor_name))
 
+    def removed(self, group: ConsumerGroup, now_ms: int, out: Outcome) -> None:
+        """After members were removed: only classic members left may turn the group classic again."""
+        if self.core.migration is not None:
+            self.core.migration.maybe_downgrade(group, now_ms, out)
+
     def on_session_expired(self, group_id: str, member_id: str, now_ms: int, out: Outcome) -> None:
         group = self.core.groups.get(group_id)
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, ConsumerGroup) and member_id in group.members:
             self.remove(group, member_id, out)
+            self.removed(group, now_ms, out)
 
     def on_rebalance_timeout(self, group_id: str, member_id: str, now_ms: int, out: Outcome) -> None:
         group = self.core.groups.get(group_id)
@@ -541,6 +599,7 @@ class ConsumerGroups:
             member = group.members.get(member_id)
             if member is not None and member.assignment.state == MemberState.UNREVOKED:
                 self.remove(group, member_id, out)
+                self.removed(group, now_ms, out)
 
     # -- ConsumerGroupDescribe ------------------------------------------------------------
 
@@ -578,7 +637,7 @@ class ConsumerGroups:
                     "target_assignment": self._described_assignment(
                         group.target.get(m.member_id, frozenset())
                     ),
-                    "member_type": 1,
+                    "member_type": 0 if m.classic is not None else 1,
                 }
                 for m in group.members.values()
             ]
@@ -610,6 +669,15 @@ class ConsumerGroups:
             if group.members:
                 raise KafkaApiError(
                     ErrorCode.UNKNOWN_MEMBER_ID, "the group has members; commit as one of them"
+                )
+            return
+        member = group.members.get(member_id)
+        if member is not None and member.classic is not None:
+            # A classic member commits with its member epoch as generation, at any version.
+            if epoch != member.assignment.member_epoch:
+                raise KafkaApiError(
+                    ErrorCode.ILLEGAL_GENERATION,
+                    f"generation {epoch} is not the member's epoch {member.assignment.member_epoch}",
                 )
             return
         self._check_member_epoch(group, member_id, epoch)
@@ -675,17 +743,16 @@ class ConsumerGroups:
         member.subscribed_topic_names = frozenset(v.subscribed_topic_names)
         member.subscribed_topic_regex = v.subscribed_topic_regex
         member.rebalance_timeout_ms, member.server_assignor = v.rebalance_timeout_ms, v.server_assignor
+        member.classic = v.classic
 
     def load_complete(self, now_ms: int) -> None:
         for group in self.core.groups.values():
             if isinstance(group, ConsumerGroup):
-                for member_id in group.members:
-                    self.core.timers.schedule(
-                        session_key(group.group_id, member_id), now_ms + self.session_timeout_ms
-                    )
+                for member in group.members.values():
+                    self.refresh_session(group, member, now_ms)
 
 
-def _snapshot(member: ConsumerMember) -> ConsumerMemberSnapshot:
+def snapshot(member: ConsumerMember) -> ConsumerMemberSnapshot:
     return ConsumerMemberSnapshot(
         member.instance_id,
         member.rack_id,
@@ -695,12 +762,16 @@ def _snapshot(member: ConsumerMember) -> ConsumerMemberSnapshot:
         member.subscribed_topic_regex,
         member.rebalance_timeout_ms,
         member.server_assignor,
+        member.classic,
     )
 
 
-def _member_tombstones(group_id: str, member_id: str) -> list[Record]:
+def member_tombstones(group_id: str, member_id: str) -> list[Record]:
     return [
         CurrentAssignmentRecord(group_id, member_id, None),
         TargetMemberRecord(group_id, member_id, None),
         ConsumerMemberRecord(group_id, member_id, None),
     ]
+
+
+_snapshot = snapshot  # the older private name, still imported by tests

@@ -27,6 +27,7 @@ from .classic import ClassicGroup, ClassicGroups, ClassicState
 from .connect import ConnectGroup, ConnectGroups
 from .connect_records import CONNECT_RECORD_TYPES
 from .consumer import ConsumerGroup, ConsumerGroups, TopicsView
+from .migration import GroupMigration
 from .offsets import Offsets
 from .records import (
     ConsumerGroupEpochRecord,
@@ -71,6 +72,8 @@ class GroupCoordinator:
         self.offsets = Offsets(self)
         # Consumer groups (KIP-848) need topic ids; the server attaches them once they are served.
         self.consumer = ConsumerGroups(self, topics_view) if topics_view is not None else None
+        # Online migration between classic and consumer groups needs consumer groups served.
+        self.migration = GroupMigration(self, self.consumer) if self.consumer is not None else None
         self._handlers: dict[int, Callable[[GroupRequest, int, Outcome], None]] = {
             JOIN_GROUP: self.classic.join,
             SYNC_GROUP: self.classic.sync,

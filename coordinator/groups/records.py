@@ -83,6 +83,14 @@ class ConsumerGroupEpochRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member speaking the classic protocol inside a consumer group keeps (online migration)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerMemberSnapshot:
     instance_id: str | None
     rack_id: str | None
@@ -92,6 +100,7 @@ class ConsumerMemberSnapshot:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMemberMetadata | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,10 +177,20 @@ def _encode_consumer_record(record: Record) -> tuple[bytes, bytes | None]:
             version=5, group_id=group, member_id=record.member_id
         ).encode()
         m = record.value
+        member_cls = schemas.ConsumerGroupMemberMetadataValue
+        classic = None
+        if m is not None and m.classic is not None:
+            meta_cls = member_cls.ClassicMemberMetadata
+            classic = meta_cls(
+                session_timeout_ms=m.classic.session_timeout_ms,
+                supported_protocols=[
+                    meta_cls.ClassicProtocol(name=n, metadata=b) for n, b in m.classic.protocols
+                ],
+            )
         value = (
             None
             if m is None
-            else schemas.ConsumerGroupMemberMetadataValue(
+            else member_cls(
                 version=0,
                 instance_id=m.instance_id,
                 rack_id=m.rack_id,
@@ -181,6 +200,7 @@ def _encode_consumer_record(record: Record) -> tuple[bytes, bytes | None]:
                 subscribed_topic_regex=m.subscribed_topic_regex,
                 rebalance_timeout_ms=m.rebalance_timeout_ms,
                 server_assignor=m.server_assignor,
+                classic_member_metadata=classic,
             ).encode()
         )
     elif isinstance(record, TargetMemberRecord):
@@ -244,6 +264,12 @@ def _decode_consumer_record(key_version: int, key: bytes, value: bytes | None) -
                 v.subscribed_topic_regex,
                 v.rebalance_timeout_ms,
                 v.server_assignor,
+                None
+                if v.classic_member_metadata is None
+                else ClassicMemberMetadata(
+                    v.classic_member_metadata.session_timeout_ms,
+                    tuple((p.name, bytes(p.metadata)) for p in v.classic_member_metadata.supported_protocols),
+                ),
             ),
         )
     if key_version == 7:
