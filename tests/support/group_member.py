@@ -10,6 +10,12 @@ member seeks back so that it re-reads the batch if it still owns the partition. 
 accounting, "every record consumed exactly once" is checkable across members. SIGTERM
 makes the member leave the group gracefully (close), committing what it has.
 
+Each line also carries "t", the wall time it was written. The confluent-kafka and
+kafka-python members also write `<out>.held`: JSON lines {"e": "assigned" | "revoked" |
+"stopped", "ps": [partitions], "t"} from their rebalance callbacks ("revoked" after the
+revoked partitions' commit; "stopped" once polling ended), so a test can check that no
+partition was held by two members at the same time.
+
 kcat cannot commit on demand, so its member prints what it consumed and relies on
 librdkafka's commit on revocation and on close (auto-commit).
 """
@@ -23,6 +29,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from typing import IO
 
 STOP = threading.Event()
@@ -30,8 +37,13 @@ STOP = threading.Event()
 
 def _record(out: IO[str], rows: list[tuple[int, int, bytes]]) -> None:
     for partition, offset, value in rows:
-        out.write(json.dumps({"p": partition, "o": offset, "v": value.decode()}) + "\n")
+        out.write(json.dumps({"p": partition, "o": offset, "v": value.decode(), "t": time.time()}) + "\n")
     out.flush()
+
+
+def _held(args: argparse.Namespace, event: str, partitions: list[int]) -> None:
+    with open(args.out + ".held", "a") as held:
+        held.write(json.dumps({"e": event, "ps": sorted(partitions), "t": time.time()}) + "\n")
 
 
 def _next_offsets(rows: list[tuple[int, int, bytes]]) -> dict[int, int]:
@@ -80,13 +92,21 @@ def run_confluent(args: argparse.Namespace, out: IO[str]) -> None:
                 if partition in owned:
                     consumer.seek(TopicPartition(args.topic, partition, offset))
 
-    consumer.subscribe([args.topic], on_revoke=lambda c, partitions: commit_pending())
+    def on_revoke(c, partitions) -> None:  # type: ignore[no-untyped-def]
+        commit_pending()
+        _held(args, "revoked", [tp.partition for tp in partitions])
+
+    def on_assign(c, partitions) -> None:  # type: ignore[no-untyped-def]
+        _held(args, "assigned", [tp.partition for tp in partitions])
+
+    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke)
     while not STOP.is_set():
         for message in consumer.consume(num_messages=500, timeout=0.2):
             if message.error() is None:
                 pending.append((message.partition(), message.offset(), message.value()))
         commit_pending()
     commit_pending()
+    _held(args, "stopped", [])
     consumer.close()
 
 
@@ -126,9 +146,10 @@ def run_kafka_python(args: argparse.Namespace, out: IO[str]) -> None:
     class CommitOnRevoke(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked) -> None:  # type: ignore[no-untyped-def]
             commit_pending()
+            _held(args, "revoked", [tp.partition for tp in revoked])
 
         def on_partitions_assigned(self, assigned) -> None:  # type: ignore[no-untyped-def]
-            pass
+            _held(args, "assigned", [tp.partition for tp in assigned])
 
     consumer.subscribe([args.topic], listener=CommitOnRevoke())
     while not STOP.is_set():
@@ -136,6 +157,7 @@ def run_kafka_python(args: argparse.Namespace, out: IO[str]) -> None:
             pending.extend((m.partition, m.offset, m.value) for m in batch)
         commit_pending()
     commit_pending()
+    _held(args, "stopped", [])
     consumer.close()
 
 

@@ -1,0 +1,131 @@
+"""Online migration with real clients over TCP: kafka-python members (classic protocol) form a
+group on a 12-partition topic under continuous production; librdkafka members with
+`group.protocol=consumer` join it (the group is upgraded to a consumer group, the classic
+members stay in it), then leave (the group is downgraded back to classic). Every record is
+consumed exactly once (counted when its commit succeeded), and the members' own records of
+what they held, with timestamps, show no partition held by two members at the same time."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from confluent_kafka import ConsumerGroupType
+from confluent_kafka.admin import AdminClient
+
+from tests.support.group_scenario import (
+    ContinuousProducer,
+    MemberFleet,
+    assert_exactly_once,
+    create_topic,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 12
+
+
+def held_intervals(workdir: Path, group: str) -> dict[int, list[tuple[float, float, str]]]:
+    """Partition -> (from, to, member) spans each member held it, from the members' `.held` files."""
+    spans: dict[int, list[tuple[float, float, str]]] = {}
+    for path in sorted(workdir.glob(f"{group}-*.jsonl.held")):
+        member = path.name.removeprefix(f"{group}-").removesuffix(".jsonl.held")
+        opened: dict[int, float] = {}
+        for line in path.read_text().splitlines():
+            event = json.loads(line)
+            if event["e"] == "assigned":
+                for p in event["ps"]:
+                    opened.setdefault(p, event["t"])
+            else:
+                closing = event["ps"] if event["e"] == "revoked" else list(opened)
+                for p in closing:
+                    if p in opened:
+                        spans.setdefault(p, []).append((opened.pop(p), event["t"], member))
+        for p, since in opened.items():  # still held: until the end
+            spans.setdefault(p, []).append((since, math.inf, member))
+    return spans
+
+
+def assert_never_held_twice(workdir: Path, group: str) -> int:
+    """No two members' spans of one partition overlap; every consumed record lies in a span of
+    its consumer. Returns how many handovers (a partition moving between members) were seen."""
+    spans = held_intervals(workdir, group)
+    handovers = 0
+    for partition, held in spans.items():
+        held.sort()
+        for (_start, end, member), (next_start, _, next_member) in zip(held, held[1:], strict=False):
+            assert next_start >= end, (
+                f"partition {partition}: {next_member} got it at {next_start:.3f} "
+                f"while {member} held it until {end:.3f}"
+            )
+            handovers += member != next_member
+    for path in sorted(workdir.glob(f"{group}-*.jsonl")):
+        member = path.name.removeprefix(f"{group}-").removesuffix(".jsonl")
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            assert any(
+                m == member and start <= row["t"] <= end for start, end, m in spans.get(row["p"], [])
+            ), f"{member} consumed {row} outside the spans it held partition {row['p']}"
+    return handovers
+
+
+def test_classic_members_upgrade_to_a_consumer_group_and_back_consuming_each_record_once(
+    group_coordinator, fleets, tmp_path: Path
+) -> None:
+    total = 7000
+    group = "migrating"
+    b = group_coordinator.bootstrap
+    create_topic(b, "events", PARTITIONS)
+    classic = MemberFleet(tmp_path, b, group, "events", "kafka-python", "range")
+    modern = MemberFleet(tmp_path, b, group, "events", "confluent-kafka-consumer", "uniform")
+    fleets.extend([classic, modern])
+    admin = AdminClient({"bootstrap.servers": b})
+
+    def described():  # type: ignore[no-untyped-def]
+        return admin.describe_consumer_groups([group])[group].result(30)
+
+    def consumed_by(prefix: str) -> int:
+        return sum(len(p.read_text().splitlines()) for p in tmp_path.glob(f"{group}-{prefix}*.jsonl"))
+
+    producer = ContinuousProducer(b, "events", total, per_second=250).start()
+    classic.start("k1")
+    classic.start("k2")
+    wait_until(lambda: classic.consumed_at_least(600), 90, "two classic members consuming")
+    assert described().type == ConsumerGroupType.CLASSIC
+
+    modern.start("c1")
+    modern.start("c2")
+
+    def upgraded_and_shared() -> bool:
+        group_ = described()
+        partitions = sorted(p.partition for m in group_.members for p in m.assignment.topic_partitions)
+        return (
+            group_.type == ConsumerGroupType.CONSUMER
+            and len(group_.members) == 4
+            and partitions == list(range(PARTITIONS))
+        )
+
+    wait_until(upgraded_and_shared, 90, "the group upgraded, four members sharing every partition")
+    at_upgrade = consumed_by("c")
+    wait_until(lambda: consumed_by("c") > at_upgrade + 300, 60, "the consumer-protocol members consuming")
+    at_mixed = consumed_by("k")
+    wait_until(lambda: consumed_by("k") > at_mixed + 300, 60, "the classic members consuming beside them")
+
+    modern.stop("c1")
+    modern.stop("c2")
+
+    def downgraded() -> bool:
+        listed = admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(30).valid
+        return [g.group_id for g in listed] == [group] and described().state.name == "STABLE"
+
+    wait_until(downgraded, 90, "the group back to a Stable classic group")
+    assert {m.client_id for m in described().members} == {"k1", "k2"}
+    producer.join()
+    wait_until(lambda: classic.consumed_at_least(total), 120, "the classic members to consume the rest")
+    classic.stop_all()
+    assert_exactly_once(classic.consumed(), total)
+    handovers = assert_never_held_twice(tmp_path, group)
+    assert handovers >= PARTITIONS, "partitions moved to the new members and back"
