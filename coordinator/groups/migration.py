@@ -457,14 +457,15 @@ class GroupMigration:
         except KafkaApiError as exc:
             out.reply(request.request_id, sync_response(exc.code))
             return
-        version_ = _subscription_version(list(member.classic.protocols))
-        assignment = encode_assignment(self._named(member.assignment.assigned), version_)
+        assignment = encode_assignment(
+            self._named(member.assignment.assigned), _subscription_version(list(member.classic.protocols))
+        )
         out.reply(
             request.request_id,
             {
                 "error_code": ErrorCode.NONE,
                 "protocol_type": CONSUMER_PROTOCOL_TYPE,
-                "protocol_name": body.protocol_name if version >= 5 else None,
+                "protocol_name": (body.protocol_name or names[0]) if version >= 5 else None,
                 "assignment": assignment,
             },
         )

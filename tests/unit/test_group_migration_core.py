@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from connect_rebalance.errors import ErrorCode
+from coordinator.config import ConfigError, CoordinatorConfig
 from coordinator.groups import GroupCoordinator, GroupSettings
 from coordinator.groups.classic import ClassicGroup, ClassicState
 from coordinator.groups.consumer import ConsumerGroup
@@ -392,3 +393,19 @@ def test_a_full_consumer_group_refuses_new_members_but_not_a_static_replacement(
     assert again["error_code"] == 0 and epoch > 0, "a static replacement does not grow the group"
     full = h.answer(h.join(client_id="k", group_id=GROUP, protocols=[("range", subscription())]))
     assert full["error_code"] == ErrorCode.GROUP_MAX_SIZE_REACHED, "classic joins count too"
+
+
+# -- settings -------------------------------------------------------------------------------
+
+
+def test_the_settings_are_named_and_validated_as_kafka_names_them() -> None:
+    config = CoordinatorConfig.from_settings(
+        {"group.consumer.migration.policy": "Upgrade", "group.consumer.max.size": "7"}
+    )
+    settings = config.group_settings()
+    assert (settings.consumer_migration_policy, settings.consumer_max_size) == ("upgrade", 7)
+    assert CoordinatorConfig.from_settings({}).group_settings().consumer_migration_policy == "bidirectional"
+    with pytest.raises(ConfigError, match="group.consumer.migration.policy"):
+        CoordinatorConfig.from_settings({"group.consumer.migration.policy": "sideways"})
+    with pytest.raises(ConfigError, match="group.consumer.max.size"):
+        CoordinatorConfig.from_settings({"group.consumer.max.size": "0"})
