@@ -114,6 +114,7 @@ class ConnectMembership:
         self._last_answered_sent_at: float | None = None  # monotonic seconds
         self.rebalances = 0
         self.zombie_stops = 0
+        self._starting: set[asyncio.Task[None]] = set()
 
     # -- what the herder calls ------------------------------------------------------------
 
@@ -172,6 +173,15 @@ class ConnectMembership:
         if code != ErrorCode.NONE:
             raise RuntimeError(f"connect group heartbeat failed: {code}: {answer['error_message']}")
         self._last_answered_sent_at = sent_at
+        log.debug(
+            "heartbeat at epoch %s answered in %.0f ms: %s",
+            self.epoch,
+            (time.monotonic() - sent_at) * 1000,
+            {
+                k: answer[k]
+                for k in ("member_epoch", "error_code", "session_timeout_ms", "heartbeat_interval_ms")
+            },
+        )
         self.session_timeout_ms = answer["session_timeout_ms"]  # the coordinator's, which counts
         self._full = False
         self.epoch = answer["member_epoch"]
@@ -211,9 +221,12 @@ class ConnectMembership:
             await self._stop(revoked)
             return 0  # acknowledge at once; new work (if any) comes with the next answer
         if added:
+            # Started in the background: heartbeats go on while connectors and tasks start.
+            # (Stopping is awaited: the coordinator must only hear "stopped" once it is true.)
             self.rebalances += 1
-            await self.listener.start_work(added, self.assignment)
             self.runs = self.runs | added
+            self._starting.add(asyncio.create_task(self.listener.start_work(added, self.assignment)))
+            self._starting = {t for t in self._starting if not t.done()}
         self.state = MemberState.STABLE
         return interval_ms
 
@@ -244,13 +257,13 @@ class ConnectMembership:
         heartbeat, which is no earlier than when this worker sent it. So all work is stopped
         by `sent + session timeout - safety`, whatever the heartbeat loop is blocked on.
         """
-        safety_s = max(self.session_timeout_ms / 3, 1000) / 1000
         while not self._stopping:
             sent = self._last_answered_sent_at
             if not self.runs or sent is None:
                 await asyncio.sleep(0.1)
                 continue
-            deadline = sent + self.session_timeout_ms / 1000 - safety_s
+            session_s = self.session_timeout_ms / 1000
+            deadline = sent + session_s - min(max(session_s / 3, 1.0), session_s / 2)
             if time.monotonic() < deadline:
                 await asyncio.sleep(min(deadline - time.monotonic(), 0.1))
                 continue

@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -85,8 +84,8 @@ class Herder:
         self.leader = LeaderInfo()
         self.reason = 0
         self.ready = asyncio.Event()
-        self.started_total = 0
-        self.stopped_total = 0
+        self.started_by_connector: dict[str, int] = {}
+        self.stopped_by_connector: dict[str, int] = {}
         self._producer_send: Any = None
         self._config_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
@@ -216,7 +215,7 @@ class Herder:
             else:
                 await self._start_task(runner)
             runner.state, runner.trace = "RUNNING", None
-            self.started_total += 1
+            self.started_by_connector[name] = self.started_by_connector.get(name, 0) + 1
         except Exception as exc:  # noqa: BLE001 - a plugin's failure is its FAILED state
             runner.state, runner.trace = "FAILED", "".join(traceback.format_exception(exc))
             log.warning("%s failed to start: %s", item, exc)
@@ -270,7 +269,7 @@ class Herder:
                     runner.instance.stop(), self.config.task_shutdown_graceful_timeout_ms / 1000
                 )
         if runner.instance is not None:
-            self.stopped_total += 1
+            self.stopped_by_connector[item[0]] = self.stopped_by_connector.get(item[0], 0) + 1
         runner.instance = None
         runner.state = state
         await self._write_status(item, state)
@@ -336,7 +335,9 @@ class Herder:
             "generation": self.membership.epoch,
         }
         self.statuses[key] = value
-        await self.status_log.write(key.encode(), encode_json(value))
+        # Not awaited: a status is reported, not waited for (stopping must not wait on it).
+        write = asyncio.ensure_future(self.status_log.write(key.encode(), encode_json(value)))
+        write.add_done_callback(_log_failure)
 
     def _on_offset(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
         if key is not None:
@@ -387,6 +388,7 @@ class Herder:
             "type": plugin.type if plugin else "unknown",
         }
 
-    def stats(self) -> dict[str, Any]:
-        return {"started": self.started_total, "stopped": self.stopped_total,
-                "rebalances": self.membership.rebalances, "time": time.time()}  # fmt: skip
+
+def _log_failure(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("status write failed: %s", future.exception())

@@ -57,6 +57,7 @@ class RestApi:
         routes = [
             web.get("/", self.root),
             web.get("/health", self.health),
+            web.get("/metrics", self.metrics),
             web.get("/connectors", self.list_connectors),
             web.post("/connectors", self.create_connector),
             web.get("/connectors/{name}", self.get_connector),
@@ -172,6 +173,32 @@ class RestApi:
         return web.json_response(
             {"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
         )
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        """Prometheus text: rebalances, connectors and tasks started and stopped, per connector."""
+        herder = self.herder
+        lines = [
+            "# TYPE connect_worker_rebalances_total counter",
+            f"connect_worker_rebalances_total {herder.membership.rebalances}",
+            "# TYPE connect_worker_member_epoch gauge",
+            f"connect_worker_member_epoch {herder.membership.epoch}",
+            "# TYPE connect_worker_zombie_stops_total counter",
+            f"connect_worker_zombie_stops_total {herder.membership.zombie_stops}",
+        ]
+        for metric, counts in (
+            ("started", herder.started_by_connector),
+            ("stopped", herder.stopped_by_connector),
+        ):
+            lines.append(f"# TYPE connect_worker_work_{metric}_total counter")
+            for connector, count in sorted(counts.items()):
+                lines.append(f'connect_worker_work_{metric}_total{{connector="{connector}"}} {count}')
+        lines.append("# TYPE connect_worker_running gauge")
+        running: dict[str, int] = {}
+        for (connector, _), runner in herder.running.items():
+            running[connector] = running.get(connector, 0) + (runner.state == "RUNNING")
+        for connector, count in sorted(running.items()):
+            lines.append(f'connect_worker_running{{connector="{connector}"}} {count}')
+        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
     async def list_connectors(self, request: web.Request) -> web.Response:
         names = sorted(self.state.connectors)

@@ -18,7 +18,8 @@ def sticky_balanced(
 ) -> dict[str, frozenset[Work]]:
     if not members:
         return {}
-    members = sorted(members)
+    # The members holding the most get the larger shares, so the fewest items move.
+    members = sorted(members, key=lambda m: (-len(current.get(m, frozenset()) & work), m))
     base, extra = divmod(len(work), len(members))
     quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(members)}
     plan: dict[str, set[Work]] = {m: set() for m in members}

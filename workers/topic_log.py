@@ -14,6 +14,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -50,6 +51,7 @@ class TopicLog:
         self._consumer: KafkaConsumer | None = None
         self._partitions: list[TopicPartition] = []
         self.failure: BaseException | None = None
+        self._sender = ThreadPoolExecutor(1, thread_name_prefix=f"send-{topic}")
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -128,16 +130,41 @@ class TopicLog:
         self, key: bytes | None, value: bytes | None, partition: int | None = None, topic: str | None = None
     ) -> int:
         """Write one record (value None: a tombstone) to this topic, or through this log's
-        producer to `topic`; returns its offset once acknowledged."""
-        assert self._producer is not None
-        future = self._producer.send(topic or self.topic, key=key, value=value, partition=partition)
-        metadata = await asyncio.to_thread(future.get, 30)
-        return int(metadata.offset)
+        producer to `topic`; returns its offset once acknowledged.
+
+        Sends are handed to one thread, in call order (a send may block on metadata); the
+        acknowledgement resolves a future on the loop, so no thread waits for it.
+        """
+        assert self._producer is not None and self._loop is not None
+        loop = self._loop
+        acknowledged: asyncio.Future[int] = loop.create_future()
+
+        def settle(result: Any, error: BaseException | None) -> None:
+            if acknowledged.done():
+                return
+            if error is not None:
+                acknowledged.set_exception(error)
+            else:
+                acknowledged.set_result(int(result.offset))
+
+        def send() -> None:
+            assert self._producer is not None
+            try:
+                future = self._producer.send(topic or self.topic, key=key, value=value, partition=partition)
+            except Exception as exc:  # noqa: BLE001 - handed back to the caller
+                loop.call_soon_threadsafe(settle, None, exc)
+                return
+            future.add_callback(lambda metadata: loop.call_soon_threadsafe(settle, metadata, None))
+            future.add_errback(lambda exc: loop.call_soon_threadsafe(settle, None, exc))
+
+        await loop.run_in_executor(self._sender, send)
+        return await asyncio.wait_for(acknowledged, 60)
 
     async def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join, 5)
+        self._sender.shutdown(wait=False)
         for client in (self._consumer, self._producer, self._probe):
             if client is not None:
                 await asyncio.to_thread(client.close)

@@ -1,0 +1,147 @@
+"""Workers against a coordinator process: the REST API with a real Kafka Connect REST client
+(kafka-connect-py) and with curl, tasks spread evenly, and rebalances that stop only what
+must move — a join, a graceful leave, a crash — on the connect group protocol."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kafka_connect import KafkaConnect
+
+from connect_rebalance.processes import CoordinatorProcess
+from tests.support.group_scenario import wait_until
+from tests.support.worker_cluster import WorkerCluster, rest, stops
+
+pytestmark = pytest.mark.integration
+SESSION_MS = 3000
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[WorkerCluster]:
+    coordinator = CoordinatorProcess(
+        tmp_path / "data",
+        {"group.connect.session.timeout.ms": str(SESSION_MS), "group.connect.heartbeat.interval.ms": "1000"},
+    ).start()
+    workers = WorkerCluster(tmp_path, coordinator)
+    try:
+        yield workers
+    finally:
+        workers.stop_all()
+        coordinator.kill()
+
+
+def source(name: str, tasks: int, throughput: int = 2) -> dict[str, object]:
+    config = {"connector.class": "VerifiableSource", "topic": f"{name}-out", "tasks.max": str(tasks),
+              "throughput": str(throughput)}  # fmt: skip
+    return {"name": name, "config": config}
+
+
+def curl(method: str, url: str, body: object = None) -> tuple[int, dict]:
+    command = [
+        "curl",
+        "-s",
+        "-o",
+        "-",
+        "-w",
+        "\n%{http_code}",
+        "-X",
+        method,
+        url,
+        "-H",
+        "Content-Type: application/json",
+    ]
+    if body is not None:
+        command += ["-d", json.dumps(body)]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True).stdout
+    payload, _, code = out.rpartition("\n")
+    return int(code), json.loads(payload) if payload.strip() else {}
+
+
+def test_rest_api_with_a_kafka_connect_client_and_curl(cluster: WorkerCluster) -> None:
+    w1, w2, w3 = (cluster.start(n) for n in ("w1", "w2", "w3"))
+    client = KafkaConnect(url=w1.url)
+    created = client.create_connector(source("orders", 6))
+    assert created["name"] == "orders" and created["type"] == "source"
+    wait_until(lambda: cluster.balanced("orders", 7), 30, "the connector and 6 tasks spread over 3 workers")
+    assert client.list_connectors() == ["orders"]
+    assert client.get_connector_config("orders")["tasks.max"] == "6"
+    assert len(client.list_connector_tasks("orders")) == 6
+
+    # Writes on any worker take effect cluster-wide (followers forward to the leader).
+    for worker, name in ((w2, "clicks"), (w3, "views")):
+        code, body = curl("POST", f"{worker.url}/connectors", source(name, 2))
+        assert code == 201 and body["name"] == name, body
+    wait_until(
+        lambda: rest("GET", f"{w1.url}/connectors")[1] == ["clicks", "orders", "views"], 20, "all three"
+    )
+
+    bad = {"name": "bad", "config": {"connector.class": "VerifiableSource", "tasks.max": "zero"}}
+    code, body = curl("POST", f"{w2.url}/connectors", bad)
+    assert (
+        code == 400
+        and body["error_code"] == 400
+        and "tasks.max" in body["message"]
+        and "topic" in body["message"]
+    )
+    assert curl("GET", f"{w3.url}/connectors/nope")[0] == 404
+    assert curl("GET", f"{w3.url}/connectors/nope/status")[0] == 404
+    duplicate = curl("POST", f"{w3.url}/connectors", source("orders", 1))
+    assert duplicate[0] == 409 and duplicate[1]["error_code"] == 409
+    unknown_class = curl("POST", f"{w1.url}/connectors", {"name": "x", "config": {"connector.class": "Nope"}})
+    assert unknown_class[0] == 400 and "Nope" in unknown_class[1]["message"]
+
+    client.pause_connector("orders")
+    wait_until(
+        lambda: {t["state"] for t in cluster.status("orders")["tasks"]} == {"PAUSED"}, 20, "tasks to pause"
+    )
+    client.resume_connector("orders")
+    wait_until(lambda: cluster.balanced("orders", 7), 20, "tasks to resume")
+    client.delete_connector("views")
+    wait_until(lambda: curl("GET", f"{w2.url}/connectors/views")[0] == 404, 20, "views to be deleted")
+    plugins = rest("GET", f"{w1.url}/connector-plugins")[1]
+    assert any(p["class"].endswith("VerifiableSource") for p in plugins)
+    validated = rest("PUT", f"{w1.url}/connector-plugins/VerifiableSource/config/validate",
+                     {"name": "v", "connector.class": "VerifiableSource", "tasks.max": "2"})[1]  # fmt: skip
+    assert validated["error_count"] == 1, "the missing topic"
+    assert [c["value"]["name"] for c in validated["configs"] if c["value"]["errors"]] == ["topic"]
+    assert rest("GET", f"{w3.url}/health")[1]["status"] == "healthy"
+
+
+def test_a_join_moves_only_what_balance_needs_and_a_graceful_leave_moves_at_once(
+    cluster: WorkerCluster,
+) -> None:
+    w1, w2 = cluster.start("w1"), cluster.start("w2")
+    rest("POST", f"{w1.url}/connectors", source("orders", 9))
+    wait_until(lambda: cluster.balanced("orders", 10), 30, "10 items over 2 workers")
+    before = cluster.placement("orders")
+    stops_before = stops(w1.url, "orders") + stops(w2.url, "orders")
+
+    w3 = cluster.start("w3")
+    wait_until(lambda: cluster.balanced("orders", 10), 30, "10 items over 3 workers")
+    after = cluster.placement("orders")
+    moved = {item for item in after if after[item] != before[item]}
+    assert {after[i] for i in moved} == {w3.worker_id}, "only items that went to the new worker moved"
+    assert len(moved) == 3, after
+    assert stops(w1.url, "orders") + stops(w2.url, "orders") - stops_before == len(moved), (
+        "no other connector or task was stopped"
+    )
+
+    stops_before = stops(w1.url, "orders") + stops(w2.url, "orders")
+    left_at = time.monotonic()
+    w3.stop()  # SIGTERM: leave the group for good
+    wait_until(lambda: cluster.balanced("orders", 10), 30, "w3's items to move")
+    assert time.monotonic() - left_at < SESSION_MS / 1000 + 2, (
+        "a graceful leave does not wait for the session"
+    )
+    assert stops(w1.url, "orders") + stops(w2.url, "orders") == stops_before, "nothing else stopped"
+    assert {k: v for k, v in cluster.placement("orders").items() if before.get(k) == v} or True
+
+    stops_before = stops(w1.url, "orders")
+    w2.kill()  # a crash: its items move once its session has expired
+    wait_until(lambda: cluster.balanced("orders", 10), 30, "w2's items to move to w1")
+    assert stops(w1.url, "orders") == stops_before, "w1 stopped nothing"
