@@ -255,7 +255,7 @@ class Herder:
             read_offset=lambda partition: self._read_offset(name, partition),
             write_offset=lambda partition, offset: self._write_offset(name, partition, offset),
             fail=lambda exc: asyncio.ensure_future(self._failed(runner.item, exc)),
-            extra={"send": self._send},
+            extra={"send": self._send, "worker_config": self.config},
         )  # fmt: skip
         await task.start(task_config, context)
 

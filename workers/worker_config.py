@@ -40,6 +40,11 @@ class WorkerConfig(BaseModel):
     rebalance_timeout_ms: int = Field(60000, alias="rebalance.timeout.ms", ge=1)
     task_shutdown_graceful_timeout_ms: int = Field(5000, alias="task.shutdown.graceful.timeout.ms", ge=0)
     worker_id_override: str | None = Field(None, alias="worker.id")
+    # Task runtime: where Spark runs tasks' streaming queries, and where their checkpoints live
+    # (shared by every worker, so a task resumes wherever it is assigned next).
+    spark_master: str = Field("local[*]", alias="spark.master")
+    checkpoint_dir: str = Field("./checkpoints", alias="checkpoint.dir", min_length=1)
+    spark_settings: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -89,12 +94,15 @@ class WorkerConfig(BaseModel):
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> WorkerConfig:
+        """Kafka Connect's names; any other `spark.*` setting is passed through to Spark."""
         known = {f.alias for f in cls.model_fields.values()}
-        unknown = sorted(set(settings) - known)
+        spark = {k: str(v) for k, v in settings.items() if k.startswith("spark.") and k not in known}
+        unknown = sorted(set(settings) - known - set(spark))
         if unknown:
             raise ConfigError(f"unknown setting {unknown[0]!r}")
         try:
-            return cls.model_validate(settings)
+            return cls.model_validate({**{k: v for k, v in settings.items() if k not in spark},
+                                       "spark_settings": spark})  # fmt: skip
         except ValidationError as exc:
             first = exc.errors()[0]
             name = ".".join(str(p) for p in first["loc"])
