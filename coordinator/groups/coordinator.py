@@ -121,6 +121,8 @@ class GroupCoordinator:
                 self.consumer.on_session_expired(key[1], key[2], now_ms, out)
             elif kind == "consumer-rebalance" and self.consumer is not None:
                 self.consumer.on_rebalance_timeout(key[1], key[2], now_ms, out)
+            elif kind in ("consumer-classic-join", "consumer-classic-sync") and self.migration is not None:
+                self.migration.on_classic_timeout(key[1], key[2], now_ms, out)
             elif kind == "connect-session":
                 self.connect.on_session_expired(key[1], key[2], now_ms, out)
             elif kind == "connect-rebalance":

@@ -23,7 +23,9 @@ Rules (`group.consumer.migration.policy`: bidirectional, upgrade, downgrade, dis
   past it. Heartbeat answers REBALANCE_IN_PROGRESS while the member must rejoin: its epoch is
   behind the group's, it has partitions to revoke, or partitions it waited for are now free.
   Revoke before assign holds as for any member: what a classic member was told to give up
-  stays held (by the shared reconciliation engine) until it rejoins without it.
+  stays held (by the shared reconciliation engine) until it rejoins without it. Two deadlines
+  of the member's rebalance timeout keep such holds finite: after a JoinGroup it must sync
+  (sync timeout), and once told to rejoin it must rejoin (join timeout); else it is removed.
 - Downgrade: when a removal leaves only classic members, the policy allows downgrades and
   they fit `group.max.size`, the group becomes a classic group, Stable at generation = the
   group epoch with each member's target as its assignment, and immediately prepares a
@@ -366,6 +368,11 @@ class GroupMigration:
         member.classic = ClassicMemberMetadata(body.session_timeout_ms, tuple(protocols))
         owned = self._items(subscription.owned)
         self.consumer.advance_member(group, member, identity, joined, changed, owned, now_ms, out)
+        timers = self.core.timers
+        timers.cancel(classic_join_key(group.group_id, member.member_id))
+        timers.schedule(
+            classic_sync_key(group.group_id, member.member_id), now_ms + member.rebalance_timeout_ms
+        )
         return {
             "error_code": ErrorCode.NONE,
             "generation_id": member.assignment.member_epoch,
@@ -451,8 +458,10 @@ class GroupMigration:
             ):
                 raise KafkaApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "protocol mismatch")
             self.consumer.refresh_session(group, member, now_ms)
+            self.core.timers.cancel(classic_sync_key(group.group_id, member.member_id))
             state = member.assignment.state
             if group.assignment_epoch > member.assignment.member_epoch and state != MemberState.UNREVOKED:
+                self._expect_rejoin(group, member, now_ms)
                 raise KafkaApiError(ErrorCode.REBALANCE_IN_PROGRESS, "the target moved on; rejoin")
         except KafkaApiError as exc:
             out.reply(request.request_id, sync_response(exc.code))
@@ -481,10 +490,26 @@ class GroupMigration:
             )
             self.consumer.refresh_session(group, member, now_ms)
             if self._must_rejoin(group, member):
+                self._expect_rejoin(group, member, now_ms)
                 error = ErrorCode.REBALANCE_IN_PROGRESS
         except KafkaApiError as exc:
             error = exc.code
         out.reply(request.request_id, {"throttle_time_ms": 0, "error_code": error})
+
+    def _expect_rejoin(self, group: ConsumerGroup, member: ConsumerMember, now_ms: int) -> None:
+        """A member told to rejoin has its rebalance timeout to do so (the first telling counts)."""
+        key = classic_join_key(group.group_id, member.member_id)
+        if self.core.timers.deadline(key) is None:
+            self.core.timers.schedule(key, now_ms + member.rebalance_timeout_ms)
+
+    def on_classic_timeout(self, group_id: str, member_id: str, now_ms: int, out: Outcome) -> None:
+        """A classic member did not sync after joining, or did not rejoin when told: remove it."""
+        group = self.core.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            member = group.members.get(member_id)
+            if member is not None and member.classic is not None:
+                self.consumer.remove(group, member_id, out)
+                self.consumer.removed(group, now_ms, out)
 
     def _must_rejoin(self, group: ConsumerGroup, member: ConsumerMember) -> bool:
         """A classic member rejoins to revoke, to learn a newer target, or to pick up freed partitions.
@@ -530,6 +555,14 @@ class GroupMigration:
             self.consumer.removed(group, now_ms, out)
         top_error = results[0]["error_code"] if version < 3 and results else ErrorCode.NONE
         out.reply(request.request_id, {"throttle_time_ms": 0, "error_code": top_error, "members": results})
+
+
+def classic_join_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-classic-join", group_id, member_id)
+
+
+def classic_sync_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-classic-sync", group_id, member_id)
 
 
 class _MemberIdError(KafkaApiError):

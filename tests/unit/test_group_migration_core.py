@@ -409,3 +409,25 @@ def test_the_settings_are_named_and_validated_as_kafka_names_them() -> None:
         CoordinatorConfig.from_settings({"group.consumer.migration.policy": "sideways"})
     with pytest.raises(ConfigError, match="group.consumer.max.size"):
         CoordinatorConfig.from_settings({"group.consumer.max.size": "0"})
+
+
+def test_a_classic_member_told_to_rejoin_that_never_does_is_removed_after_its_rebalance_timeout() -> None:
+    h = harness()
+    (a, b), generation = classic_group(h)  # rebalance timeout 30 s (the harness's join default)
+    consumer_join(h, "C")
+    for member in (a, b):
+        assert h.heartbeat(member, generation, group_id=GROUP) == ErrorCode.REBALANCE_IN_PROGRESS
+    b_epoch = classic_join(h, b)["generation_id"]  # b rejoins, heartbeats, but never syncs
+    for _ in range(8):  # a keeps heartbeating without rejoining
+        h.advance(4000)
+        if a not in h.core.groups[GROUP].members:
+            break
+        assert h.heartbeat(a, generation, group_id=GROUP) == ErrorCode.REBALANCE_IN_PROGRESS
+        assert h.heartbeat(b, b_epoch, group_id=GROUP) == ErrorCode.NONE
+        h.consumer_heartbeat("C", h.core.groups[GROUP].members["C"].assignment.member_epoch)
+    assert 28000 <= h.now <= 32000, "both went at their 30 s rebalance timeout, not a 10 s session"
+    members = h.core.groups[GROUP].members
+    assert a not in members, "a held its partitions past its rebalance timeout without rejoining"
+    assert b not in members, "b joined but did not sync within its rebalance timeout"
+    c = h.consumer_heartbeat("C", members["C"].assignment.member_epoch)
+    assert sorted(h.assigned(c)["orders"]) == list(range(6)), "C alone gets everything once both are gone"
