@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 import pytest
-from confluent_kafka import ConsumerGroupType
+from confluent_kafka import ConsumerGroupType, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from tests.support.group_scenario import (
@@ -72,60 +72,109 @@ def assert_never_held_twice(workdir: Path, group: str) -> int:
     return handovers
 
 
+class MixedGroup:
+    """One group, kafka-python classic members (k*) and librdkafka consumer-protocol members (c*)."""
+
+    def __init__(self, coordinator, fleets: list[MemberFleet], workdir: Path, group: str) -> None:  # type: ignore[no-untyped-def]
+        self.workdir, self.group, self.bootstrap = workdir, group, coordinator.bootstrap
+        create_topic(self.bootstrap, "events", PARTITIONS)
+        self.classic = MemberFleet(workdir, self.bootstrap, group, "events", "kafka-python", "range")
+        self.modern = MemberFleet(
+            workdir, self.bootstrap, group, "events", "confluent-kafka-consumer", "uniform"
+        )
+        fleets.extend([self.classic, self.modern])
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def reconnect_admin(self) -> None:
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def described(self):  # type: ignore[no-untyped-def]
+        return self.admin.describe_consumer_groups([self.group])[self.group].result(30)
+
+    def consumed_by(self, prefix: str) -> int:
+        return sum(
+            len(p.read_text().splitlines()) for p in self.workdir.glob(f"{self.group}-{prefix}*.jsonl")
+        )
+
+    def start_classic_then_upgrade(self) -> None:
+        self.classic.start("k1")
+        self.classic.start("k2")
+        wait_until(lambda: self.classic.consumed_at_least(600), 90, "two classic members consuming")
+        assert self.described().type == ConsumerGroupType.CLASSIC
+        self.modern.start("c1")
+        self.modern.start("c2")
+        wait_until(self.upgraded_and_shared, 90, "the group upgraded, four members sharing every partition")
+
+    def upgraded_and_shared(self) -> bool:
+        try:
+            group = self.described()
+        except KafkaException:
+            return False
+        partitions = sorted(p.partition for m in group.members for p in m.assignment.topic_partitions)
+        return (
+            group.type == ConsumerGroupType.CONSUMER
+            and len(group.members) == 4
+            and partitions == list(range(PARTITIONS))
+        )
+
+    def both_kinds_consume(self) -> None:
+        at_upgrade = self.consumed_by("c")
+        wait_until(
+            lambda: self.consumed_by("c") > at_upgrade + 300, 60, "the consumer-protocol members consuming"
+        )
+        at_mixed = self.consumed_by("k")
+        wait_until(
+            lambda: self.consumed_by("k") > at_mixed + 300, 60, "the classic members consuming beside them"
+        )
+
+    def downgrade(self) -> None:
+        self.modern.stop("c1")
+        self.modern.stop("c2")
+
+        def downgraded() -> bool:
+            listed = self.admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(30).valid
+            return [g.group_id for g in listed] == [self.group] and self.described().state.name == "STABLE"
+
+        wait_until(downgraded, 90, "the group back to a Stable classic group")
+        assert {m.client_id for m in self.described().members} == {"k1", "k2"}
+
+    def finish(self, producer: ContinuousProducer, total: int) -> None:
+        producer.join()
+        wait_until(
+            lambda: self.classic.consumed_at_least(total), 120, "the classic members to consume the rest"
+        )
+        self.classic.stop_all()
+        assert_exactly_once(self.classic.consumed(), total)
+        handovers = assert_never_held_twice(self.workdir, self.group)
+        assert handovers >= PARTITIONS, "partitions moved to the new members and back"
+
+
 def test_classic_members_upgrade_to_a_consumer_group_and_back_consuming_each_record_once(
     group_coordinator, fleets, tmp_path: Path
 ) -> None:
     total = 7000
-    group = "migrating"
-    b = group_coordinator.bootstrap
-    create_topic(b, "events", PARTITIONS)
-    classic = MemberFleet(tmp_path, b, group, "events", "kafka-python", "range")
-    modern = MemberFleet(tmp_path, b, group, "events", "confluent-kafka-consumer", "uniform")
-    fleets.extend([classic, modern])
-    admin = AdminClient({"bootstrap.servers": b})
+    mixed = MixedGroup(group_coordinator, fleets, tmp_path, "migrating")
+    producer = ContinuousProducer(mixed.bootstrap, "events", total, per_second=250).start()
+    mixed.start_classic_then_upgrade()
+    mixed.both_kinds_consume()
+    mixed.downgrade()
+    mixed.finish(producer, total)
 
-    def described():  # type: ignore[no-untyped-def]
-        return admin.describe_consumer_groups([group])[group].result(30)
 
-    def consumed_by(prefix: str) -> int:
-        return sum(len(p.read_text().splitlines()) for p in tmp_path.glob(f"{group}-{prefix}*.jsonl"))
-
-    producer = ContinuousProducer(b, "events", total, per_second=250).start()
-    classic.start("k1")
-    classic.start("k2")
-    wait_until(lambda: classic.consumed_at_least(600), 90, "two classic members consuming")
-    assert described().type == ConsumerGroupType.CLASSIC
-
-    modern.start("c1")
-    modern.start("c2")
-
-    def upgraded_and_shared() -> bool:
-        group_ = described()
-        partitions = sorted(p.partition for m in group_.members for p in m.assignment.topic_partitions)
-        return (
-            group_.type == ConsumerGroupType.CONSUMER
-            and len(group_.members) == 4
-            and partitions == list(range(PARTITIONS))
-        )
-
-    wait_until(upgraded_and_shared, 90, "the group upgraded, four members sharing every partition")
-    at_upgrade = consumed_by("c")
-    wait_until(lambda: consumed_by("c") > at_upgrade + 300, 60, "the consumer-protocol members consuming")
-    at_mixed = consumed_by("k")
-    wait_until(lambda: consumed_by("k") > at_mixed + 300, 60, "the classic members consuming beside them")
-
-    modern.stop("c1")
-    modern.stop("c2")
-
-    def downgraded() -> bool:
-        listed = admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(30).valid
-        return [g.group_id for g in listed] == [group] and described().state.name == "STABLE"
-
-    wait_until(downgraded, 90, "the group back to a Stable classic group")
-    assert {m.client_id for m in described().members} == {"k1", "k2"}
-    producer.join()
-    wait_until(lambda: classic.consumed_at_least(total), 120, "the classic members to consume the rest")
-    classic.stop_all()
-    assert_exactly_once(classic.consumed(), total)
-    handovers = assert_never_held_twice(tmp_path, group)
-    assert handovers >= PARTITIONS, "partitions moved to the new members and back"
+def test_an_upgraded_group_survives_a_kill9_restart_with_its_classic_members(
+    group_coordinator, fleets, tmp_path: Path
+) -> None:
+    total = 6000
+    mixed = MixedGroup(group_coordinator, fleets, tmp_path, "restarted")
+    producer = ContinuousProducer(mixed.bootstrap, "events", total, per_second=250).start()
+    mixed.start_classic_then_upgrade()
+    before = {m.member_id: m.client_id for m in mixed.described().members}
+    group_coordinator.kill()
+    group_coordinator.start()
+    mixed.reconnect_admin()
+    wait_until(mixed.upgraded_and_shared, 90, "the restarted coordinator to serve the same mixed group")
+    after = {m.member_id: m.client_id for m in mixed.described().members}
+    assert after == before, "the same four members, classic ones included, after replay"
+    mixed.both_kinds_consume()
+    mixed.downgrade()
+    mixed.finish(producer, total)
