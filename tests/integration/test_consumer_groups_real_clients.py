@@ -1,9 +1,12 @@
 """KIP-848 consumer groups with librdkafka's `group.protocol=consumer`: members 1 -> 3 -> 1
 on a 12-partition topic under continuous production, every record consumed exactly once
-(counted when its commit succeeded); the admin client sees a CONSUMER group."""
+(counted when its commit succeeded), and members that keep partitions through a rebalance
+never pause on them; the admin client sees a CONSUMER group."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,34 +23,106 @@ from tests.support.group_scenario import (
 
 pytestmark = pytest.mark.integration
 
+PARTITIONS = 12
+# A kept partition's records keep arriving every poll (~0.2 s at 400 records/s); a member
+# that stopped fetching it for a rebalance would wait a heartbeat interval (5 s) or more.
+# The bound leaves room for a loaded 2-core machine.
+MAX_GAP_S = 2.5
+
+
+def settle(fleet: MemberFleet, members: list[str]) -> float:
+    """Wait until, by the members' own callbacks, `members` hold all partitions once, evenly;
+    returns the wall time the group was seen settled."""
+
+    def settled() -> bool:
+        fleet.consumed_at_least(0)  # fails at once if a member died
+        held = [fleet.holding(m) for m in members]
+        every = sorted(p for ps in held for p in ps)
+        return every == list(range(PARTITIONS)) and all(len(ps) == PARTITIONS // len(members) for ps in held)
+
+    wait_until(settled, 60, f"{members} to hold the {PARTITIONS} partitions evenly", interval=0.2)
+    return time.time()
+
+
+def assert_kept_partitions_never_paused(fleet: MemberFleet, member: str, since: float, until: float) -> None:
+    """`member` stayed in the group through the rebalance between `since` and `until`: the
+    partitions it held before and after were never revoked (only the moved ones were), and
+    it consumed each of them throughout, no gap between its records longer than MAX_GAP_S."""
+    before, after = fleet.holding(member, since), fleet.holding(member, until)
+    kept = before & after
+    assert kept, f"{member} kept nothing: before {sorted(before)}, after {sorted(after)}"
+    revoked: set[int] = set()
+    for event in fleet.held_events(member):
+        if since < event["t"] <= until and event["e"] == "revoked":
+            assert not kept & set(event["ps"]), f"{member} had kept partitions revoked: {event}"
+            revoked |= set(event["ps"])
+    assert revoked == before - after, f"{member} revoked {sorted(revoked)}, moved {sorted(before - after)}"
+    times: dict[int, list[float]] = {p: [] for p in kept}
+    for row in fleet.records(member):
+        if row["p"] in kept:
+            times[row["p"]].append(row["t"])
+    for partition, seen in times.items():
+        during = [t for t in seen if since <= t <= until]
+        assert during, f"{member} consumed nothing of kept partition {partition} during the rebalance"
+        assert any(t > until for t in seen), f"{member} stopped consuming kept partition {partition}"
+        gaps = [b - a for a, b in zip(seen, seen[1:], strict=False) if b >= since and a <= until]
+        assert max(gaps) <= MAX_GAP_S, (
+            f"{member} paused kept partition {partition} for {max(gaps):.2f}s during the rebalance"
+        )
+
+
+def consuming_after(fleet: MemberFleet, members: list[str], after: float) -> Callable[[], bool]:
+    """For wait_until: each member has committed records of every partition it holds after `after`."""
+
+    def consuming() -> bool:
+        return all(
+            fleet.holding(m) <= {row["p"] for row in fleet.records(m) if row["t"] > after} for m in members
+        )
+
+    return consuming
+
 
 @pytest.mark.parametrize("assignor", ["uniform", "range"])
-def test_members_one_three_one_under_production_consume_each_record_once(
+def test_members_one_three_one_under_production_each_record_once_kept_partitions_never_pause(
     group_coordinator, fleets, tmp_path: Path, assignor: str
 ) -> None:
-    total = 6000
+    """One member joins or leaves at a time (each event is one rebalance: with two at once a
+    non-sticky assignor such as range may legitimately move a partition away and back);
+    after each, the members that stayed are checked for pauses on the partitions they kept.
+    Production runs until the last rebalance is over."""
     b = group_coordinator.bootstrap
-    create_topic(b, "events", 12)
+    create_topic(b, "events", PARTITIONS)
     fleet = MemberFleet(tmp_path, b, "kip848", "events", "confluent-kafka-consumer", assignor)
     fleets.append(fleet)
-    producer = ContinuousProducer(b, "events", total, per_second=400).start()
+    producer = ContinuousProducer(b, "events", 1_000_000, per_second=400).start()
     fleet.start("m1")
-    wait_until(lambda: fleet.consumed_at_least(800), 60, "one member consuming")
-    fleet.start("m2")
-    fleet.start("m3")
-    wait_until(lambda: fleet.consumed_at_least(2500), 60, "three members consuming")
+    settle(fleet, ["m1"])
+    wait_until(lambda: fleet.consumed_at_least(400), 60, "one member consuming")
     admin = AdminClient({"bootstrap.servers": b})
-    described = admin.describe_consumer_groups(["kip848"])["kip848"].result(30)
-    assert described.type == ConsumerGroupType.CONSUMER and len(described.members) == 3
-    assert sorted(p.partition for m in described.members for p in m.assignment.topic_partitions) == list(
-        range(12)
-    )
+    steps = [("start", "m2", ["m1"]), ("start", "m3", ["m1", "m2"]),
+             ("stop", "m3", ["m1", "m2"]), ("stop", "m2", ["m1"])]  # fmt: skip
+    members = ["m1"]
+    for action, name, stayed in steps:
+        since = time.time()
+        if action == "start":
+            fleet.start(name)
+            members.append(name)
+        else:
+            fleet.stop(name)
+            members.remove(name)
+        until = settle(fleet, members)
+        if members == ["m1", "m2", "m3"]:
+            described = admin.describe_consumer_groups(["kip848"])["kip848"].result(30)
+            assert described.type == ConsumerGroupType.CONSUMER and len(described.members) == 3
+            held = sorted(p.partition for m in described.members for p in m.assignment.topic_partitions)
+            assert held == list(range(PARTITIONS))
+        wait_until(consuming_after(fleet, stayed, until), 60, f"{stayed} to consume on", interval=0.2)
+        for member in stayed:
+            assert_kept_partitions_never_paused(fleet, member, since, until)
     listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(30).valid
     assert [g.group_id for g in listed] == ["kip848"]
     assert admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(30).valid == []
-    fleet.stop("m2")
-    fleet.stop("m3")
-    producer.join()
+    total = producer.finish()
     wait_until(lambda: fleet.consumed_at_least(total), 90, "the last member to consume the rest")
     assert admin.describe_consumer_groups(["kip848"])["kip848"].result(30).state == ConsumerGroupState.STABLE
     fleet.stop_all()

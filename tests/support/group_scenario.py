@@ -42,6 +42,7 @@ class ContinuousProducer:
         self.errors: list[str] = []
         self._running = threading.Event()
         self._running.set()
+        self._finishing = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self) -> ContinuousProducer:
@@ -58,18 +59,31 @@ class ContinuousProducer:
                 self.acknowledged += 1
 
         started = time.monotonic()
+        produced = 0
         for i in range(self.total):
+            if self._finishing.is_set():
+                break
             if not self._running.is_set():
                 producer.flush(60)
                 paused_at = time.monotonic()
                 self._running.wait()
                 started += time.monotonic() - paused_at
             producer.produce(self.topic, key=str(i).encode(), value=str(i).encode(), on_delivery=delivered)
+            produced = i + 1
             producer.poll(0)
             ahead = (i + 1) / self.per_second - (time.monotonic() - started)
             if ahead > 0:
                 time.sleep(ahead)  # pacing the load, not waiting for a result
         producer.flush(60)
+        self.total = produced
+
+    def finish(self) -> int:
+        """End production early (a test that produces until its scenario is over); then `join`
+        checks that every record produced so far was acknowledged. Returns how many there are."""
+        self._finishing.set()
+        self._running.set()
+        self.join()
+        return self.total
 
     def pause(self) -> int:
         """Stop producing (after in-flight records are acknowledged); returns the count so far."""
@@ -143,6 +157,30 @@ class MemberFleet:
                 log = (self.workdir / f"{self.group}-{name}.log").read_text()[-3000:]
                 raise AssertionError(f"member {name} exited with {process.returncode}:\n{log}")
         return len(set(self.consumed())) >= count
+
+    def held_events(self, name: str) -> list[dict]:
+        """The member's rebalance callbacks so far, in order: {"e", "ps", "t"} (see group_member)."""
+        path = self.workdir / f"{self.group}-{name}.jsonl.held"
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [json.loads(line) for line in lines if line.endswith("}")]
+
+    def holding(self, name: str, at: float = float("inf")) -> set[int]:
+        """The partitions the member held at wall time `at` (now by default), by its callbacks."""
+        held: set[int] = set()
+        for event in self.held_events(name):
+            if event["t"] > at:
+                break
+            if event["e"] == "assigned":
+                held |= set(event["ps"])
+            else:
+                held = set() if event["e"] == "stopped" else held - set(event["ps"])
+        return held
+
+    def records(self, name: str) -> list[dict]:
+        """What the member consumed (and committed), in order: {"p", "o", "v", "t"}."""
+        path = self.workdir / f"{self.group}-{name}.jsonl"
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [json.loads(line) for line in lines if line.endswith("}")]
 
     def consumed(self) -> list[str]:
         values = []
