@@ -1,0 +1,315 @@
+"""A PySpark streaming data source over Kafka topic partitions, read with kafka-python.
+
+Spark's own Kafka source needs connector jars the pyspark wheel does not ship; this source
+needs only kafka-python, so it reads from the coordinator (or any Kafka cluster) anywhere.
+
+Offsets are Spark streaming offsets, `{"<topic>": {"<partition>": <next offset>}}` (the shape
+of Spark's Kafka source), so they live in the query's checkpoint: a query resumed from its
+checkpoint — on any worker — reads exactly the records after its last committed batch, and
+with a file sink the output is exactly-once. Nothing is committed to a consumer group.
+
+Where the code runs (pyspark-notes §4): `initialOffset`, `latestOffset`, `partitions` and
+`commit` run in a planner process the JVM starts for each query; `read` runs in Spark's
+Python workers, on a reader that was pickled right after it was constructed. So the reader's
+constructor only parses options, the planner's kafka-python consumer is created lazily and
+never pickled, and every `read` opens and closes its own consumer. `read` is deterministic:
+a batch replayed after a crash reads the same offsets again.
+
+Options (case-insensitive):
+- `bootstrap.servers` (required);
+- `assign`: the partitions to read, `topic:0,topic:1,other:3`; or `subscribe`: topics,
+  comma-separated, all of whose partitions are read (new partitions are found each batch);
+- `startingOffsets`: `earliest` (default), `latest`, or offsets as JSON in the offset shape;
+- `maxOffsetsPerTrigger`: at most this many records per micro-batch, shared fairly
+  among the partitions with a backlog;
+- `failOnDataLoss`: `true` (default) fails the query when a record it must read is gone
+  (deleted by retention); `false` skips to the earliest record still there;
+- `pollTimeoutMs`: how long `read` waits without progress before failing (default 60000).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+SOURCE_NAME = "topic"
+SCHEMA = StructType([
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+])  # fmt: skip
+POLL_MAX_RECORDS = 5000
+
+Offsets = dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class PartitionRange(InputPartition):
+    """Records [start, end) of one topic partition: one Spark task's read."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+def parse_assignment(text: str) -> list[tuple[str, int]]:
+    """`topic:0,topic:1` -> [("topic", 0), ("topic", 1)]; a ValueError names a bad entry."""
+    assigned = []
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        topic, sep, partition = entry.rpartition(":")
+        if not sep or not topic or not partition.isdigit():
+            raise ValueError(f"assign: {entry!r} is not topic:partition")
+        assigned.append((topic, int(partition)))
+    return sorted(set(assigned))
+
+
+def format_assignment(partitions: Sequence[tuple[str, int]]) -> str:
+    return ",".join(f"{topic}:{partition}" for topic, partition in partitions)
+
+
+def flatten(offsets: Mapping[str, Mapping[str, int]]) -> dict[tuple[str, int], int]:
+    return {(t, int(p)): int(o) for t, by_partition in offsets.items() for p, o in by_partition.items()}
+
+
+def nest(offsets: Mapping[tuple[str, int], int]) -> Offsets:
+    nested: Offsets = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        nested.setdefault(topic, {})[str(partition)] = offset
+    return nested
+
+
+def fair_share(start: Mapping[tuple[str, int], int], latest: Mapping[tuple[str, int], int],
+               limit: int) -> dict[tuple[str, int], int]:  # fmt: skip
+    """End offsets advancing at most `limit` records in total, split evenly over the backlog."""
+    backlog = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
+    granted = dict.fromkeys(latest, 0)
+    remaining = limit
+    waiting = sorted((tp for tp in backlog if backlog[tp] > 0), key=lambda tp: backlog[tp])
+    while waiting and remaining > 0:
+        share = max(1, remaining // len(waiting))
+        tp = waiting.pop(0)  # smallest backlog first: what it leaves over goes to the rest
+        granted[tp] = min(backlog[tp], share)
+        remaining -= granted[tp]
+    return {tp: start.get(tp, latest[tp]) + granted[tp] for tp in latest}
+
+
+class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: Mapping[str, str]) -> None:
+        # Options are a CaseInsensitiveDict; read them by name, never through dict().
+        self.bootstrap = options.get("bootstrap.servers") or ""
+        if not self.bootstrap:
+            raise ValueError("option bootstrap.servers is required")
+        assign, subscribe = options.get("assign"), options.get("subscribe")
+        if bool(assign) == bool(subscribe):
+            raise ValueError("exactly one of the options assign and subscribe is required")
+        self.assigned = parse_assignment(assign) if assign else None
+        self.topics = sorted({t.strip() for t in (subscribe or "").split(",") if t.strip()})
+        self.starting = options.get("startingOffsets", "earliest")
+        self.max_per_trigger = int(options.get("maxOffsetsPerTrigger", "0") or 0)
+        self.fail_on_data_loss = options.get("failOnDataLoss", "true").lower() != "false"
+        self.poll_timeout_ms = int(options.get("pollTimeoutMs", "60000"))
+        self._consumer: Any = None  # the planner's; created on first use, never pickled
+        self._available_now: dict[tuple[str, int], int] | None = None
+        self._latest: dict[tuple[str, int], int] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_consumer"] = None
+        return state
+
+    # -- planner side ---------------------------------------------------------------------
+
+    def _planner_consumer(self) -> Any:
+        if self._consumer is None:
+            self._consumer = new_consumer(self.bootstrap)
+        return self._consumer
+
+    def _partitions(self) -> list[Any]:
+        from kafka import TopicPartition
+
+        if self.assigned is not None:
+            return [TopicPartition(t, p) for t, p in self.assigned]
+        consumer = self._planner_consumer()
+        found = []
+        for topic in self.topics:
+            for partition in sorted(consumer.partitions_for_topic(topic) or ()):
+                found.append(TopicPartition(topic, partition))
+        return found
+
+    def _bounds(self, earliest: bool) -> dict[tuple[str, int], int]:
+        consumer = self._planner_consumer()
+        tps = self._partitions()
+        if not tps:
+            return {}
+        found = consumer.beginning_offsets(tps) if earliest else consumer.end_offsets(tps)
+        return {(tp.topic, tp.partition): int(offset) for tp, offset in found.items()}
+
+    def initialOffset(self) -> Offsets:
+        if self.starting in ("earliest", "latest"):
+            return nest(self._bounds(earliest=self.starting == "earliest"))
+        try:
+            given = flatten(json.loads(self.starting))
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise ValueError(f"startingOffsets: {self.starting!r} is not earliest, latest or JSON") from exc
+        # Partitions the JSON leaves out start at their earliest record.
+        return nest({**self._bounds(earliest=True), **given})
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_per_trigger) if self.max_per_trigger > 0 else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = self._bounds(earliest=False)
+
+    def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
+        latest = self._available_now if self._available_now is not None else self._bounds(earliest=False)
+        begun = flatten(start)
+        earliest: dict[tuple[str, int], int] = {}
+        if set(latest) - set(begun):
+            # A partition new to this query (a new partition, or a changed assignment) starts
+            # at its earliest record.
+            earliest = self._bounds(earliest=True)
+        begun = {tp: begun[tp] if tp in begun else earliest.get(tp, 0) for tp in latest}
+        self._latest = latest
+        if isinstance(limit, ReadMaxRows):
+            return nest(fair_share(begun, latest, limit.max_rows))
+        return nest({tp: max(begun[tp], latest[tp]) for tp in latest})
+
+    def reportLatestOffset(self) -> Offsets | None:
+        return nest(self._latest) if self._latest is not None else None
+
+    def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
+        begun = flatten(start)
+        ranges = []
+        for (topic, partition), stop in sorted(flatten(end).items()):
+            first = begun.get((topic, partition), 0)
+            if stop > first:
+                ranges.append(PartitionRange(topic, partition, first, stop))
+        return ranges
+
+    def commit(self, end: Offsets) -> None:
+        """Nothing to do: the offsets are in Spark's checkpoint (and commit may come late)."""
+
+    def stop(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    # -- executor side --------------------------------------------------------------------
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, PartitionRange)
+        yield from read_range(self.bootstrap, partition, self.fail_on_data_loss, self.poll_timeout_ms)
+
+
+class TopicDataSource(DataSource):
+    """`spark.readStream.format("topic")`; register with `spark.dataSource.register(TopicDataSource)`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> StructType:
+        return SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return TopicStreamReader(self.options)
+
+
+def new_consumer(bootstrap: str, **settings: Any) -> Any:
+    """A kafka-python consumer with no group: offsets are the query's, not a group's."""
+    from kafka import KafkaConsumer
+
+    return KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False,
+                         client_id="topic-spark-source", **settings)  # fmt: skip
+
+
+def read_range(bootstrap: str, part: PartitionRange, fail_on_data_loss: bool,
+               poll_timeout_ms: int) -> Iterator[Any]:  # fmt: skip
+    """The records of `part` as Arrow record batches (one per poll), in offset order."""
+    import time
+
+    import pyarrow as pa
+    from kafka import TopicPartition
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow_schema = to_arrow_schema(SCHEMA, timezone="UTC")
+    tp = TopicPartition(part.topic, part.partition)
+    reset = "none" if fail_on_data_loss else "earliest"
+    consumer = new_consumer(bootstrap, auto_offset_reset=reset, max_poll_records=POLL_MAX_RECORDS)
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, part.start)
+        position, last_progress = part.start, time.monotonic()
+        while position < part.end:
+            polled = consumer.poll(timeout_ms=1000).get(tp, [])
+            records = [r for r in polled if part.start <= r.offset < part.end]
+            if records:
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([part.topic] * len(records), pa.string()),
+                     pa.array([part.partition] * len(records), pa.int32()),
+                     pa.array([r.offset for r in records], pa.int64()),
+                     pa.array([r.timestamp * 1000 if r.timestamp >= 0 else None for r in records],
+                              arrow_schema.field("timestamp").type),
+                     pa.array([r.key for r in records], pa.binary()),
+                     pa.array([r.value for r in records], pa.binary())],
+                    schema=arrow_schema,
+                )  # fmt: skip
+            # Offsets may have gaps (compaction, transaction markers): the position says how far.
+            now_at = consumer.position(tp)
+            if now_at > position:
+                position, last_progress = now_at, time.monotonic()
+            elif time.monotonic() - last_progress > poll_timeout_ms / 1000:
+                raise TimeoutError(
+                    f"{part.topic}-{part.partition}: no records after offset {position} within "
+                    f"{poll_timeout_ms} ms (reading up to {part.end} from {bootstrap})"
+                )
+    finally:
+        consumer.close()
+
+
+def committed_offsets(checkpoint: str) -> Offsets | None:
+    """The source offsets of the last batch a query's checkpoint records as committed.
+
+    Spark writes `offsets/<batch>` (a version line, a metadata line, then one line per
+    source) before running a batch and `commits/<batch>` after it; a batch without a
+    commit is re-run on restart, so only committed batches count.
+    """
+    from pathlib import Path
+
+    root = Path(checkpoint)
+    commits = root / "commits"
+    if not commits.is_dir():
+        return None
+    done = sorted((int(p.name) for p in commits.iterdir() if p.name.isdigit()), reverse=True)
+    for batch in done:
+        offsets_file = root / "offsets" / str(batch)
+        if offsets_file.is_file():
+            lines = offsets_file.read_text().splitlines()
+            if len(lines) >= 3:
+                return json.loads(lines[2])  # type: ignore[no-any-return]
+    return None
