@@ -25,7 +25,7 @@ import logging
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connect_rebalance.protocol.connect_group import ClientAssignor, InstalledMember
 from connect_rebalance.work import CONNECTOR, Work, work_of
@@ -36,6 +36,9 @@ from .plugins import Connector, Task, TaskContext, find_plugin
 from .sticky_plan import sticky_balanced
 from .topic_log import TopicLog, ensure_topic
 from .worker_config import WorkerConfig
+
+if TYPE_CHECKING:
+    from .classic_membership import ClassicMembership
 
 log = logging.getLogger(__name__)
 ASSIGNOR_NAME = "sessioned"
@@ -94,11 +97,17 @@ class Herder:
         self.config_log = TopicLog(bootstrap, config.config_storage_topic, self._on_config, self.worker_id)
         self.status_log = TopicLog(bootstrap, config.status_storage_topic, self._on_status, self.worker_id)
         self.offset_log = TopicLog(bootstrap, config.offset_storage_topic, self._on_offset, self.worker_id)
-        self.membership = ConnectMembership(
-            bootstrap, config.group_id, config.member_id, config.rest_url, self, self._compute,
-            self._assignors, rebalance_timeout_ms=config.rebalance_timeout_ms,
-            session_timeout_ms=config.session_timeout_ms,
-        )  # fmt: skip
+        self.membership: ConnectMembership | ClassicMembership
+        if config.group_protocol == "classic":
+            from .classic_membership import ClassicMembership
+
+            self.membership = ClassicMembership.for_worker(config, self, self._snapshot)
+        else:
+            self.membership = ConnectMembership(
+                bootstrap, config.group_id, config.member_id, config.rest_url, self, self._compute,
+                self._assignors, rebalance_timeout_ms=config.rebalance_timeout_ms,
+                session_timeout_ms=config.session_timeout_ms,
+            )  # fmt: skip
 
     # -- start and stop -------------------------------------------------------------------
 
@@ -158,7 +167,12 @@ class Herder:
                 self.membership.heartbeat_now()
 
     def is_leader(self) -> bool:
-        return self.leader.leader == self.config.member_id
+        return self.leader.leader == self.membership.member_id
+
+    async def _snapshot(self) -> tuple[frozenset[Work], int]:
+        """The config read to its end: what a classic group's leader assigns from."""
+        await self.config_log.read_to_end()
+        return self.state.work(), self.state.offset
 
     def _assignors(self) -> list[ClientAssignor]:
         metadata = json.dumps(

@@ -57,11 +57,6 @@ async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None
 
 
 def run(config: WorkerConfig) -> int:
-    if config.group_protocol != "connect":
-        print(
-            "error: group.protocol=classic is not available yet; use group.protocol=connect", file=sys.stderr
-        )
-        return 2
     try:
         asyncio.run(serve(config))
     except KeyboardInterrupt:

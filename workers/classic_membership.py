@@ -1,0 +1,475 @@
+"""A worker's membership in a classic group (`group.protocol=classic`), as Kafka Connect's
+WorkerCoordinator runs it: JoinGroup/SyncGroup/Heartbeat/LeaveGroup with protocol type
+"connect" and Kafka Connect's embedded protocol (workers/connect_protocol.py), so that the
+same bytes work against this coordinator and against an Apache Kafka broker.
+
+Theory of operation:
+- A join offers the protocols `connect.protocol` names (sessioned, compatible, default),
+  each with this worker's metadata: REST url, config offset, and (v1+) what it runs now.
+  The coordinator elects a leader and chooses one protocol; the leader reads the config
+  topic to its end and computes every member's assignment with the worker-side assignor
+  the protocol names ("default": eager, otherwise incremental cooperative); SyncGroup
+  hands each worker its part.
+- Eager ("default"): everything is stopped before every join; the assignment is the whole
+  of what to run.
+- Incremental cooperative: nothing is stopped before a join; the assignment says what to
+  stop (revoked, stopped at once) and what to start (a delta). A worker that had anything
+  revoked rejoins at once (the second half of revoke-then-assign); a `delay` makes every
+  worker rejoin after it (the scheduled rebalance that hands lost work out).
+- Heartbeats run on their own connection and task at `heartbeat.interval.ms`, also while
+  a join is parked (they keep the session alive and say REBALANCE_IN_PROGRESS).
+  REBALANCE_IN_PROGRESS means rejoin; UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION outside a join
+  means the session is gone: everything stops and the worker joins afresh.
+- No zombies: if no heartbeat has been answered for long enough that the coordinator may
+  expire the session, all work stops *before* it can (the watchdog of connect_membership).
+
+The work itself is the listener's (the herder): `stop_work` is awaited before anything is
+reported stopped; `start_work` runs in the background, and is called on every assignment
+(even with nothing new) so that the herder always knows the leader and its config offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.client import ProtocolClient
+from connect_rebalance.work import CONNECTOR, Work
+
+from .connect_membership import Assignment, WorkListener
+from .connect_protocol import (
+    CONFIG_MISMATCH,
+    NO_ERROR,
+    PROTOCOL_TYPE,
+    ConnectAssignment,
+    ConnectProtocolError,
+    WorkerState,
+    decode_assignment,
+    decode_metadata,
+    encode_assignment,
+    encode_metadata,
+    offered_protocols,
+    protocol_version,
+)
+from .herder import Herder, LeaderInfo
+from .sticky_plan import sticky_balanced
+from .worker_config import WorkerConfig
+
+log = logging.getLogger(__name__)
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
+JOIN_VERSION, SYNC_VERSION, HEARTBEAT_VERSION, LEAVE_VERSION = 5, 3, 3, 3
+SESSION_LOST = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID)
+RETRY_BACKOFF_S = 0.5
+
+# The leader's view of the cluster's config: read to its end, then (every connector and task, offset).
+Snapshot = Callable[[], Awaitable[tuple[frozenset[Work], int]]]
+
+
+class ClassicMembership:
+    def __init__(
+        self,
+        bootstrap: str,
+        group_id: str,
+        url: str,
+        listener: WorkListener,
+        snapshot: Snapshot,
+        config_offset: Callable[[], int],
+        *,
+        connect_protocol: str = "sessioned",
+        scheduled_rebalance_max_delay_ms: int = 300000,
+        client_id: str = "connect-rebalance-worker",
+        session_timeout_ms: int = 10000,
+        rebalance_timeout_ms: int = 60000,
+        heartbeat_interval_ms: int = 3000,
+        request_timeout_ms: int = 5000,
+    ) -> None:
+        self.bootstrap, self.group_id, self.url = bootstrap, group_id, url
+        self.listener, self.snapshot_work, self.config_offset = listener, snapshot, config_offset
+        self.assignors = LeaderAssignors(scheduled_rebalance_max_delay_ms)
+        self.offers = offered_protocols(connect_protocol)
+        self.client_id = client_id
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.request_timeout_ms = request_timeout_ms
+        self.member_id = ""
+        self.generation = -1
+        self.protocol = self.offers[0][0]  # until the coordinator chooses one
+        self.runs: frozenset[Work] = frozenset()
+        self.snapshot: ConnectAssignment | None = None  # the allocation sent in metadata
+        self.rebalances = 0
+        self.zombie_stops = 0
+        self._rejoin = True
+        self._rejoin_at: float | None = None  # monotonic seconds of a scheduled rebalance
+        self._joining = False
+        self._stopping = False
+        self._wake = asyncio.Event()
+        self._left = asyncio.Event()
+        self._lock = asyncio.Lock()  # one change of what runs at a time
+        self._starting: set[asyncio.Task[None]] = set()
+        self._last_answered_sent_at: float | None = None
+        self._control: ProtocolClient | None = None  # JoinGroup/SyncGroup (they park)
+        self._beats: ProtocolClient | None = None  # heartbeats
+
+    @classmethod
+    def for_worker(cls, config: WorkerConfig, herder: Herder, snapshot: Snapshot) -> ClassicMembership:
+        """The membership a worker's settings describe, driving `herder`."""
+        return cls(
+            config.bootstrap_servers, config.group_id, config.rest_url, herder, snapshot,
+            lambda: herder.state.offset, connect_protocol=config.connect_protocol,
+            scheduled_rebalance_max_delay_ms=config.scheduled_rebalance_max_delay_ms,
+            client_id=f"connect-{config.worker_id}", session_timeout_ms=config.session_timeout_ms,
+            rebalance_timeout_ms=config.rebalance_timeout_ms,
+            heartbeat_interval_ms=config.heartbeat_interval_ms,
+        )  # fmt: skip
+
+    @property
+    def epoch(self) -> int:
+        """The generation: what statuses are written at, as Kafka Connect writes them."""
+        return self.generation
+
+    # -- what the herder calls ------------------------------------------------------------
+
+    def heartbeat_now(self) -> None:
+        """The leader saw the work change (a connector or task configs): rebalance."""
+        self.request_rejoin()
+
+    def request_rejoin(self) -> None:
+        self._rejoin = True
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Join, and rejoin whenever asked to, until `leave()`."""
+        helpers = [asyncio.create_task(self._heartbeat_loop()), asyncio.create_task(self._watchdog())]
+        try:
+            while not self._stopping:
+                if self._rejoin:
+                    if not await self._join_and_sync():
+                        await self._sleep(RETRY_BACKOFF_S)
+                    continue
+                timeout = None if self._rejoin_at is None else max(self._rejoin_at - time.monotonic(), 0)
+                await self._sleep(timeout)
+                if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
+                    log.info("%s: the scheduled rebalance is due; rejoining", self.member_id)
+                    self._rejoin_at, self._rejoin = None, True
+        finally:
+            for helper in helpers:
+                helper.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+
+    async def leave(self) -> None:
+        """Stop all work and leave the group for good (its work is reassigned at once)."""
+        self._stopping = True
+        self._wake.set()
+        self._left.set()
+        await self._stop_all()
+        if self.member_id:
+            with contextlib.suppress(ConnectionError, OSError, asyncio.TimeoutError):
+                client = await asyncio.wait_for(
+                    ProtocolClient.connect(self.bootstrap, self.client_id), self.request_timeout_ms / 1000
+                )
+                try:
+                    members = [{"member_id": self.member_id, "group_instance_id": None}]
+                    leave = client.request(
+                        LEAVE_GROUP, LEAVE_VERSION, {"group_id": self.group_id, "members": members}
+                    )
+                    await asyncio.wait_for(leave, self.request_timeout_ms / 1000)
+                finally:
+                    await client.close()
+        for client in (self._control, self._beats):
+            if client is not None:
+                await client.close()
+
+    # -- joining --------------------------------------------------------------------------
+
+    def _metadata(self) -> list[dict[str, Any]]:
+        offset = self.config_offset()
+        protocols = []
+        for name, version in self.offers:
+            allocation = None
+            if version > 0 and self.snapshot is not None:
+                allocation = ConnectAssignment(
+                    version, self.snapshot.error, self.snapshot.leader, self.snapshot.leader_url,
+                    self.snapshot.config_offset, self.runs, self.snapshot.revoked, self.snapshot.delay_ms,
+                )  # fmt: skip
+            state = WorkerState(version, self.url, offset, allocation)
+            protocols.append({"name": name, "metadata": encode_metadata(state)})
+        return protocols
+
+    async def _join_and_sync(self) -> bool:
+        """One rebalance round; False if it failed in a way worth backing off for."""
+        self._joining = True
+        try:
+            if protocol_version(self.protocol) == 0:
+                await self._stop_all()  # eager: give everything up before joining
+            self._rejoin = False  # a request from here on asks for another round
+            sent = time.monotonic()
+            join = await self._call(
+                "control", JOIN_GROUP, JOIN_VERSION,
+                {"group_id": self.group_id, "session_timeout_ms": self.session_timeout_ms,
+                 "rebalance_timeout_ms": self.rebalance_timeout_ms, "member_id": self.member_id,
+                 "group_instance_id": None, "protocol_type": PROTOCOL_TYPE, "protocols": self._metadata()},
+                self.rebalance_timeout_ms + 5000,
+            )  # fmt: skip
+            code = join["error_code"]
+            if code == ErrorCode.MEMBER_ID_REQUIRED:
+                self.member_id, self._rejoin = join["member_id"], True
+                return True
+            if code != ErrorCode.NONE:
+                return await self._failed_round("JoinGroup", code)
+            self._answered(sent)
+            self.member_id, self.generation = join["member_id"], join["generation_id"]
+            self.protocol = join["protocol_name"]
+            log.info("%s joined generation %s (%s), leader %s", self.member_id, self.generation,
+                     self.protocol, join["leader"])  # fmt: skip
+            assignments: list[dict[str, Any]] = []
+            if join["leader"] == self.member_id:
+                computed = await self._lead(join["members"])
+                assignments = [{"member_id": m, "assignment": a} for m, a in computed.items()]
+            sent = time.monotonic()
+            sync = await self._call(
+                "control", SYNC_GROUP, SYNC_VERSION,
+                {"group_id": self.group_id, "generation_id": self.generation, "member_id": self.member_id,
+                 "group_instance_id": None, "assignments": assignments},
+                self.rebalance_timeout_ms + 5000,
+            )  # fmt: skip
+            if sync["error_code"] != ErrorCode.NONE:
+                return await self._failed_round("SyncGroup", sync["error_code"])
+            self._answered(sent)
+            return await self._apply(decode_assignment(sync["assignment"]))
+        except (TimeoutError, ConnectionError, OSError) as exc:
+            log.warning("%s: rebalance against %s failed: %s", self.member_id, self.bootstrap, exc)
+            await self._close("control")
+            self._rejoin = True
+            return False
+        except ConnectProtocolError as exc:
+            log.warning("%s: the assignment does not decode: %s", self.member_id, exc)
+            self._rejoin = True
+            return False
+        finally:
+            self._joining = False
+
+    async def _failed_round(self, api: str, code: int) -> bool:
+        self._rejoin = True
+        if code in SESSION_LOST:
+            log.info("%s: %s answered %s; stopping all work and joining afresh", self.member_id, api, code)
+            await self._lose(reset_member=code != ErrorCode.ILLEGAL_GENERATION)
+            return True
+        if code == ErrorCode.REBALANCE_IN_PROGRESS:
+            return True
+        log.warning("%s: %s failed with error %s", self.member_id, api, ErrorCode(code).name)
+        return False
+
+    async def _apply(self, assignment: ConnectAssignment) -> bool:
+        """Stop what is revoked, start what is new, and schedule the next round if asked."""
+        async with self._lock:
+            if self._stopping:
+                return True
+            self.rebalances += 1
+            if assignment.error != NO_ERROR:
+                log.info("%s: assignment error %s (config mismatch); rejoining", self.member_id,
+                         assignment.error)  # fmt: skip
+                self._rejoin = True
+                return False
+            eager = protocol_version(self.protocol) == 0
+            revoked = self.runs if eager else assignment.revoked & self.runs
+            await self._stop(revoked)
+            added = assignment.assigned - self.runs
+            self.runs = self.runs | added
+            self.snapshot = assignment
+            info = LeaderInfo(assignment.leader, assignment.leader_url, assignment.config_offset,
+                              assignment.delay_ms)  # fmt: skip
+            started = Assignment(self.generation, added, metadata=info.encode())
+            self._starting.add(asyncio.create_task(self.listener.start_work(added, started)))
+            self._starting = {t for t in self._starting if not t.done()}
+            if assignment.revoked and not eager:
+                self._rejoin = True  # revoke, then assign: the follow-up round
+            delay = assignment.delay_ms
+            self._rejoin_at = time.monotonic() + delay / 1000 if delay > 0 else None
+            return True
+
+    async def _lead(self, members: list[dict[str, Any]]) -> dict[str, bytes]:
+        """The elected leader's job: every member's assignment, against the config's end."""
+        version = protocol_version(self.protocol)
+        states: dict[str, WorkerState] = {}
+        for member in members:
+            try:
+                states[member["member_id"]] = decode_metadata(member["metadata"])
+            except ConnectProtocolError as exc:
+                log.warning("member %s sent metadata that does not decode (%s); it owns nothing",
+                            member["member_id"], exc)  # fmt: skip
+                states[member["member_id"]] = WorkerState(version, "", -1)
+        work, offset = await self.snapshot_work()
+        highest = max(s.config_offset for s in states.values())
+        if offset < highest:
+            log.warning("config offset %s is behind a member's %s: CONFIG_MISMATCH", offset, highest)
+            mismatch = ConnectAssignment(version, CONFIG_MISMATCH, self.member_id, self.url, highest)
+            return {member: encode_assignment(mismatch) for member in states}
+        plan = self.assignors.assign(version, states, work, self.generation)
+        return {
+            member: encode_assignment(
+                ConnectAssignment(
+                    version, NO_ERROR, self.member_id, self.url, offset, assigned, revoked, plan.delay_ms
+                )
+            )  # fmt: skip
+            for member, (assigned, revoked) in plan.members.items()
+        }
+
+    # -- stopping -------------------------------------------------------------------------
+
+    async def _stop(self, work: frozenset[Work]) -> None:
+        """Stop `work` for real: starts still under way finish first, so nothing outlives it."""
+        if self._starting:
+            await asyncio.gather(*self._starting, return_exceptions=True)
+            self._starting.clear()
+        if work:
+            await self.listener.stop_work(work)
+            self.runs = self.runs - work
+
+    async def _stop_all(self) -> None:
+        async with self._lock:
+            await self._stop(self.runs)
+
+    async def _lose(self, *, reset_member: bool) -> None:
+        """The session is gone: whatever ran may already run elsewhere."""
+        await self._stop_all()
+        self.snapshot, self.generation = None, -1
+        if reset_member:
+            self.member_id = ""
+        self.request_rejoin()
+
+    # -- heartbeats and the watchdog ------------------------------------------------------
+
+    def _answered(self, sent: float) -> None:
+        if self._last_answered_sent_at is None or sent > self._last_answered_sent_at:
+            self._last_answered_sent_at = sent
+
+    async def _heartbeat_loop(self) -> None:
+        while not self._stopping:
+            if self.member_id and self.generation >= 0:
+                await self._beat()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._left.wait(), self.heartbeat_interval_ms / 1000)
+
+    async def _beat(self) -> None:
+        member, generation, sent = self.member_id, self.generation, time.monotonic()
+        try:
+            answer = await self._call(
+                "beats", HEARTBEAT, HEARTBEAT_VERSION,
+                {"group_id": self.group_id, "generation_id": generation, "member_id": member,
+                 "group_instance_id": None},
+                min(self.request_timeout_ms, self.session_timeout_ms),
+            )  # fmt: skip
+        except (TimeoutError, ConnectionError, OSError) as exc:
+            log.warning("%s: heartbeat failed: %s", member, exc)
+            await self._close("beats")
+            return
+        code = answer["error_code"]
+        if code in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
+            self._answered(sent)
+        if code == ErrorCode.REBALANCE_IN_PROGRESS and not self._joining:
+            log.info("%s: the group is rebalancing; rejoining", member)
+            self.request_rejoin()
+        elif (
+            code in SESSION_LOST
+            and not self._joining
+            and (member, generation)
+            == (
+                self.member_id,
+                self.generation,
+            )
+        ):
+            log.info("%s: heartbeat answered %s; stopping all work and joining afresh", member, code)
+            await self._lose(reset_member=code != ErrorCode.ILLEGAL_GENERATION)
+
+    async def _watchdog(self) -> None:
+        """Give work up before the coordinator can expire the session and hand it out again.
+
+        The coordinator expires a session `session.timeout.ms` after the last request that
+        refreshed it, which it handled no earlier than this worker sent it. So all work is
+        stopped by `sent + session timeout - safety`, whatever else is blocked.
+        """
+        while not self._stopping:
+            sent = self._last_answered_sent_at
+            if not self.runs or sent is None:
+                await asyncio.sleep(0.1)
+                continue
+            session_s = self.session_timeout_ms / 1000
+            deadline = sent + session_s - min(max(session_s / 3, 1.0), session_s / 2)
+            if time.monotonic() < deadline:
+                await asyncio.sleep(min(deadline - time.monotonic(), 0.1))
+                continue
+            if self._last_answered_sent_at == sent and self.runs:
+                log.warning("%s: no heartbeat answered for too long; stopping all work", self.member_id)
+                self.zombie_stops += 1
+                await self._stop_all()
+                self.snapshot = None
+                self.request_rejoin()
+
+    # -- connections ----------------------------------------------------------------------
+
+    async def _call(
+        self, which: str, api_key: int, version: int, fields: dict[str, Any], timeout_ms: int
+    ) -> dict[str, Any]:
+        attr = f"_{which}"
+        client: ProtocolClient | None = getattr(self, attr)
+        if client is None or not client.connected:
+            connecting = ProtocolClient.connect(self.bootstrap, self.client_id)
+            client = await asyncio.wait_for(connecting, self.request_timeout_ms / 1000)
+            setattr(self, attr, client)
+        return await asyncio.wait_for(client.request(api_key, version, fields), timeout_ms / 1000)
+
+    async def _close(self, which: str) -> None:
+        attr = f"_{which}"
+        client: ProtocolClient | None = getattr(self, attr)
+        setattr(self, attr, None)
+        if client is not None:
+            await client.close()
+
+    async def _sleep(self, seconds: float | None) -> None:
+        """Until woken (a rejoin was asked for, or leave) or `seconds` have passed."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), seconds)
+        self._wake.clear()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Each member's (newly assigned, revoked) work, and the delay everyone rejoins after."""
+
+    members: dict[str, tuple[frozenset[Work], frozenset[Work]]]
+    delay_ms: int = 0
+
+
+class LeaderAssignors:
+    """The worker-side assignors behind the protocol the coordinator chose."""
+
+    def __init__(self, max_delay_ms: int) -> None:
+        self.max_delay_ms = max_delay_ms
+
+    def assign(
+        self, version: int, states: dict[str, WorkerState], work: frozenset[Work], generation: int
+    ) -> Plan:
+        if version == 0:
+            return Plan(
+                {m: (items, frozenset()) for m, items in eager_round_robin(sorted(states), work).items()}
+            )
+        owned = {m: s.owned for m, s in states.items()}
+        target = sticky_balanced(sorted(states), owned, work)
+        held = {item for items in owned.values() for item in items}
+        return Plan({m: (target[m] - owned[m] - held, owned[m] - target[m]) for m in states})
+
+
+def eager_round_robin(members: list[str], work: frozenset[Work]) -> dict[str, frozenset[Work]]:
+    """Kafka Connect's EagerAssignor: connectors in name order round-robin, then tasks, one cursor."""
+    plan: dict[str, set[Work]] = {m: set() for m in members}
+    ordered = sorted(i for i in work if i[1] == CONNECTOR) + sorted(i for i in work if i[1] != CONNECTOR)
+    for n, item in enumerate(ordered):
+        plan[members[n % len(members)]].add(item)
+    return {m: frozenset(items) for m, items in plan.items()}
