@@ -95,3 +95,43 @@ class ProtocolClient:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reading
         self._fail_all(ConnectionError("closed"))
+
+
+class AssignmentGroupApi:
+    """The calls of a group type whose members may compute its target (KIP-848 style):
+    Heartbeat, PrepareAssignment, InstallAssignment and Describe over one connection.
+
+    A subclass names the API keys (`heartbeat_api` and `describe_api` as key and version)
+    and says how its heartbeat and install fields are built.
+    """
+
+    heartbeat_api: tuple[int, int]
+    prepare_key: int
+    install_key: int
+    describe_api: tuple[int, int]
+
+    def __init__(self, client: ProtocolClient) -> None:
+        self.client = client
+
+    def heartbeat_fields(self, group_id: str, member_id: str, epoch: int, **fields: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def install_fields(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def heartbeat(self, group_id: str, member_id: str, epoch: int, **fields: Any) -> dict[str, Any]:
+        return await self.client.request(
+            *self.heartbeat_api, self.heartbeat_fields(group_id, member_id, epoch, **fields)
+        )
+
+    async def prepare(self, group_id: str, member_id: str, epoch: int) -> dict[str, Any]:
+        return await self.client.request(
+            self.prepare_key, 0, {"group_id": group_id, "member_id": member_id, "member_epoch": epoch}
+        )
+
+    async def install(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return await self.client.request(self.install_key, 0, self.install_fields(*args, **kwargs))
+
+    async def describe(self, *group_ids: str) -> list[dict[str, Any]]:
+        answer = await self.client.request(*self.describe_api, {"group_ids": list(group_ids)})
+        return list(answer["groups"])

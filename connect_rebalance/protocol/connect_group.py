@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..work import Work, work_field
-from .client import ProtocolClient
+from .client import AssignmentGroupApi
 
 CONNECT_GROUP_HEARTBEAT = 10000
 CONNECT_GROUP_PREPARE_ASSIGNMENT = 10001
@@ -108,27 +108,16 @@ def install_fields(
     }
 
 
-class ConnectGroupApi:
+class ConnectGroupApi(AssignmentGroupApi):
     """The four connect group calls over one ProtocolClient connection."""
 
-    def __init__(self, client: ProtocolClient) -> None:
-        self.client = client
+    heartbeat_api = (CONNECT_GROUP_HEARTBEAT, 0)
+    prepare_key = CONNECT_GROUP_PREPARE_ASSIGNMENT
+    install_key = CONNECT_GROUP_INSTALL_ASSIGNMENT
+    describe_api = (CONNECT_GROUP_DESCRIBE, 0)
 
-    async def heartbeat(self, group_id: str, member_id: str, epoch: int, **fields: Any) -> dict[str, Any]:
-        return await self.client.request(
-            CONNECT_GROUP_HEARTBEAT, 0, heartbeat_fields(group_id, member_id, epoch, **fields)
-        )
+    def heartbeat_fields(self, group_id: str, member_id: str, epoch: int, **fields: Any) -> dict[str, Any]:
+        return heartbeat_fields(group_id, member_id, epoch, **fields)
 
-    async def prepare(self, group_id: str, member_id: str, epoch: int) -> dict[str, Any]:
-        return await self.client.request(
-            CONNECT_GROUP_PREPARE_ASSIGNMENT,
-            0,
-            {"group_id": group_id, "member_id": member_id, "member_epoch": epoch},
-        )
-
-    async def install(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return await self.client.request(CONNECT_GROUP_INSTALL_ASSIGNMENT, 0, install_fields(*args, **kwargs))
-
-    async def describe(self, *group_ids: str) -> list[dict[str, Any]]:
-        answer = await self.client.request(CONNECT_GROUP_DESCRIBE, 0, {"group_ids": list(group_ids)})
-        return list(answer["groups"])
+    def install_fields(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return install_fields(*args, **kwargs)

@@ -56,3 +56,19 @@ class ConnectGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):
 
 class ConnectGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):
     pass
+
+
+class ConsumerGroupPrepareAssignmentRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupPrepareAssignmentResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupInstallAssignmentRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupInstallAssignmentResponse(ApiMessage, load_json=_SCHEMAS):
+    pass

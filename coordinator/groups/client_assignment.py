@@ -1,8 +1,9 @@
 """Client-side assignment: the coordinator picks a member to compute the group's target.
 
 Shared by every group type whose target is computed by a member rather than by the
-coordinator (`connect` groups always; consumer groups would through KIP-848's
-Prepare/Install). Pure functions and one small state holder; no IO, no clock.
+coordinator (`connect` groups always; consumer groups whose members all declare client
+assignors, through KIP-848's Prepare/Install). Pure functions and one small state holder;
+no IO, no clock.
 
 The rules (the connect group protocol draft, "Assignor Selection", "Worker Selection",
 "Assignment Validation"):
@@ -20,9 +21,13 @@ The rules (the connect group protocol draft, "Assignor Selection", "Worker Selec
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
+
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+
+Group = TypeVar("Group")
 
 
 class AssignorVersions(Protocol):
@@ -32,6 +37,50 @@ class AssignorVersions(Protocol):
     def minimum_version(self) -> int: ...
     @property
     def maximum_version(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClientAssignorSpec:
+    """One client-side assignor a member offers, as its heartbeat declared it."""
+
+    name: str
+    minimum_version: int
+    maximum_version: int
+    reason: int
+    metadata_version: int
+    metadata: bytes
+
+
+def assignor_specs(entries: Iterable[Any]) -> tuple[ClientAssignorSpec, ...]:
+    """Specs from decoded `ClientAssignors` entries (heartbeat requests and member records).
+
+    The metadata field is `Metadata` in the connect group schemas and `MetadataBytes` in
+    KIP-848's consumer group schemas; both are read.
+    """
+    return tuple(
+        ClientAssignorSpec(
+            a.name, a.minimum_version, a.maximum_version, a.reason, a.metadata_version,
+            bytes(getattr(a, "metadata_bytes", None) or getattr(a, "metadata", None) or b""),
+        )
+        for a in entries
+    )  # fmt: skip
+
+
+def assignors_problem(entries: Iterable[Any]) -> str | None:
+    """Why declared client assignors are malformed (INVALID_REQUEST), or None (the KIP's rules)."""
+    for assignor in entries:
+        if not assignor.name.strip():
+            return "Assignor.Name can't be empty."
+        if assignor.minimum_version < -1:
+            return f"Assignor {assignor.name}: MinimumVersion must be >= -1."
+        if assignor.maximum_version < 0 or assignor.maximum_version < assignor.minimum_version:
+            return f"Assignor {assignor.name}: MaximumVersion must be >= 0 and >= MinimumVersion."
+        if not assignor.minimum_version <= assignor.metadata_version <= assignor.maximum_version:
+            return (
+                f"Assignor {assignor.name}: MetadataVersion must lie between MinimumVersion and "
+                "MaximumVersion."
+            )
+    return None
 
 
 def common_assignor(members: Sequence[Sequence[AssignorVersions]]) -> tuple[str, int, int] | None:
@@ -71,6 +120,21 @@ def computing_candidates(
     return chosen
 
 
+def choose_computer(
+    compute: ComputeRound, members: Mapping[str, Sequence[AssignorVersions]]
+) -> tuple[str, str] | None:
+    """(chosen member, assignor) if a member is newly chosen to compute (its timer starts now).
+
+    Nothing changes when the members share no assignor, or the current choice still qualifies.
+    """
+    selection = common_assignor(list(members.values()))
+    if selection is None:
+        return None
+    current = compute.member_id
+    chosen = compute.choose(computing_candidates(members, *selection))
+    return (chosen, selection[0]) if chosen is not None and chosen != current else None
+
+
 def install_problem(
     covered: frozenset[Hashable],
     targets: Mapping[str, frozenset[Hashable]],
@@ -95,6 +159,56 @@ def install_problem(
     return None
 
 
+def computing_member(
+    groups: Mapping[str, object], group_type: type[Group], body: Any, kind: str, epoch_error: ErrorCode
+) -> tuple[Group, Any]:
+    """The checks Prepare and Install share, in the KIP's order: the ids, the group, the member,
+    its epoch (`epoch_error` if it differs), and its turn (UNKNOWN_MEMBER_ID if not chosen).
+
+    A group type here has `members` (each with `assignment.member_epoch`), `compute`, and
+    the group and assignment epochs.
+    """
+    if not (body.group_id or "").strip():
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+    if not (body.member_id or "").strip():
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+    if body.member_epoch < 0:
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, "MemberEpoch must be >= 0.")
+    group: Any = groups.get(body.group_id)
+    if not isinstance(group, group_type):
+        raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"{kind} {body.group_id} not found.")
+    member = group.members.get(body.member_id)
+    if member is None:
+        raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {body.member_id} is not in the group.")
+    if body.member_epoch != member.assignment.member_epoch:
+        raise KafkaApiError(
+            epoch_error, f"Epoch {body.member_epoch} is not the member's {member.assignment.member_epoch}."
+        )
+    if group.compute.member_id != member.member_id or group.group_epoch <= group.assignment_epoch:
+        raise KafkaApiError(
+            ErrorCode.UNKNOWN_MEMBER_ID, f"Member {body.member_id} is not chosen to compute the assignment."
+        )
+    return group, member
+
+
+def installed_epoch(compute: ComputeRound, body: Any, prepare_api: str) -> int:
+    """The group epoch an Install is validated against, after the checks every group type shares:
+    the member prepared, computed for the epoch it prepared, and names each member once."""
+    prepared = compute.prepared_epoch
+    if prepared < 0:
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Call {prepare_api} before installing an assignment.")
+    if body.group_epoch != prepared:
+        raise KafkaApiError(
+            ErrorCode.INVALID_ASSIGNMENT,
+            f"The assignment was computed for group epoch {body.group_epoch}; the group was prepared "
+            f"at epoch {prepared}.",
+        )
+    ids = [m.member_id for m in body.members]
+    if len(ids) != len(set(ids)):
+        raise KafkaApiError(ErrorCode.INVALID_ASSIGNMENT, "A member appears twice in the assignment.")
+    return prepared
+
+
 @dataclass
 class ComputeRound:
     """Who computes the next target, and the group as it was when they prepared it."""
@@ -115,6 +229,11 @@ class ComputeRound:
             self.prepared_epoch, self.prepared_members = -1, frozenset()
         return chosen
 
+    def should_compute(self, member_id: str, group_epoch: int, assignment_epoch: int) -> bool:
+        """The heartbeat flag: the member is chosen, a new target is due, and it has not prepared it yet."""
+        due = group_epoch > assignment_epoch and self.prepared_epoch < group_epoch
+        return due and self.member_id == member_id
+
     def prepared(self, epoch: int, members: frozenset[str]) -> None:
         self.prepared_epoch, self.prepared_members = epoch, members
 
@@ -126,6 +245,10 @@ class ComputeRound:
     def timed_out(self) -> None:
         if self.member_id is not None:
             self.passed_over.add(self.member_id)
+        self.abandon()
+
+    def abandon(self) -> None:
+        """The target is no longer computed by a member (the group moved to a server-side assignor)."""
         self.member_id = None
         self.prepared_epoch, self.prepared_members = -1, frozenset()
 

@@ -37,7 +37,16 @@ from typing import TYPE_CHECKING, Any
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.work import Work, work_field, work_of
 
-from .client_assignment import ComputeRound, common_assignor, computing_candidates, install_problem
+from .client_assignment import (
+    ComputeRound,
+    assignor_specs,
+    assignors_problem,
+    choose_computer,
+    common_assignor,
+    computing_member,
+    install_problem,
+    installed_epoch,
+)
 from .connect_records import (
     ConnectAssignorSpec,
     ConnectCoveredRecord,
@@ -150,15 +159,6 @@ def _invalid(message: str) -> KafkaApiError:
     return KafkaApiError(ErrorCode.INVALID_REQUEST, message)
 
 
-def _assignor_specs(entries: Any) -> tuple[ConnectAssignorSpec, ...]:
-    return tuple(
-        ConnectAssignorSpec(
-            a.name, a.minimum_version, a.maximum_version, a.reason, a.metadata_version, bytes(a.metadata)
-        )
-        for a in entries
-    )
-
-
 class ConnectGroups:
     def __init__(self, core: GroupCoordinator) -> None:
         settings = core.settings
@@ -183,20 +183,9 @@ class ConnectGroups:
             raise _invalid("Url can't be empty.")
         if body.server_assignor is not None and body.client_assignors is not None:
             raise _invalid("ServerAssignor and ClientAssignors cannot be used together.")
-        for assignor in body.client_assignors or []:
-            if not assignor.name.strip():
-                raise _invalid("Assignor.Name can't be empty.")
-            if assignor.minimum_version < -1:
-                raise _invalid(f"Assignor {assignor.name}: MinimumVersion must be >= -1.")
-            if assignor.maximum_version < 0 or assignor.maximum_version < assignor.minimum_version:
-                raise _invalid(
-                    f"Assignor {assignor.name}: MaximumVersion must be >= 0 and >= MinimumVersion."
-                )
-            if not assignor.minimum_version <= assignor.metadata_version <= assignor.maximum_version:
-                raise _invalid(
-                    f"Assignor {assignor.name}: MetadataVersion must lie between MinimumVersion and "
-                    "MaximumVersion."
-                )
+        problem = assignors_problem(body.client_assignors or [])
+        if problem is not None:
+            raise _invalid(problem)
         if body.server_assignor is not None:
             raise KafkaApiError(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
@@ -274,7 +263,7 @@ class ConnectGroups:
             member.rebalance_timeout_ms = body.rebalance_timeout_ms
         assignors_changed = False
         if body.client_assignors is not None:
-            specs = _assignor_specs(body.client_assignors)
+            specs = assignor_specs(body.client_assignors)
             assignors_changed = specs != member.assignors
             member.assignors = specs
         if member.snapshot() != before_snapshot:
@@ -346,7 +335,7 @@ class ConnectGroups:
         if member is not None:
             return member, False  # a rejoin with the same id: its assignment is sent again
         self._validate_join(body)
-        specs = _assignor_specs(body.client_assignors)
+        specs = assignor_specs(body.client_assignors)
         others = [m.assignors for m in group.members.values()]
         if others and common_assignor([*others, specs]) is None:
             raise KafkaApiError(
@@ -403,48 +392,20 @@ class ConnectGroups:
         return common_assignor([m.assignors for m in group.members.values()])
 
     def _choose_computer(self, group: ConnectGroup, now_ms: int) -> None:
-        selection = self._selection(group)
-        if selection is None:
-            return
-        candidates = computing_candidates(
-            {m.member_id: m.assignors for m in group.members.values()}, *selection
-        )
-        current = group.compute.member_id
-        chosen = group.compute.choose(candidates)
-        if chosen is not None and chosen != current:
+        chosen = choose_computer(group.compute, {m.member_id: m.assignors for m in group.members.values()})
+        if chosen is not None:
             self.core.timers.schedule(
-                compute_key(group.group_id, chosen), now_ms + group.members[chosen].rebalance_timeout_ms
+                compute_key(group.group_id, chosen[0]), now_ms + group.members[chosen[0]].rebalance_timeout_ms
             )
 
     def _should_compute(self, group: ConnectGroup, member_id: str) -> bool:
-        return (
-            group.compute.member_id == member_id
-            and group.group_epoch > group.assignment_epoch
-            and group.compute.prepared_epoch < group.group_epoch
-        )
+        return group.compute.should_compute(member_id, group.group_epoch, group.assignment_epoch)
 
     def _computing_member(self, body: Any) -> tuple[ConnectGroup, Worker]:
         """Checks shared by Prepare and Install: the group, the member, its epoch, its turn."""
-        self._validate_ids(body)
-        if body.member_epoch < 0:
-            raise _invalid("MemberEpoch must be >= 0.")
-        group = self.core.groups.get(body.group_id)
-        if not isinstance(group, ConnectGroup):
-            raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Connect group {body.group_id} not found.")
-        member = group.members.get(body.member_id)
-        if member is None:
-            raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {body.member_id} is not in the group.")
-        if body.member_epoch != member.assignment.member_epoch:
-            raise KafkaApiError(
-                ErrorCode.FENCED_MEMBER_EPOCH,
-                f"Epoch {body.member_epoch} is not the member's {member.assignment.member_epoch}.",
-            )
-        if group.compute.member_id != member.member_id or group.group_epoch <= group.assignment_epoch:
-            raise KafkaApiError(
-                ErrorCode.UNKNOWN_MEMBER_ID,
-                f"Member {body.member_id} is not chosen to compute the assignment.",
-            )
-        return group, member
+        return computing_member(
+            self.core.groups, ConnectGroup, body, "Connect group", ErrorCode.FENCED_MEMBER_EPOCH
+        )
 
     # -- ConnectGroupPrepareAssignment ----------------------------------------------------
 
@@ -506,18 +467,7 @@ class ConnectGroups:
         out.reply(request.request_id, {"throttle_time_ms": 0, **fields})
 
     def _install(self, group: ConnectGroup, member: Worker, body: Any, now_ms: int, out: Outcome) -> None:
-        prepared = group.compute.prepared_epoch
-        if prepared < 0:
-            raise _invalid("Call ConnectGroupPrepareAssignment before installing an assignment.")
-        if body.group_epoch != prepared:
-            raise KafkaApiError(
-                ErrorCode.INVALID_ASSIGNMENT,
-                f"The assignment was computed for group epoch {body.group_epoch}; the group was prepared "
-                f"at epoch {prepared}.",
-            )
-        ids = [m.member_id for m in body.members]
-        if len(ids) != len(set(ids)):
-            raise KafkaApiError(ErrorCode.INVALID_ASSIGNMENT, "A member appears twice in the assignment.")
+        prepared = installed_epoch(group.compute, body, "ConnectGroupPrepareAssignment")
         if body.error == 0:
             targets = {m.member_id: work_of(m.connectors_and_tasks) for m in body.members}
             covered = work_of(body.connectors_and_tasks)

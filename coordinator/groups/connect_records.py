@@ -18,20 +18,11 @@ from typing import Any
 from connect_rebalance.protocol import coordinator_records as schemas
 from connect_rebalance.work import Work, work_field, work_of
 
+from .client_assignment import ClientAssignorSpec as ConnectAssignorSpec
 from .reconciliation import MemberAssignment, MemberState
 
 KEY_TYPES = range(10000, 10005)
 GROUP_KEY, COVERED_KEY, MEMBER_KEY, TARGET_KEY, CURRENT_KEY = KEY_TYPES
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectAssignorSpec:
-    name: str
-    minimum_version: int
-    maximum_version: int
-    reason: int
-    metadata_version: int
-    metadata: bytes
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,21 @@ Heartbeat rules real clients depend on (librdkafka treats several wrong answers 
   (UNRELEASED_INSTANCE_ID otherwise);
 - the response carries the assignment when the member joined, sent a full request, or its
   assignment changed; otherwise null.
-Timers: a session per member (expiry removes it), and a rebalance timeout while a member
-holds partitions it was told to revoke (expiry fences it).
+Timers: a session per member (expiry removes it), a rebalance timeout while a member
+holds partitions it was told to revoke (expiry fences it), and one for the member chosen to
+compute a client-side target (expiry chooses another).
+
+Client-side assignment (KIP-848 "Client Side Mode"; client_assignment.py holds the rules it
+shares with connect groups): when every member declares client assignors (a tagged field of
+the heartbeat) and none asks for a server assignor, the target is not computed here. One
+member, chosen by assignor and version coverage, gets ShouldComputeAssignment in its
+heartbeat answers; it reads the group with ConsumerGroupPrepareAssignment and installs the
+result with ConsumerGroupInstallAssignment, validated against the group as it was prepared
+(members, subscriptions, partition counts): each partition of a subscribed topic assigned
+exactly once, only to a member subscribing to its topic. A valid install for an older group
+epoch is accepted and the next round starts at once; an assignor error keeps the current
+target (its epoch still advances); a chosen member that does not install within its
+rebalance timeout is passed over. Reconciliation is unchanged: revoke before assign.
 
 Online migration (migration.py): a group may hold members speaking the classic protocol
 (`ConsumerMember.classic` is set); they go through the same pipeline (`advance_member`),
@@ -51,7 +64,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
 from .assignors import ASSIGNORS, AssignmentMember
-from .reconciliation import MemberAssignment, MemberState, Ownership, reconcile
+from .client_assignment import (
+    ClientAssignorSpec,
+    ComputeRound,
+    assignor_specs,
+    assignors_problem,
+    choose_computer,
+    common_assignor,
+    computing_member,
+    install_problem,
+    installed_epoch,
+)
+from .reconciliation import MemberAssignment, MemberState, Ownership, fenced_reason, reconcile
 from .records import (
     ClassicMemberMetadata,
     ConsumerGroupEpochRecord,
@@ -103,6 +127,16 @@ class ConsumerMember:
     server_assignor: str | None = None
     assignment: MemberAssignment[Item] = field(default_factory=MemberAssignment.joining)
     classic: ClassicMemberMetadata | None = None  # set while the member speaks the classic protocol
+    client_assignors: tuple[ClientAssignorSpec, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedGroup:
+    """The group as the computing member read it: what its install is validated against."""
+
+    epoch: int
+    subscriptions: dict[str, frozenset[str]]  # member id -> subscribed topic ids
+    partitions: dict[str, int]  # topic id -> partition count
 
 
 @dataclass
@@ -115,6 +149,8 @@ class ConsumerGroup:
     ownership: Ownership[Item] = field(default_factory=Ownership)
     subscribed_metadata: tuple[tuple[str, int], ...] = ()
     assignor_name: str = ""
+    compute: ComputeRound = field(default_factory=ComputeRound)
+    prepared: PreparedGroup | None = None
 
     type_name = "consumer"
 
@@ -151,6 +187,10 @@ def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-rebalance", group_id, member_id)
 
 
+def compute_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-compute", group_id, member_id)
+
+
 def _invalid(message: str) -> KafkaApiError:
     return KafkaApiError(ErrorCode.INVALID_REQUEST, message)
 
@@ -177,11 +217,14 @@ class ConsumerGroups:
         A member with reconciliation work pending — partitions to revoke, partitions still
         held by others, or an epoch behind the target — is asked back sooner, so a
         reconciliation that needs several heartbeats takes several short intervals instead
-        of several default ones. A settled member keeps the configured interval.
+        of several default ones. So is every member while a member computes the next target
+        (the chosen one must learn it, the others will likely move). A settled member keeps
+        the configured interval.
         """
         settled = (
             member.assignment.state == MemberState.STABLE
             and member.assignment.member_epoch == group.assignment_epoch
+            and group.group_epoch == group.assignment_epoch
         )
         return self.heartbeat_interval_ms if settled else self.pending_heartbeat_interval_ms
 
@@ -212,6 +255,11 @@ class ConsumerGroups:
                 raise _invalid("InstanceId can't be null.")
         elif epoch < TEMPORARY_LEAVE_EPOCH:
             raise _invalid("MemberEpoch is invalid.")
+        if body.server_assignor is not None and body.client_assignors is not None:
+            raise _invalid("ServerAssignor and ClientAssignors cannot be used together.")
+        problem = assignors_problem(body.client_assignors or ())
+        if problem is not None:
+            raise _invalid(problem)
         if body.server_assignor is not None and body.server_assignor not in self.assignors:
             raise KafkaApiError(
                 ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {body.server_assignor} is not supported."
@@ -277,6 +325,8 @@ class ConsumerGroups:
         group = self._group(body.group_id, body.member_epoch == 0, now_ms, out)
         member_id = body.member_id or (self.core.new_member_id("") if version == 0 else "")
         owned = self._owned_items(body.topic_partitions)
+        if body.client_assignors:
+            self._check_client_assignors(group, member_id, assignor_specs(body.client_assignors))
         member, joined = self._member_for(group, member_id, body, owned, now_ms, out)
         identity = snapshot(member)
         changed = self._update_member(member, body, request)
@@ -295,6 +345,9 @@ class ConsumerGroups:
             "member_id": member.member_id,
             "member_epoch": member.assignment.member_epoch,
             "heartbeat_interval_ms": self._heartbeat_interval(group, member),
+            "should_compute_assignment": group.compute.should_compute(
+                member.member_id, group.group_epoch, group.assignment_epoch
+            ),
             "assignment": self._assignment_field(member.assignment.assigned) if send_assignment else None,
         }
 
@@ -321,7 +374,10 @@ class ConsumerGroups:
             group.group_epoch += 1
             out.records.append(ConsumerGroupEpochRecord(group.group_id, group.group_epoch))
         if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group, out)
+            if self._client_selection(group) is None:
+                self._compute_target(group, out)
+            else:
+                self._choose_computer(group, now_ms)
         before = member.assignment
         member.assignment = reconcile(
             before,
@@ -391,26 +447,11 @@ class ConsumerGroups:
                     ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group."
                 )
             return self._new_member(group, member_id, body), True
-        self._check_epoch(member, epoch, owned)
+        reason = fenced_reason(member.assignment, epoch, owned)
+        if reason is not None:
+            # Kafka keeps a fenced consumer-protocol member: it rejoins with epoch 0.
+            raise KafkaApiError(ErrorCode.FENCED_MEMBER_EPOCH, reason)
         return member, False
-
-    def _check_epoch(self, member: ConsumerMember, epoch: int, owned: frozenset[Item] | None) -> None:
-        current = member.assignment.member_epoch
-        if epoch == 0 or epoch == current:
-            return
-        if epoch > current:
-            raise KafkaApiError(
-                ErrorCode.FENCED_MEMBER_EPOCH, f"Epoch {epoch} is newer than the member's {current}."
-            )
-        lost_response = (
-            epoch == member.assignment.previous_epoch
-            and owned is not None
-            and owned <= member.assignment.assigned
-        )
-        if not lost_response:
-            raise KafkaApiError(
-                ErrorCode.FENCED_MEMBER_EPOCH, f"Epoch {epoch} is older than the member's {current}."
-            )
 
     def _new_member(self, group: ConsumerGroup, member_id: str, body: Any) -> ConsumerMember:
         self.check_room(group)
@@ -432,8 +473,9 @@ class ConsumerGroups:
     ) -> ConsumerMember:
         """A restarted static member takes over its predecessor's subscription and assignment."""
         del group.members[old.member_id]
-        self.core.timers.cancel(session_key(group.group_id, old.member_id))
-        self.core.timers.cancel(rebalance_key(group.group_id, old.member_id))
+        for key in (session_key, rebalance_key, compute_key):
+            self.core.timers.cancel(key(group.group_id, old.member_id))
+        group.compute.forget(old.member_id)
         group.ownership.update(old.member_id, old.assignment, None)
         fresh = replace(
             old, member_id=member_id, assignment=replace(old.assignment, member_epoch=0, previous_epoch=0)
@@ -473,6 +515,11 @@ class ConsumerGroups:
         if body.server_assignor is not None and body.server_assignor != member.server_assignor:
             member.server_assignor = body.server_assignor
             changed = True
+        if body.client_assignors is not None:
+            # Names, versions, reason or metadata changed: the KIP's trigger for a new target.
+            specs = assignor_specs(body.client_assignors)
+            changed |= specs != member.client_assignors
+            member.client_assignors = specs
         return changed
 
     # -- target assignment ----------------------------------------------------------------
@@ -495,6 +542,9 @@ class ConsumerGroups:
         return True
 
     def _compute_target(self, group: ConsumerGroup, out: Outcome) -> None:
+        if group.compute.member_id is not None:  # the group left client-side assignment
+            self.core.timers.cancel(compute_key(group.group_id, group.compute.member_id))
+            group.compute.abandon()
         votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
         name = max(sorted(votes), key=lambda n: votes[n]) if votes else self.assignors[0]
         partitions = dict(group.subscribed_metadata)
@@ -526,6 +576,165 @@ class ConsumerGroups:
                 {"topic_id": t, "partitions": sorted(p)} for t, p in sorted(by_topic.items())
             ]
         }
+
+    # -- client-side assignment (ConsumerGroupPrepareAssignment / InstallAssignment) -------
+
+    def _client_selection(self, group: ConsumerGroup) -> tuple[str, int, int] | None:
+        """(assignor, lowest, highest version) when members compute the target, else None.
+
+        Only when every member declares client assignors and none asks for a server assignor
+        (a classic member of a migrating group declares none): the KIP's "a client side
+        assignor is used if possible", without overriding an explicit server-side vote.
+        """
+        members = list(group.members.values())
+        if not members or any(not m.client_assignors or m.server_assignor for m in members):
+            return None
+        return common_assignor([m.client_assignors for m in members])
+
+    def _check_client_assignors(
+        self, group: ConsumerGroup, member_id: str, specs: tuple[ClientAssignorSpec, ...]
+    ) -> None:
+        """The KIP: a member whose assignors share no version range with the others is refused."""
+        others = [
+            m.client_assignors
+            for m in group.members.values()
+            if m.member_id != member_id and m.client_assignors
+        ]
+        if others and common_assignor([*others, specs]) is None:
+            raise KafkaApiError(
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                "ClientAssignors share no assignor with overlapping versions with the group's members.",
+            )
+
+    def _choose_computer(self, group: ConsumerGroup, now_ms: int) -> None:
+        if self._client_selection(group) is None:
+            return
+        chosen = choose_computer(
+            group.compute, {m.member_id: m.client_assignors for m in group.members.values()}
+        )
+        if chosen is not None:
+            self.core.timers.schedule(
+                compute_key(group.group_id, chosen[0]), now_ms + group.members[chosen[0]].rebalance_timeout_ms
+            )
+
+    def on_compute_timeout(self, group_id: str, member_id: str, now_ms: int, out: Outcome) -> None:
+        """The chosen member did not install within its rebalance timeout: choose another."""
+        group = self.core.groups.get(group_id)
+        if isinstance(group, ConsumerGroup) and group.compute.member_id == member_id:
+            group.compute.timed_out()
+            group.prepared = None
+            if group.group_epoch > group.assignment_epoch:
+                self._choose_computer(group, now_ms)
+
+    def prepare(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+        try:
+            group, _ = computing_member(
+                self.core.groups, ConsumerGroup, request.body, "Consumer group", ErrorCode.STALE_MEMBER_EPOCH
+            )
+            selection = self._client_selection(group)
+            assert selection is not None, "a chosen computing member implies a common assignor"
+            name, lowest, highest = selection
+            partitions = dict(group.subscribed_metadata)
+            view = PreparedGroup(
+                group.group_epoch,
+                {m.member_id: self._subscribed_ids(m) & partitions.keys() for m in group.members.values()},
+                partitions,
+            )
+            group.compute.prepared(view.epoch, frozenset(view.subscriptions))
+            group.prepared = view
+            members = []
+            for m in group.members.values():
+                spec = next(a for a in m.client_assignors if a.name == name)
+                members.append({
+                    "member_id": m.member_id,
+                    "member_epoch": m.assignment.member_epoch,
+                    "instance_id": m.instance_id,
+                    "rack_id": m.rack_id,
+                    "subscribed_topic_ids": sorted(view.subscriptions[m.member_id]),
+                    "assignor": {"reason": spec.reason, "metadata_version": spec.metadata_version,
+                                 "metadata_bytes": spec.metadata},
+                    "topic_partitions": self._assignment_field(group.target.get(m.member_id, frozenset()))[
+                        "topic_partitions"
+                    ],
+                })  # fmt: skip
+            fields: dict[str, Any] = {
+                "error_code": ErrorCode.NONE,
+                "group_epoch": view.epoch,
+                "assignment_epoch": group.assignment_epoch,
+                "assignor_name": name,
+                "assignor_minimum_version": lowest,
+                "assignor_maximum_version": highest,
+                "members": members,
+                "topics": [
+                    {"topic_id": t, "topic_name": self.topics.name_of(t) or "", "num_partitions": n}
+                    for t, n in group.subscribed_metadata
+                ],
+            }
+        except KafkaApiError as exc:
+            fields = {"error_code": exc.code, "error_message": exc.message, "group_epoch": -1,
+                      "assignment_epoch": -1, "assignor_name": "", "assignor_minimum_version": -1,
+                      "assignor_maximum_version": -1, "members": [], "topics": []}  # fmt: skip
+        out.reply(request.request_id, {"throttle_time_ms": 0, "error_message": None, **fields})
+
+    def install(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+        try:
+            group, member = computing_member(
+                self.core.groups, ConsumerGroup, request.body, "Consumer group", ErrorCode.STALE_MEMBER_EPOCH
+            )
+            self._install(group, member, request.body, now_ms, out)
+            fields: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None}
+        except KafkaApiError as exc:
+            fields = {"error_code": exc.code, "error_message": exc.message}
+        out.reply(request.request_id, {"throttle_time_ms": 0, **fields})
+
+    def _install(
+        self, group: ConsumerGroup, member: ConsumerMember, body: Any, now_ms: int, out: Outcome
+    ) -> None:
+        prepared = installed_epoch(group.compute, body, "ConsumerGroupPrepareAssignment")
+        view = group.prepared
+        assert view is not None and view.epoch == prepared, "a prepared round keeps its view of the group"
+        if body.error == 0:
+            targets = {m.member_id: self._owned_items(m.partitions) or frozenset() for m in body.members}
+            self._validate_install(view, targets)
+            previous = group.target
+            group.target = {m: targets.get(m, frozenset()) for m in group.members}
+            for member_id, items in sorted(group.target.items()):
+                if previous.get(member_id) != items:
+                    out.records.append(TargetMemberRecord(group.group_id, member_id, items))
+            selection = self._client_selection(group)
+            group.assignor_name = selection[0] if selection else group.assignor_name
+        # An assignor error keeps the current target; its epoch advances so the group does not spin.
+        group.assignment_epoch = view.epoch
+        out.records.append(TargetEpochRecord(group.group_id, group.assignment_epoch, group.assignor_name))
+        self.core.timers.cancel(compute_key(group.group_id, member.member_id))
+        group.compute.installed(member.member_id)
+        group.prepared = None
+        if group.group_epoch > group.assignment_epoch:
+            self._choose_computer(group, now_ms)
+
+    def _validate_install(self, view: PreparedGroup, targets: dict[str, frozenset[Item]]) -> None:
+        """INVALID_ASSIGNMENT unless the targets fit the group as it was prepared."""
+
+        def named(items: frozenset[Item]) -> frozenset[tuple[str, int]]:
+            return frozenset((self.topics.name_of(t) or t, p) for t, p in items)
+
+        for member_id, items in sorted(targets.items()):
+            topics = frozenset(t for t, _ in items)
+            foreign = topics - view.subscriptions.get(member_id, topics)  # unknown members: below
+            if foreign:
+                names = sorted(self.topics.name_of(t) or t for t in foreign)
+                raise KafkaApiError(
+                    ErrorCode.INVALID_ASSIGNMENT,
+                    f"Invalid assignment: {member_id} is assigned topics it does not subscribe to: {names}.",
+                )
+        covered = frozenset((t, p) for t, n in view.partitions.items() for p in range(n))
+        problem = install_problem(
+            named(covered),  # type: ignore[arg-type]
+            {m: named(items) for m, items in targets.items()},  # type: ignore[misc]
+            frozenset(view.subscriptions),
+        )
+        if problem is not None:
+            raise KafkaApiError(ErrorCode.INVALID_ASSIGNMENT, f"Invalid assignment: {problem}.")
 
     # -- leaving and fencing --------------------------------------------------------------
 
@@ -573,8 +782,9 @@ class ConsumerGroups:
         out.records.extend(member_tombstones(group.group_id, member_id))
         group.ownership.update(member_id, member.assignment, None)
         group.target.pop(member_id, None)
-        self.core.timers.cancel(session_key(group.group_id, member_id))
-        self.core.timers.cancel(rebalance_key(group.group_id, member_id))
+        for key in (session_key, rebalance_key, compute_key):
+            self.core.timers.cancel(key(group.group_id, member_id))
+        group.compute.forget(member_id)
         group.group_epoch += 1
         out.records.append(ConsumerGroupEpochRecord(group.group_id, group.group_epoch))
         self._metadata_changed(group)
@@ -649,7 +859,8 @@ class ConsumerGroups:
                     "group_state": group.state.value,
                     "group_epoch": group.group_epoch,
                     "assignment_epoch": group.assignment_epoch,
-                    "assignor_name": group.assignor_name or self.assignors[0],
+                    "assignor_name": group.assignor_name
+                    or next(iter(self._client_selection(group) or ()), self.assignors[0]),
                     "members": members,
                 }
             )
@@ -744,12 +955,15 @@ class ConsumerGroups:
         member.subscribed_topic_regex = v.subscribed_topic_regex
         member.rebalance_timeout_ms, member.server_assignor = v.rebalance_timeout_ms, v.server_assignor
         member.classic = v.classic
+        member.client_assignors = v.client_assignors
 
     def load_complete(self, now_ms: int) -> None:
         for group in self.core.groups.values():
             if isinstance(group, ConsumerGroup):
                 for member in group.members.values():
                     self.refresh_session(group, member, now_ms)
+                if group.group_epoch > group.assignment_epoch and self._client_selection(group):
+                    self._choose_computer(group, now_ms)
 
 
 def snapshot(member: ConsumerMember) -> ConsumerMemberSnapshot:
@@ -763,6 +977,7 @@ def snapshot(member: ConsumerMember) -> ConsumerMemberSnapshot:
         member.rebalance_timeout_ms,
         member.server_assignor,
         member.classic,
+        member.client_assignors,
     )
 
 

@@ -46,6 +46,7 @@ CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 # The project's private block of API keys (docs/protocol.md).
 CONNECT_GROUP_HEARTBEAT, CONNECT_GROUP_PREPARE_ASSIGNMENT = 10000, 10001
 CONNECT_GROUP_INSTALL_ASSIGNMENT, CONNECT_GROUP_DESCRIBE = 10002, 10003
+CONSUMER_GROUP_PREPARE_ASSIGNMENT, CONSUMER_GROUP_INSTALL_ASSIGNMENT = 10010, 10011
 GROUP_APIS = (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS,
               LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE)  # fmt: skip
 OFFSET_EXPIRY_KEY = ("offset-expiry",)
@@ -94,6 +95,8 @@ class GroupCoordinator:
         if self.consumer is not None:
             self._handlers[CONSUMER_GROUP_HEARTBEAT] = self.consumer.heartbeat
             self._handlers[CONSUMER_GROUP_DESCRIBE] = self.consumer.describe
+            self._handlers[CONSUMER_GROUP_PREPARE_ASSIGNMENT] = self.consumer.prepare
+            self._handlers[CONSUMER_GROUP_INSTALL_ASSIGNMENT] = self.consumer.install
 
     # -- the state machine's interface ----------------------------------------------------
 
@@ -121,6 +124,8 @@ class GroupCoordinator:
                 self.consumer.on_session_expired(key[1], key[2], now_ms, out)
             elif kind == "consumer-rebalance" and self.consumer is not None:
                 self.consumer.on_rebalance_timeout(key[1], key[2], now_ms, out)
+            elif kind == "consumer-compute" and self.consumer is not None:
+                self.consumer.on_compute_timeout(key[1], key[2], now_ms, out)
             elif kind in ("consumer-classic-join", "consumer-classic-sync") and self.migration is not None:
                 self.migration.on_classic_timeout(key[1], key[2], now_ms, out)
             elif kind == "connect-session":

@@ -19,6 +19,7 @@ from connect_rebalance.protocol.coordinator_records import (
 )
 
 from . import connect_records
+from .client_assignment import ClientAssignorSpec, assignor_specs
 from .connect_records import CONNECT_RECORD_TYPES, ConnectRecord, decode_connect_record, encode_connect_record
 from .reconciliation import MemberAssignment, MemberState
 
@@ -101,6 +102,7 @@ class ConsumerMemberSnapshot:
     rebalance_timeout_ms: int
     server_assignor: str | None
     classic: ClassicMemberMetadata | None = None
+    client_assignors: tuple[ClientAssignorSpec, ...] = ()  # KIP-848 client-side assignment
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +203,18 @@ def _encode_consumer_record(record: Record) -> tuple[bytes, bytes | None]:
                 rebalance_timeout_ms=m.rebalance_timeout_ms,
                 server_assignor=m.server_assignor,
                 classic_member_metadata=classic,
+                client_assignors=[
+                    member_cls.Assignor(
+                        name=a.name,
+                        minimum_version=a.minimum_version,
+                        maximum_version=a.maximum_version,
+                        reason=a.reason,
+                        metadata_version=a.metadata_version,
+                        metadata_bytes=a.metadata,
+                    )
+                    for a in m.client_assignors
+                ]  # fmt: skip
+                or None,
             ).encode()
         )
     elif isinstance(record, TargetMemberRecord):
@@ -270,6 +284,7 @@ def _decode_consumer_record(key_version: int, key: bytes, value: bytes | None) -
                     v.classic_member_metadata.session_timeout_ms,
                     tuple((p.name, bytes(p.metadata)) for p in v.classic_member_metadata.supported_protocols),
                 ),
+                assignor_specs(v.client_assignors or ()),
             ),
         )
     if key_version == 7:
