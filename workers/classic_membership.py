@@ -230,7 +230,11 @@ class ClassicMembership:
                      self.protocol, join["leader"])  # fmt: skip
             assignments: list[dict[str, Any]] = []
             if join["leader"] == self.member_id:
-                computed = await self._lead(join["members"])
+                try:
+                    computed = await self._lead(join["members"])
+                except Exception as exc:  # noqa: BLE001 - still sync, so no one waits out the timeout
+                    log.warning("%s: computing the assignment failed: %s", self.member_id, exc)
+                    computed = {}  # every member reads an empty assignment and rejoins
                 assignments = [{"member_id": m, "assignment": a} for m, a in computed.items()]
             sent = time.monotonic()
             sync = await self._call(
