@@ -167,7 +167,7 @@ class Herder:
                 self.membership.heartbeat_now()
 
     def is_leader(self) -> bool:
-        return self.leader.leader == self.membership.member_id
+        return bool(self.leader.leader) and self.leader.leader == self.membership.member_id
 
     async def _snapshot(self) -> tuple[frozenset[Work], int]:
         """The config read to its end: what a classic group's leader assigns from."""
