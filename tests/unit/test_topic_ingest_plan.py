@@ -1,0 +1,100 @@
+"""TopicIngest's pure parts: option parsing, read limits, the partition split, task configs,
+validation, and offsets read back from a Spark checkpoint's files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workers.connectors.topic_ingest import TopicIngest, partitions_of_task
+from workers.connectors.topic_spark_source import (
+    PartitionRange,
+    TopicStreamReader,
+    committed_offsets,
+    fair_share,
+    parse_assignment,
+)
+
+pytestmark = pytest.mark.unit
+
+
+def test_assignment_text_parses_sorted_and_rejects_what_is_not_topic_colon_partition() -> None:
+    assert parse_assignment("b:1, a.x:0,b:1,") == [("a.x", 0), ("b", 1)]
+    with pytest.raises(ValueError, match="'b' is not topic:partition"):
+        parse_assignment("a:0,b")
+
+
+def test_a_read_limit_is_shared_fairly_and_what_a_small_backlog_leaves_goes_to_the_rest() -> None:
+    start = {("t", 0): 0, ("t", 1): 100, ("t", 2): 5}
+    latest = {("t", 0): 1000, ("t", 1): 110, ("t", 2): 5}
+    # 10 for partition 1 (all it has), the other 290 to partition 0; partition 2 has nothing.
+    assert fair_share(start, latest, 300) == {("t", 0): 290, ("t", 1): 110, ("t", 2): 5}
+    assert fair_share(start, latest, 10_000) == latest
+
+
+def test_the_reader_needs_a_cluster_and_exactly_one_of_assign_and_subscribe() -> None:
+    with pytest.raises(ValueError, match="bootstrap.servers"):
+        TopicStreamReader({"assign": "t:0"})
+    with pytest.raises(ValueError, match="exactly one"):
+        TopicStreamReader({"bootstrap.servers": "h:1", "assign": "t:0", "subscribe": "t"})
+
+
+def test_the_reader_plans_one_range_per_partition_with_new_records() -> None:
+    reader = TopicStreamReader({"bootstrap.servers": "h:1", "assign": "t:0,t:1,u:0"})
+    start = {"t": {"0": 5, "1": 7}}
+    end = {"t": {"0": 9, "1": 7}, "u": {"0": 3}}
+    assert reader.partitions(start, end) == [PartitionRange("t", 0, 5, 9), PartitionRange("u", 0, 0, 3)]
+
+
+def test_tasks_split_each_topic_evenly_and_adding_partitions_moves_none() -> None:
+    before = [("orders", p) for p in range(6)] + [("refunds", p) for p in range(3)]
+    after = before + [("orders", p) for p in range(6, 12)]
+    split_before = [partitions_of_task(before, i, 4) for i in range(4)]
+    split_after = [partitions_of_task(after, i, 4) for i in range(4)]
+    assert sorted(tp for share in split_before for tp in share) == sorted(before)
+    # Each topic's partitions are spread evenly (round robin from a place the topic's name picks).
+    orders = [len([tp for tp in share if tp[0] == "orders"]) for share in split_before]
+    assert sorted(orders) == [1, 1, 2, 2]
+    assert all(set(b) <= set(a) for b, a in zip(split_before, split_after, strict=True))
+
+
+def test_task_configs_carry_the_settings_and_each_tasks_place_in_the_split() -> None:
+    config = {"name": "ingest", "connector.class": "TopicIngest", "topics": "b, a", "output.path": "/o"}
+    assert TopicIngest.validate(config) == []
+    configs = TopicIngest().task_configs(config, 3)
+    assert [c["task.index"] for c in configs] == ["0", "1", "2"]
+    assert {c["task.count"] for c in configs} == {"3"}
+    assert configs[0]["topics"] == "a,b"
+    assert configs[0]["trigger.interval.ms"] == "1000"
+
+
+def test_bad_settings_are_named() -> None:
+    config = {"name": "i", "connector.class": "TopicIngest", "topics": "a b", "output.path": "/o",
+              "starting.offsets": "middle", "bootstrap.servers": "nohost"}  # fmt: skip
+    problems = {p.name: p.message for p in TopicIngest.validate(config)}
+    assert set(problems) == {"topics", "starting.offsets", "bootstrap.servers"}
+    assert "'a b' is not a valid topic name" in problems["topics"]
+
+
+def write_batch(checkpoint: Path, batch: int, offsets: str, committed: bool) -> None:
+    (checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
+    (checkpoint / "commits").mkdir(parents=True, exist_ok=True)
+    (checkpoint / "offsets" / str(batch)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{offsets}')
+    if committed:
+        (checkpoint / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+
+
+def test_offsets_are_those_of_the_last_committed_batch(tmp_path: Path) -> None:
+    assert committed_offsets(str(tmp_path)) is None
+    write_batch(tmp_path, 0, '{"t":{"0":10}}', committed=True)
+    write_batch(tmp_path, 1, '{"t":{"0":20}}', committed=True)
+    write_batch(tmp_path, 2, '{"t":{"0":30}}', committed=False)  # in flight: re-run on restart
+    assert committed_offsets(str(tmp_path)) == {"t": {"0": 20}}
+    other = tmp_path / "other"
+    write_batch(other, 0, '{"u":{"1":4,"0":2}}', committed=True)
+    assert TopicIngest.checkpoint_offsets([str(tmp_path), str(other), str(tmp_path / "none")]) == [
+        {"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 20}},
+        {"partition": {"kafka_topic": "u", "kafka_partition": 0}, "offset": {"kafka_offset": 2}},
+        {"partition": {"kafka_topic": "u", "kafka_partition": 1}, "offset": {"kafka_offset": 4}},
+    ]

@@ -1,0 +1,111 @@
+"""TopicIngest: topic partitions on the coordinator (or any Kafka cluster) -> Parquet, with Spark.
+
+Each task runs one Structured Streaming query: the `topic` data source
+(`topic_spark_source`) over the task's share of the partitions, into Parquet under
+`<output.path>/task-<n>` (one directory per task: a file sink's `_spark_metadata` log has
+one writer). The query's offsets live in its checkpoint, so a task that moves to another
+worker — after a graceful stop or a crash — resumes after its last committed batch, and
+reading the output through Spark gives every record once (`read_output`).
+
+The split needs no lookup when task configs are made (a connector has no cluster to ask
+then): each task config names its index and the task count, and the task, when it starts,
+finds the topics' partitions and keeps those with `(crc32(topic) + partition) % tasks ==
+index`. Adding partitions to a topic moves no existing partition to another task, so no
+checkpoint loses a partition it had read.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..plugins import ConfigDef, Connector, non_negative_int, positive_int
+
+STARTING = ("earliest", "latest")
+
+
+def _topics(value: str) -> list[str]:
+    return sorted({t.strip() for t in value.split(",") if t.strip()})
+
+
+def _valid_topics(value: str) -> str | None:
+    for topic in _topics(value):
+        if len(topic) > 249 or not all(c.isalnum() or c in "._-" for c in topic):
+            return f"{topic!r} is not a valid topic name"
+    return None if _topics(value) else "must name at least one topic"
+
+
+def _valid_starting(value: str) -> str | None:
+    return None if value in STARTING else "must be earliest or latest"
+
+
+def _valid_bootstrap(value: str) -> str | None:
+    for server in (s.strip() for s in value.split(",") if s.strip()):
+        host, sep, port = server.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            return f"{server!r} is not host:port"
+    return None
+
+
+def task_owns(topic: str, partition: int, index: int, count: int) -> bool:
+    """Whether task `index` of `count` reads this partition (stable as partitions are added)."""
+    return (zlib.crc32(topic.encode()) + partition) % count == index
+
+
+def partitions_of_task(
+    partitions: Sequence[tuple[str, int]], index: int, count: int
+) -> list[tuple[str, int]]:
+    return sorted(tp for tp in partitions if task_owns(tp[0], tp[1], index, count))
+
+
+def output_dir(config: Mapping[str, str], index: int) -> str:
+    return str(Path(config["output.path"]) / f"task-{index}")
+
+
+def read_output(spark: Any, path: str) -> Any:
+    """Every task's output under `path`, read through Spark (honouring each sink's log)."""
+    frames = [spark.read.parquet(str(d)) for d in sorted(Path(path).glob("task-*")) if d.is_dir()]
+    if not frames:
+        raise FileNotFoundError(f"no task output under {path}")
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
+
+
+class TopicIngest(Connector):
+    type = "source"
+    config_defs = [
+        ConfigDef("topics", required=True, validate=_valid_topics,
+                  documentation="Topics to ingest, comma-separated; their partitions are split among tasks."),
+        ConfigDef("output.path", required=True,
+                  documentation="Directory of the Parquet output; task n writes task-n below it."),
+        ConfigDef("bootstrap.servers", default="", validate=_valid_bootstrap,
+                  documentation="Kafka cluster to read from (host:port,...); empty: the worker's."),
+        ConfigDef("trigger.interval.ms", "LONG", default="1000", validate=positive_int,
+                  documentation="How often a micro-batch starts."),
+        ConfigDef("max.records.per.batch", "LONG", default="10000", validate=non_negative_int,
+                  documentation="At most this many records per micro-batch and task (0: no limit)."),
+        ConfigDef("starting.offsets", default="earliest", validate=_valid_starting,
+                  documentation="Where a task with no checkpoint starts: earliest or latest."),
+    ]  # fmt: skip
+
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        shared = {d.name: config.get(d.name, d.default or "") for d in self.config_defs}
+        shared["topics"] = ",".join(_topics(config["topics"]))
+        return [{**shared, "task.index": str(i), "task.count": str(max_tasks)} for i in range(max_tasks)]
+
+    @classmethod
+    def checkpoint_offsets(cls, checkpoints: Sequence[str]) -> list[dict[str, Any]]:
+        """Kafka Connect's offsets for its tasks' checkpoints (sink-connector shape)."""
+        from .topic_spark_source import committed_offsets
+
+        offsets = []
+        for checkpoint in checkpoints:
+            for topic, by_partition in (committed_offsets(checkpoint) or {}).items():
+                for partition, offset in by_partition.items():
+                    offsets.append({"partition": {"kafka_topic": topic, "kafka_partition": int(partition)},
+                                    "offset": {"kafka_offset": offset}})  # fmt: skip
+        return sorted(offsets, key=lambda o: tuple(o["partition"].values()))
