@@ -8,6 +8,7 @@ import json
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,20 +20,28 @@ from tests.support.worker_cluster import WorkerCluster, rest, stops
 
 pytestmark = pytest.mark.integration
 SESSION_MS = 3000
+CUT_OFF_SESSION_MS = 6000
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[WorkerCluster]:
-    coordinator = CoordinatorProcess(
-        tmp_path / "data",
-        {"group.connect.session.timeout.ms": str(SESSION_MS), "group.connect.heartbeat.interval.ms": "1000"},
-    ).start()
+@contextmanager
+def worker_cluster(tmp_path: Path, session_ms: int) -> Iterator[WorkerCluster]:
+    settings = {
+        "group.connect.session.timeout.ms": str(session_ms),
+        "group.connect.heartbeat.interval.ms": "1000",
+    }
+    coordinator = CoordinatorProcess(tmp_path / "data", settings).start()
     workers = WorkerCluster(tmp_path, coordinator)
     try:
         yield workers
     finally:
         workers.stop_all()
         coordinator.kill()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[WorkerCluster]:
+    with worker_cluster(tmp_path, SESSION_MS) as workers:
+        yield workers
 
 
 def source(name: str, tasks: int, throughput: int = 2) -> dict[str, object]:
@@ -145,3 +154,103 @@ def test_a_join_moves_only_what_balance_needs_and_a_graceful_leave_moves_at_once
     w2.kill()  # a crash: its items move once its session has expired
     wait_until(lambda: cluster.balanced("orders", 10), 30, "w2's items to move to w1")
     assert stops(w1.url, "orders") == stops_before, "w1 stopped nothing"
+
+
+def records_by_task(bootstrap: str, topic: str) -> dict[str, list[tuple[int, int, str]]]:
+    """(timestamp ms, seq, worker) of every record the verifiable source wrote so far, per task."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        end = consumer.end_offsets(partitions)
+        by_task: dict[str, list[tuple[int, int, str]]] = {}
+        deadline = time.monotonic() + 30
+        while any(consumer.position(tp) < end[tp] for tp in partitions):
+            assert time.monotonic() < deadline, f"could not read {topic} to its end"
+            for records in consumer.poll(timeout_ms=500).values():
+                for record in records:
+                    value = json.loads(record.value)
+                    key = record.key.decode()
+                    by_task.setdefault(key, []).append((record.timestamp, value["seq"], value["worker"]))
+        return by_task
+    finally:
+        consumer.close()
+
+
+def runs_of(records: list[tuple[int, int, str]]) -> list[list[tuple[int, int, str]]]:
+    """Records in the order they were written, cut wherever the worker changes or the sequence
+    does not go on by one: each piece is one uninterrupted runner."""
+    runs: list[list[tuple[int, int, str]]] = []
+    for record in sorted(records):
+        if runs and runs[-1][-1][2] == record[2] and runs[-1][-1][1] + 1 == record[1]:
+            runs[-1].append(record)
+        else:
+            runs.append([record])
+    return runs
+
+
+@pytest.fixture
+def slow_session_cluster(tmp_path: Path) -> Iterator[WorkerCluster]:
+    """A session long enough that a loaded machine can observe the stop inside it."""
+    with worker_cluster(tmp_path, CUT_OFF_SESSION_MS) as workers:
+        yield workers
+
+
+def test_workers_cut_off_from_the_coordinator_stop_their_tasks_before_anyone_else_runs_them(
+    slow_session_cluster: WorkerCluster,
+) -> None:
+    cluster = slow_session_cluster
+    workers = [cluster.start(n) for n in ("w1", "w2", "w3")]
+    rest("POST", f"{workers[0].url}/connectors", source("orders", 6, throughput=5))
+    wait_until(lambda: cluster.balanced("orders", 7), 30, "7 items over 3 workers")
+    bootstrap = cluster.coordinator.bootstrap
+    wait_until(lambda: len(records_by_task(bootstrap, "orders-out")) == 6, 30, "every task writing")
+    cluster.coordinator.pause()  # SIGSTOP: no heartbeat is answered
+    paused_at = time.monotonic()
+    try:
+
+        def everything_stopped() -> bool:
+            return all(
+                metrics_of(w).get("connect_worker_zombie_stops_total", 0) >= 1
+                and metrics_of(w).get('connect_worker_running{connector="orders"}', 0) == 0
+                for w in workers
+            )
+
+        wait_until(
+            everything_stopped, CUT_OFF_SESSION_MS / 1000, "every worker to stop its work within the session"
+        )
+        stopped_after = time.monotonic() - paused_at
+        # Keep the coordinator away past the session timeout, as a real partition would.
+        time.sleep(max(0.0, 1.5 * CUT_OFF_SESSION_MS / 1000 - stopped_after))
+    finally:
+        cluster.coordinator.resume()
+    assert stopped_after < CUT_OFF_SESSION_MS / 1000
+    wait_until(lambda: cluster.balanced("orders", 7), 60, "the workers to rejoin and run everything again")
+    before = {
+        task: max(seq for _, seq, _ in records)
+        for task, records in records_by_task(bootstrap, "orders-out").items()
+    }
+
+    def every_task_wrote_again() -> bool:
+        now = records_by_task(bootstrap, "orders-out")
+        return all(max(seq for _, seq, _ in now[task]) > last for task, last in before.items())
+
+    wait_until(every_task_wrote_again, 30, "every task writing again after the rejoin")
+    for task, records in records_by_task(bootstrap, "orders-out").items():
+        runs = runs_of(records)
+        # One run before the pause and at most one after it: two runners at once would interleave.
+        assert len(runs) <= 2, f"{task}: {[(r[0][2], len(r)) for r in runs]}"
+        # The second runner resumes from the stored offset: nothing skipped, and at most the
+        # records after the last stored offset written again (a source is at least once).
+        seqs = {seq for _, seq, _ in records}
+        assert seqs == set(range(max(seqs) + 1)), f"{task}: sequence numbers skipped"
+        assert len(records) - len(seqs) <= 5, f"{task}: {len(records) - len(seqs)} records written twice"
+
+
+def metrics_of(worker: object) -> dict[str, float]:
+    from tests.support.worker_cluster import metrics
+
+    return metrics(worker.url)  # type: ignore[attr-defined]
