@@ -632,7 +632,8 @@ class ConsumerGroups:
                 self.core.groups, ConsumerGroup, request.body, "Consumer group", ErrorCode.STALE_MEMBER_EPOCH
             )
             selection = self._client_selection(group)
-            assert selection is not None, "a chosen computing member implies a common assignor"
+            if selection is None:  # not expected: leaving client-side assignment ends the round
+                raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, "The target is computed server-side.")
             name, lowest, highest = selection
             partitions = dict(group.subscribed_metadata)
             view = PreparedGroup(
@@ -692,7 +693,8 @@ class ConsumerGroups:
     ) -> None:
         prepared = installed_epoch(group.compute, body, "ConsumerGroupPrepareAssignment")
         view = group.prepared
-        assert view is not None and view.epoch == prepared, "a prepared round keeps its view of the group"
+        if view is None or view.epoch != prepared:  # not expected: a round keeps its view of the group
+            raise _invalid("Call ConsumerGroupPrepareAssignment before installing an assignment.")
         if body.error == 0:
             targets = {m.member_id: self._owned_items(m.partitions) or frozenset() for m in body.members}
             self._validate_install(view, targets)

@@ -325,3 +325,28 @@ def test_after_a_restart_the_group_asks_a_member_to_compute_again() -> None:
     assert epoch >= 2
     assert g.install("A", epoch, {"A": g.tp("orders", 0, 1), "B": g.tp("orders", 2, 3)})["error_code"] == 0
     assert g.group().assignment_epoch == g.group().group_epoch
+
+
+def test_the_tagged_fields_leave_kafkas_heartbeat_bytes_unchanged_for_real_clients() -> None:
+    from connect_rebalance.protocol import codec
+
+    answer = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": "m",
+              "member_epoch": 3, "heartbeat_interval_ms": 5000, "assignment": None}  # fmt: skip
+    for version in (0, 1):
+        kafka = bytes(codec.build_response(CONSUMER_GROUP_HEARTBEAT, version, answer).encode())
+        unasked = {**answer, "should_compute_assignment": False}
+        assert bytes(codec.build_response(CONSUMER_GROUP_HEARTBEAT, version, unasked).encode()) == kafka
+        assert kafka.endswith(b"\x00"), "no tagged fields"
+        asked = codec.build_response(
+            CONSUMER_GROUP_HEARTBEAT, version, {**answer, "should_compute_assignment": True}
+        )
+        decoded = codec.decode_response_body(
+            CONSUMER_GROUP_HEARTBEAT, version, b"\x00\x00\x00\x07\x00" + bytes(asked.encode())
+        )[1]
+        assert decoded.should_compute_assignment is True
+        request = heartbeat_fields("cg", "m", 3, owned=())
+        plain = bytes(codec.build_request(CONSUMER_GROUP_HEARTBEAT, version, request).encode())
+        decoded_request = codec.decode_request_body(
+            codec.RequestHeader(CONSUMER_GROUP_HEARTBEAT, version, 1, "c"), plain, 0
+        )
+        assert decoded_request.client_assignors is None
