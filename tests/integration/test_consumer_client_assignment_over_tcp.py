@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -210,3 +211,38 @@ def test_librdkafka_consumer_group_members_keep_working_beside_a_client_assigned
     client_group = described[GROUP].result(30)
     assert client_group.type == ConsumerGroupType.CONSUMER and len(client_group.members) == 1
     assert sorted(p.partition for p in client_group.members[0].assignment.topic_partitions) == [0, 1, 2, 3]
+
+
+async def restart_scenario(coordinator: CoordinatorProcess) -> None:
+    clients = [await ProtocolClient.connect(coordinator.bootstrap, f"member-{i}") for i in range(2)]
+    members = [ClientAssigningMember(ConsumerGroupApi(cl), n) for cl, n in zip(clients, "ab", strict=True)]
+    try:
+        await settle(members, converged(members[0].api, members), 30)
+        (before,) = await members[0].api.describe(GROUP)
+        held = [m.held for m in members]
+        for client in clients:
+            await client.close()
+        coordinator.kill()  # kill -9: only what was written survives
+        coordinator.start()
+        clients = [await ProtocolClient.connect(coordinator.bootstrap, f"member-{i}") for i in range(2)]
+        for member, client in zip(members, clients, strict=True):
+            member.api = ConsumerGroupApi(client)
+        (after,) = await members[0].api.describe(GROUP)
+        assert after["assignment_epoch"] == before["assignment_epoch"]
+        assert {m["member_id"]: m["target_assignment"] for m in after["members"]} == {
+            m["member_id"]: m["target_assignment"] for m in before["members"]
+        }, "the installed target survived the restart"
+        await settle(members, converged(members[0].api, members), 30)
+        assert [m.held for m in members] == held, "no partition moved across the restart"
+    finally:
+        for client in clients:
+            await client.close()
+
+
+def test_an_installed_target_survives_a_kill_9_of_the_coordinator(tmp_path: Path) -> None:
+    coordinator = CoordinatorProcess(tmp_path / "data").start()
+    try:
+        create_topic(coordinator.bootstrap, TOPIC, PARTITIONS)
+        asyncio.run(restart_scenario(coordinator))
+    finally:
+        coordinator.kill()
