@@ -44,7 +44,9 @@ result with ConsumerGroupInstallAssignment, validated against the group as it wa
 exactly once, only to a member subscribing to its topic. A valid install for an older group
 epoch is accepted and the next round starts at once; an assignor error keeps the current
 target (its epoch still advances); a chosen member that does not install within its
-rebalance timeout is passed over. Reconciliation is unchanged: revoke before assign.
+rebalance timeout is passed over. Reconciliation is unchanged: revoke before assign. The
+metadata the assignor computed for a member, and its error, reach the member in its
+heartbeat's Assignment (tagged fields) once it is at the target's epoch.
 
 Online migration (migration.py): a group may hold members speaking the classic protocol
 (`ConsumerMember.classic` is set); they go through the same pipeline (`advance_member`),
@@ -92,6 +94,7 @@ if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
 
 Item = tuple[str, int]  # (topic id, partition)
+NO_METADATA: tuple[int, bytes] = (0, b"")
 LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH = -1, -2
 MEMBER_ID_REQUIRED_FROM_VERSION = 1
 REGEX_FROM_VERSION = 1
@@ -151,6 +154,9 @@ class ConsumerGroup:
     assignor_name: str = ""
     compute: ComputeRound = field(default_factory=ComputeRound)
     prepared: PreparedGroup | None = None
+    # What a client-side assignor computed with the target: per member (version, bytes), and its error.
+    target_metadata: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    target_error: int = 0
 
     type_name = "consumer"
 
@@ -339,7 +345,13 @@ class ConsumerGroups:
             )
             and body.topic_partitions is not None
         )
-        send_assignment = body.member_epoch == 0 or full or member.assignment.assigned != before.assigned
+        result = self._assignor_result(group, member)
+        send_assignment = (
+            body.member_epoch == 0
+            or full
+            or member.assignment.assigned != before.assigned
+            or (bool(result) and member.assignment.member_epoch != before.member_epoch)
+        )
         return {
             "error_code": ErrorCode.NONE,
             "member_id": member.member_id,
@@ -348,8 +360,22 @@ class ConsumerGroups:
             "should_compute_assignment": group.compute.should_compute(
                 member.member_id, group.group_epoch, group.assignment_epoch
             ),
-            "assignment": self._assignment_field(member.assignment.assigned) if send_assignment else None,
+            "assignment": {**self._assignment_field(member.assignment.assigned), **result}
+            if send_assignment
+            else None,
         }
+
+    def _assignor_result(self, group: ConsumerGroup, member: ConsumerMember) -> dict[str, Any]:
+        """A client-side assignor's error and this member's metadata, for its heartbeat's Assignment.
+
+        Sent once the member has reached the target's epoch (the metadata belongs to that
+        target), and only when not the defaults, so server-side answers keep Kafka's bytes.
+        """
+        version, metadata = group.target_metadata.get(member.member_id, NO_METADATA)
+        at_target = member.assignment.member_epoch == group.assignment_epoch
+        if not at_target or (not group.target_error and (version, metadata) == NO_METADATA):
+            return {}
+        return {"error": group.target_error, "metadata_version": version, "metadata_bytes": metadata}
 
     def advance_member(
         self,
@@ -484,10 +510,17 @@ class ConsumerGroups:
         group.ownership.update(member_id, None, fresh.assignment)
         if old.member_id in group.target:
             group.target[member_id] = group.target.pop(old.member_id)
+        if old.member_id in group.target_metadata:
+            group.target_metadata[member_id] = group.target_metadata.pop(old.member_id)
         out.records.extend(member_tombstones(group.group_id, old.member_id))
         out.records.append(ConsumerMemberRecord(group.group_id, member_id, snapshot(fresh)))
         if member_id in group.target:
-            out.records.append(TargetMemberRecord(group.group_id, member_id, group.target[member_id]))
+            out.records.append(
+                TargetMemberRecord(
+                    group.group_id, member_id, group.target[member_id],
+                    group.target_metadata.get(member_id, NO_METADATA),
+                )
+            )  # fmt: skip
         out.records.append(CurrentAssignmentRecord(group.group_id, member_id, fresh.assignment))
         return fresh
 
@@ -558,14 +591,25 @@ class ConsumerGroups:
             )
             for m in group.members.values()
         }
-        previous = group.target
-        group.target = dict(ASSIGNORS[name].assign(specs, partitions))
-        group.assignor_name = name
+        self._set_target(group, dict(ASSIGNORS[name].assign(specs, partitions)), {}, out)
+        group.assignor_name, group.target_error = name, 0
         group.assignment_epoch = group.group_epoch
-        for member_id, items in sorted(group.target.items()):
-            if previous.get(member_id) != items:
-                out.records.append(TargetMemberRecord(group.group_id, member_id, items))
         out.records.append(TargetEpochRecord(group.group_id, group.assignment_epoch, name))
+
+    def _set_target(
+        self,
+        group: ConsumerGroup,
+        target: dict[str, frozenset[Item]],
+        metadata: dict[str, tuple[int, bytes]],
+        out: Outcome,
+    ) -> None:
+        """Replace the target; a record for each member whose partitions or assignor metadata changed."""
+        previous, previous_metadata = group.target, group.target_metadata
+        group.target, group.target_metadata = target, metadata
+        for member_id, items in sorted(target.items()):
+            meta = metadata.get(member_id, NO_METADATA)
+            if previous.get(member_id) != items or previous_metadata.get(member_id, NO_METADATA) != meta:
+                out.records.append(TargetMemberRecord(group.group_id, member_id, items, meta))
 
     def _assignment_field(self, items: frozenset[Item]) -> dict[str, Any]:
         by_topic: dict[str, list[int]] = {}
@@ -698,16 +742,20 @@ class ConsumerGroups:
         if body.error == 0:
             targets = {m.member_id: self._owned_items(m.partitions) or frozenset() for m in body.members}
             self._validate_install(view, targets)
-            previous = group.target
-            group.target = {m: targets.get(m, frozenset()) for m in group.members}
-            for member_id, items in sorted(group.target.items()):
-                if previous.get(member_id) != items:
-                    out.records.append(TargetMemberRecord(group.group_id, member_id, items))
+            metadata = {
+                m.member_id: (m.metadata_version, bytes(m.metadata_bytes))
+                for m in body.members
+                if m.member_id in group.members
+                and (m.metadata_version, bytes(m.metadata_bytes)) != NO_METADATA
+            }
+            self._set_target(group, {m: targets.get(m, frozenset()) for m in group.members}, metadata, out)
             selection = self._client_selection(group)
             group.assignor_name = selection[0] if selection else group.assignor_name
         # An assignor error keeps the current target; its epoch advances so the group does not spin.
-        group.assignment_epoch = view.epoch
-        out.records.append(TargetEpochRecord(group.group_id, group.assignment_epoch, group.assignor_name))
+        group.assignment_epoch, group.target_error = view.epoch, body.error
+        out.records.append(
+            TargetEpochRecord(group.group_id, group.assignment_epoch, group.assignor_name, group.target_error)
+        )
         self.core.timers.cancel(compute_key(group.group_id, member.member_id))
         group.compute.installed(member.member_id)
         group.prepared = None
@@ -784,6 +832,7 @@ class ConsumerGroups:
         out.records.extend(member_tombstones(group.group_id, member_id))
         group.ownership.update(member_id, member.assignment, None)
         group.target.pop(member_id, None)
+        group.target_metadata.pop(member_id, None)
         for key in (session_key, rebalance_key, compute_key):
             self.core.timers.cancel(key(group.group_id, member_id))
         group.compute.forget(member_id)
@@ -930,11 +979,15 @@ class ConsumerGroups:
         elif isinstance(record, TargetEpochRecord):
             if record.epoch is not None:
                 group.assignment_epoch, group.assignor_name = record.epoch, record.assignor
+                group.target_error = record.error
         elif isinstance(record, TargetMemberRecord):
+            group.target_metadata.pop(record.member_id, None)
             if record.items is None:
                 group.target.pop(record.member_id, None)
             else:
                 group.target[record.member_id] = record.items
+                if record.metadata != NO_METADATA:
+                    group.target_metadata[record.member_id] = record.metadata
         elif isinstance(record, ConsumerMemberRecord):
             self._replay_member(group, record)
         elif isinstance(record, CurrentAssignmentRecord) and record.value is not None:

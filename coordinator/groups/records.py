@@ -117,6 +117,7 @@ class TargetEpochRecord:
     group_id: str
     epoch: int | None
     assignor: str = ""
+    error: int = 0  # reported by a client-side assignor
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +125,7 @@ class TargetMemberRecord:
     group_id: str
     member_id: str
     items: Items | None
+    metadata: tuple[int, bytes] = (0, b"")  # (version, bytes) from a client-side assignor
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +173,10 @@ def _encode_consumer_record(record: Record) -> tuple[bytes, bytes | None]:
             None
             if record.epoch is None
             else schemas.ConsumerGroupTargetAssignmentMetadataValue(
-                version=0, assignment_epoch=record.epoch, assignor_name=record.assignor
+                version=0,
+                assignment_epoch=record.epoch,
+                assignor_name=record.assignor,
+                assignor_error=record.error,
             ).encode()
         )
     elif isinstance(record, ConsumerMemberRecord):
@@ -225,7 +230,12 @@ def _encode_consumer_record(record: Record) -> tuple[bytes, bytes | None]:
         value = (
             None
             if record.items is None
-            else cls(version=0, topic_partitions=_partitions_field(cls.TopicPartition, record.items)).encode()
+            else cls(
+                version=0,
+                topic_partitions=_partitions_field(cls.TopicPartition, record.items),
+                metadata_version=record.metadata[0],
+                metadata_bytes=record.metadata[1],
+            ).encode()
         )
     else:
         assert isinstance(record, CurrentAssignmentRecord)
@@ -260,7 +270,7 @@ def _decode_consumer_record(key_version: int, key: bytes, value: bytes | None) -
         if value is None:
             return TargetEpochRecord(k.group_id, None)
         v = schemas.ConsumerGroupTargetAssignmentMetadataValue.decode(value)
-        return TargetEpochRecord(k.group_id, v.assignment_epoch, v.assignor_name)
+        return TargetEpochRecord(k.group_id, v.assignment_epoch, v.assignor_name, v.assignor_error)
     if key_version == 5:
         k = schemas.ConsumerGroupMemberMetadataKey.decode(key)
         if value is None:
@@ -289,12 +299,11 @@ def _decode_consumer_record(key_version: int, key: bytes, value: bytes | None) -
         )
     if key_version == 7:
         k = schemas.ConsumerGroupTargetAssignmentMemberKey.decode(key)
-        items = (
-            None
-            if value is None
-            else _items(schemas.ConsumerGroupTargetAssignmentMemberValue.decode(value).topic_partitions)
-        )
-        return TargetMemberRecord(k.group_id, k.member_id, items)
+        if value is None:
+            return TargetMemberRecord(k.group_id, k.member_id, None)
+        target = schemas.ConsumerGroupTargetAssignmentMemberValue.decode(value)
+        metadata = (target.metadata_version, bytes(target.metadata_bytes))
+        return TargetMemberRecord(k.group_id, k.member_id, _items(target.topic_partitions), metadata)
     k = schemas.ConsumerGroupCurrentMemberAssignmentKey.decode(key)
     if value is None:
         return CurrentAssignmentRecord(k.group_id, k.member_id, None)

@@ -47,6 +47,7 @@ class ClientAssigningMember:
         self.held: frozenset[tuple[str, int]] = frozenset()
         self.installs: list[dict[str, Any]] = []
         self.bad_install_first = False
+        self.metadata: tuple[int, bytes] = (0, b"")  # what the assignor computed for this member
 
     async def beat(self) -> None:
         if self.epoch == 0:  # joining, or waiting for the first target: a full heartbeat
@@ -59,6 +60,7 @@ class ClientAssigningMember:
         self.epoch = answer["member_epoch"]
         if answer["assignment"] is not None:
             self.held = partitions_of(answer["assignment"]["topic_partitions"])
+            self.metadata = (answer["assignment"]["metadata_version"], answer["assignment"]["metadata_bytes"])
         if answer["should_compute_assignment"]:
             await self.compute()
 
@@ -80,7 +82,7 @@ class ClientAssigningMember:
         await self._install(prepared["group_epoch"], {m: frozenset(t) for m, t in targets.items()})
 
     async def _install(self, group_epoch: int, targets: dict[str, frozenset[tuple[str, int]]]) -> None:
-        members = [MemberTarget(m, t, 1, b"assigned") for m, t in targets.items()]
+        members = [MemberTarget(m, t, 1, f"for {m}".encode()) for m, t in targets.items()]
         self.installs.append(await self.api.install(GROUP, self.member_id, self.epoch, group_epoch, members))
 
 
@@ -126,6 +128,7 @@ async def client_assignment_scenario(bootstrap: str) -> None:
         assert described["assignor_name"] == ROUND_ROBIN.name and {a.epoch, b.epoch} == {
             described["group_epoch"]
         }
+        assert (a.metadata, b.metadata) == ((1, b"for a"), (1, b"for b")), "each got its assignor metadata"
 
         # A third member joins; the computing member first installs a partition twice.
         computer = computed[0]

@@ -350,3 +350,30 @@ def test_the_tagged_fields_leave_kafkas_heartbeat_bytes_unchanged_for_real_clien
             codec.RequestHeader(CONSUMER_GROUP_HEARTBEAT, version, 1, "c"), plain, 0
         )
         assert decoded_request.client_assignors is None
+
+
+def test_members_receive_the_metadata_and_error_their_assignor_computed_and_they_survive_replay() -> None:
+    from coordinator.groups import GroupCoordinator, GroupSettings
+    from coordinator.groups.records import decode_record, encode_record
+
+    g = ClientGroup()
+    g.alone("A")
+    a = g.beat("A")
+    assert (a["assignment"]["metadata_version"], a["assignment"]["metadata_bytes"]) == (1, b"for-A")
+    assert "error" not in a["assignment"] or a["assignment"]["error"] == 0
+    g.join("B")
+    g.beat("A", owned=g.tp("orders", 0, 1, 2, 3))
+    g.prepare("A")
+    g.install("A", 2, {"A": g.tp("orders", 0, 1, 2, 3)}, error=4)
+    a = g.beat("A", owned=g.tp("orders", 0, 1, 2, 3))
+    assert a["member_epoch"] == 2 and a["assignment"]["error"] == 4, (
+        "the error reaches the member with its epoch"
+    )
+    b = g.beat("B")
+    assert b["assignment"]["error"] == 4 and "metadata_version" in b["assignment"]
+    replayed = GroupCoordinator(GroupSettings(), g.h.topics.get, topics_view=g.h.metadata)
+    for record in g.h.records:
+        replayed.replay(decode_record(*encode_record(record)))
+    group = replayed.groups["cg"]
+    assert (group.target_error, group.target_metadata) == (4, {"A": (1, b"for-A")})
+    assert_replay_rebuilds(g.h)
