@@ -1,0 +1,133 @@
+"""Workers on the classic group protocol (JoinGroup/SyncGroup with Kafka Connect's embedded
+protocol) against a coordinator process, with `connect.protocol=eager` and with incremental
+cooperative rebalancing (`sessioned`): tasks spread evenly over three workers; a joining
+worker stops everything (eager) or only what balance needs (cooperative); a graceful leave;
+a kill -9, whose work moves after the session; workers cut off from the coordinator stop
+their work within the session. Stops are counted from the workers' /metrics."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from connect_rebalance.processes import CoordinatorProcess
+from tests.integration.test_workers import source
+from tests.support.group_scenario import wait_until
+from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
+
+pytestmark = pytest.mark.integration
+SESSION_MS, HEARTBEAT_MS, DELAY_MS = 3000, 500, 4000
+
+
+def classic_cluster(tmp_path: Path, connect_protocol: str) -> Iterator[WorkerCluster]:
+    coordinator = CoordinatorProcess(
+        tmp_path / "data",
+        {"group.min.session.timeout.ms": "1000", "group.initial.rebalance.delay.ms": "300"},
+    ).start()
+    workers = WorkerCluster(
+        tmp_path, coordinator, **{
+            "group.protocol": "classic", "connect.protocol": connect_protocol,
+            "session.timeout.ms": str(SESSION_MS), "heartbeat.interval.ms": str(HEARTBEAT_MS),
+            "rebalance.timeout.ms": "10000", "scheduled.rebalance.max.delay.ms": str(DELAY_MS),
+        },
+    )  # fmt: skip
+    try:
+        yield workers
+    finally:
+        workers.stop_all()
+        coordinator.kill()
+
+
+@pytest.fixture
+def eager(tmp_path: Path) -> Iterator[WorkerCluster]:
+    yield from classic_cluster(tmp_path, "eager")
+
+
+@pytest.fixture
+def cooperative(tmp_path: Path) -> Iterator[WorkerCluster]:
+    yield from classic_cluster(tmp_path, "sessioned")
+
+
+def total_stops(cluster: WorkerCluster, connector: str) -> int:
+    return sum(stops(w.url, connector) for w in cluster.running())
+
+
+def test_eager_workers_stop_everything_on_every_rebalance(eager: WorkerCluster) -> None:
+    cluster = eager
+    w1, w2, w3 = (cluster.start(n) for n in ("w1", "w2", "w3"))
+    code, body = rest("POST", f"{w2.url}/connectors", source("orders", 8))
+    assert code == 201, body
+    wait_until(lambda: cluster.balanced("orders", 9), 30, "9 items over 3 workers")
+    assert metrics(w1.url)["connect_worker_member_epoch"] >= 1
+
+    before = total_stops(cluster, "orders")
+    w4 = cluster.start("w4")
+    wait_until(lambda: cluster.balanced("orders", 9), 30, "9 items over 4 workers")
+    wait_until(lambda: total_stops(cluster, "orders") - before >= 9, 10, "every item to have stopped")
+    assert total_stops(cluster, "orders") - before - stops(w4.url, "orders") == 9, "each item stopped once"
+
+    before = total_stops(cluster, "orders") - stops(w4.url, "orders")
+    held_by_others = sum(1 for worker in cluster.placement("orders").values() if worker != w4.worker_id)
+    left_at = time.monotonic()
+    w4.stop()
+    wait_until(lambda: cluster.balanced("orders", 9), 30, "w4's items to move")
+    assert time.monotonic() - left_at < SESSION_MS / 1000 + 2, "a leave does not wait for the session"
+    assert total_stops(cluster, "orders") - before == held_by_others, "everything on w1-w3 stopped again"
+
+    w3.kill()
+    wait_until(lambda: cluster.balanced("orders", 9), 30, "w3's items to move after its session")
+
+
+def test_cooperative_workers_stop_only_what_moves_on_a_join_and_a_graceful_leave(
+    cooperative: WorkerCluster,
+) -> None:
+    cluster = cooperative
+    w1, w2, w3 = (cluster.start(n) for n in ("w1", "w2", "w3"))
+    code, body = rest("POST", f"{w1.url}/connectors", source("orders", 8))
+    assert code == 201, body
+    wait_until(lambda: cluster.balanced("orders", 9), 30, "9 items over 3 workers")
+    before_placement = cluster.placement("orders")
+    before = total_stops(cluster, "orders")
+
+    w4 = cluster.start("w4")
+    wait_until(lambda: cluster.balanced("orders", 9), 30, "9 items over 4 workers")
+    after = cluster.placement("orders")
+    moved = {item for item in after if after[item] != before_placement[item]}
+    assert {after[i] for i in moved} == {w4.worker_id}, "only items that went to the new worker moved"
+    assert len(moved) == 2, after
+    assert total_stops(cluster, "orders") - before - stops(w4.url, "orders") == len(moved)
+
+    before = total_stops(cluster, "orders") - stops(w4.url, "orders")
+    left_at = time.monotonic()
+    w4.stop()
+    wait_until(lambda: cluster.balanced("orders", 9), 30, "w4's items to move")
+    assert time.monotonic() - left_at < SESSION_MS / 1000 + 2, "a leave does not wait for the session"
+    assert total_stops(cluster, "orders") == before, "nothing else stopped"
+
+
+def test_workers_cut_off_from_the_coordinator_stop_their_work_within_the_session(
+    cooperative: WorkerCluster,
+) -> None:
+    cluster = cooperative
+    workers = [cluster.start(n) for n in ("w1", "w2")]
+    rest("POST", f"{workers[0].url}/connectors", source("orders", 3))
+    wait_until(lambda: cluster.balanced("orders", 4), 30, "4 items over 2 workers")
+    cluster.coordinator.pause()  # SIGSTOP: no heartbeat is answered
+    paused_at = time.monotonic()
+    try:
+
+        def everything_stopped() -> bool:
+            return all(
+                metrics(w.url).get("connect_worker_zombie_stops_total", 0) >= 1
+                and metrics(w.url).get('connect_worker_running{connector="orders"}', 0) == 0
+                for w in workers
+            )
+
+        wait_until(everything_stopped, SESSION_MS / 1000, "every worker to stop its work within the session")
+        assert time.monotonic() - paused_at < SESSION_MS / 1000
+    finally:
+        cluster.coordinator.resume()
+    wait_until(lambda: cluster.balanced("orders", 4), 60, "the workers to rejoin and run everything again")
