@@ -3,23 +3,28 @@ protocol) against a coordinator process, with `connect.protocol=eager` and with 
 cooperative rebalancing (`sessioned`): tasks spread evenly over three workers; a joining
 worker stops everything (eager) or only what balance needs (cooperative); a graceful leave;
 a kill -9, whose work moves after the session; workers cut off from the coordinator stop
-their work within the session. Stops are counted from the workers' /metrics."""
+their work within the session; one eager worker makes the whole group eager. Stops are
+counted from the workers' /metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance.protocol.client import ProtocolClient
 from tests.integration.test_workers import source
 from tests.support.group_scenario import wait_until
 from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
 
 pytestmark = pytest.mark.integration
 SESSION_MS, HEARTBEAT_MS, DELAY_MS = 3000, 500, 4000
+DESCRIBE_GROUPS = 15
 
 
 def classic_cluster(tmp_path: Path, connect_protocol: str) -> Iterator[WorkerCluster]:
@@ -131,3 +136,37 @@ def test_workers_cut_off_from_the_coordinator_stop_their_work_within_the_session
     finally:
         cluster.coordinator.resume()
     wait_until(lambda: cluster.balanced("orders", 4), 60, "the workers to rejoin and run everything again")
+
+
+def describe_group(bootstrap: str, group_id: str) -> dict[str, Any]:
+    async def describe() -> dict[str, Any]:
+        client = await ProtocolClient.connect(bootstrap)
+        try:
+            answer = await client.request(DESCRIBE_GROUPS, 5, {"groups": [group_id]})
+        finally:
+            await client.close()
+        return dict(answer["groups"][0])
+
+    return asyncio.run(describe())
+
+
+def test_one_eager_worker_makes_the_whole_group_eager(cooperative: WorkerCluster) -> None:
+    cluster = cooperative
+    w1 = cluster.start("w1")
+    cluster.start("w2")
+    rest("POST", f"{w1.url}/connectors", source("orders", 4))
+    wait_until(lambda: cluster.balanced("orders", 5), 30, "5 items over 2 workers")
+    group = describe_group(cluster.coordinator.bootstrap, "connect-cluster")
+    assert (group["protocol_type"], group["protocol_data"], len(group["members"])) == (
+        "connect",
+        "sessioned",
+        2,
+    )
+
+    cluster.properties["connect.protocol"] = "eager"  # the only protocol every worker offers: default
+    before = total_stops(cluster, "orders")
+    cluster.start("w3")
+    wait_until(lambda: cluster.balanced("orders", 5), 30, "5 items over 3 workers")
+    group = describe_group(cluster.coordinator.bootstrap, "connect-cluster")
+    assert (group["protocol_data"], len(group["members"])) == ("default", 3)
+    wait_until(lambda: total_stops(cluster, "orders") - before >= 5, 10, "every item to have stopped")
