@@ -10,11 +10,14 @@ For groups of 10, 50 and 100 consumers (10 partitions per consumer), four events
   rebalance timeout (max.poll.interval.ms) removes it.
 and for each
 - settled: time from the event until every partition is held by exactly one consuming
-  member, evenly, and nothing changes any more;
+  member, evenly, with no member mid-rebalance (checked against the coordinator's view);
+- stable: until the coordinator calls the group Stable (consumer groups: every member has
+  heartbeated at the new epoch, including those whose partitions did not change);
 - partitions paused: partitions that stopped being consumed at some moment (no consuming
   member held them), and the partition-seconds they spent so;
 - members stopped: members other than the one the event is about that held nothing at some
   moment, i.e. stopped consuming altogether;
+- newcomer waited: until a joining member held its first partition;
 - rounds and requests: generations (classic) or group epochs (consumer) the event cost, and
   group requests (heartbeats, joins, syncs, leaves) per member until settled.
 
@@ -25,11 +28,14 @@ consumer-protocol members apply each assignment at once and acknowledge a revoca
 once. They run two ways:
 - on a virtual clock: the pure coordinator core in this process, Kafka's default timings
   (heartbeat.interval.ms 3 s for classic, 5 s from the coordinator for consumer groups;
-  session timeouts 45 s; rebalance timeout max.poll.interval.ms 300 s);
-- over TCP (join and leave, `--tcp`): a coordinator process and one connection per member,
-  members as asyncio callbacks of this process on the same 2-core machine.
+  session timeouts 45 s; rebalance timeout max.poll.interval.ms 300 s), each case several
+  times with the event at another moment of the heartbeat cycle, averaged;
+- over TCP, join and leave (crash and stuck are bounded by the 45 s session and 300 s
+  rebalance timeouts, which the virtual clock covers exactly): a coordinator process and one
+  connection per member, members as asyncio callbacks of this process on the same machine.
 
-    python bench/consumer_rebalance.py [--sizes 10 50 100] [--no-tcp] [--update-readme]
+    python bench/consumer_rebalance.py [--sizes 10 50 100] [--trials 3] [--tcp-sizes 10 100]
+                                       [--no-tcp] [--update-readme]
 
 Prints a table, saves bench/results/consumer_rebalance.json and .png; `--update-readme`
 puts the headline table into README.md between its bench markers.
@@ -69,7 +75,7 @@ from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
 from coordinator.groups import GroupCoordinator, GroupRequest, GroupSettings  # noqa: E402
 
 TOPIC = "events"
-JOIN, SYNC, HEARTBEAT, LEAVE, CONSUMER_HEARTBEAT = 11, 14, 12, 13, 68
+JOIN, SYNC, HEARTBEAT, LEAVE, DESCRIBE, CONSUMER_HEARTBEAT, CONSUMER_DESCRIBE = 11, 14, 12, 13, 15, 68, 69
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS = 79, 27
 UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_MEMBER_EPOCH = 25, 22, 110
 PROTOCOLS = ("consumer", "classic-eager", "classic-cooperative")
@@ -159,6 +165,15 @@ class VirtualNet:
             return
         self.now_ms, _, action = heapq.heappop(self.queue)
         action()
+
+    def call(self, api_key: int, version: int, fields: dict[str, Any]) -> dict[str, Any]:
+        """A request answered at once (describing a group)."""
+        answers: list[dict[str, Any]] = []
+        self.send("bench-admin", api_key, version, fields, answers.append)
+        self.requests -= 1
+        while not answers:
+            self.step()
+        return answers[0]
 
     def run_until(self, done: Callable[[], bool], limit_s: float) -> None:
         start = self.now_ms
@@ -678,8 +693,29 @@ class Scenario:
         elif self.event == "stuck":
             last.get_stuck()
 
+    def describe_request(self) -> tuple[int, int, dict[str, Any]]:
+        if self.protocol == "consumer":
+            fields = {"group_ids": [self.ledger.group], "include_authorized_operations": False}
+            return CONSUMER_DESCRIBE, 0, fields
+        return DESCRIBE, 5, {"groups": [self.ledger.group], "include_authorized_operations": False}
+
+    def coordinator_agrees(self, answer: dict[str, Any]) -> str:
+        """Checks a describe answer against what the members hold; returns the group's state."""
+        group = answer["groups"][0]
+        holding = {m.member_id: m.owned for m in self.members if self.ledger.consuming(m.name)}
+        if self.protocol == "consumer":
+            described = {
+                m["member_id"]: {p for t in m["assignment"]["topic_partitions"] for p in t["partitions"]}
+                for m in group["members"]
+            }
+            assert described == holding, "the coordinator's assignments differ from what members hold"
+        else:
+            assert {m["member_id"] for m in group["members"]} == set(holding), "the coordinator has others"
+        return group["group_state"]
+
     def result(self) -> dict[str, Any]:
         window = self.ledger.close_window()
+        self.started = window.started
         staying = [m for m in self.members if self.ledger.consuming(m.name)]
         return {
             "protocol": self.protocol,
@@ -708,7 +744,13 @@ def run_virtual(protocol: str, size: int, event: str, trial: int) -> dict[str, A
     net.run_until(lambda: bool(triggered), 60)  # the event at a random moment of a stable group
     wall = time.perf_counter()
     net.run_until(scenario.ledger.settled, 900)
+    scenario.coordinator_agrees(net.call(*scenario.describe_request()))
     result = scenario.result()
+    # Consumption has settled; the coordinator calls the group Stable once every member has
+    # heartbeated at the new epoch (consumer groups) or synced (classic). Asked after every
+    # step: the state can only change when something happens.
+    net.run_until(lambda: net.call(*scenario.describe_request())["groups"][0]["group_state"] == "Stable", 60)
+    result["stable_s"] = round(net.now() - scenario.started, 2)
     result["wall_s"] = round(time.perf_counter() - wall, 2)
     return result
 
@@ -716,14 +758,24 @@ def run_virtual(protocol: str, size: int, event: str, trial: int) -> dict[str, A
 async def run_tcp(bootstrap: str, protocol: str, size: int, event: str, timings: Timings) -> dict[str, Any]:
     net = TcpNet(bootstrap)
     scenario = Scenario(protocol, size, event, net, timings, f"{TOPIC}-{size}")
+    admin = await ProtocolClient.connect(bootstrap, "bench-admin")
     try:
         scenario.form()
         await net.run_until(scenario.ledger.settled, 120)
         await asyncio.sleep(scenario.rng.uniform(1.0, 2.0))
         scenario.trigger()
         await net.run_until(scenario.ledger.settled, 120)
-        return scenario.result()
+        result = scenario.result()
+        state = scenario.coordinator_agrees(await admin.request(*scenario.describe_request()))
+        deadline = time.monotonic() + 60
+        while state != "Stable" and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            state = (await admin.request(*scenario.describe_request()))["groups"][0]["group_state"]
+        assert state == "Stable", f"the group is still {state}"
+        result["stable_s"] = round(time.monotonic() - scenario.started, 2)
+        return result
     finally:
+        await admin.close()
         for member in scenario.members:
             if member.alive and not member.gone:
                 member.leave()
@@ -736,8 +788,8 @@ def averaged(trials: list[dict[str, Any]]) -> dict[str, Any]:
     the slowest settling, and every trial."""
     first = trials[0]
     result = {k: first[k] for k in ("protocol", "size", "event", "partitions")}
-    for key in ("settled_s", "partitions_paused", "paused_partition_s", "members_stopped", "rounds",
-                "requests_per_member"):  # fmt: skip
+    for key in ("settled_s", "stable_s", "partitions_paused", "paused_partition_s", "members_stopped",
+                "rounds", "requests_per_member"):  # fmt: skip
         result[key] = round(sum(t[key] for t in trials) / len(trials), 2)
     result["settled_max_s"] = max(t["settled_s"] for t in trials)
     waits = [t["newcomer_waited_s"] for t in trials if t["newcomer_waited_s"] is not None]
@@ -763,14 +815,15 @@ LABELS = {"consumer": "consumer (KIP-848)", "classic-eager": "classic eager (ran
 
 def table(results: list[dict[str, Any]], clock: str) -> list[str]:
     lines = [
-        f"| members | event | protocol | settled ({clock}) | partitions paused | paused partition-s "
-        f"| members stopped | newcomer waited ({clock}) | rounds | requests/member |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        f"| members | event | protocol | settled ({clock}) | stable ({clock}) | partitions paused "
+        f"| paused partition-s | members stopped | newcomer waited ({clock}) | rounds | requests/member |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         waited = "" if r["newcomer_waited_s"] is None else f"{r['newcomer_waited_s']:.1f}"
         lines.append(
             f"| {r['size']} | {r['event']} | {LABELS[r['protocol']]} | {r['settled_s']:.1f} "
+            f"| {r['stable_s']:.1f} "
             f"| {r['partitions_paused']:g} / {r['partitions']} | {r['paused_partition_s']:,.0f} "
             f"| {r['members_stopped']:g} | {waited} | {r['rounds']:g} | {r['requests_per_member']:.1f} |"
         )
@@ -784,33 +837,28 @@ def plot(results: list[dict[str, Any]], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     sizes = sorted({r["size"] for r in results})
-    figure, axes = plt.subplots(2, len(EVENTS), figsize=(4 * len(EVENTS), 7))
+    found = {(r["protocol"], r["size"], r["event"]): r for r in results}
+    rows = [("settled_s", "settled (s)", "linear"), ("partitions_paused", "partitions paused", "log"),
+            ("members_stopped", "members that stopped consuming", "linear"),
+            ("newcomer_waited_s", "newcomer waited (s)", "linear")]  # fmt: skip
+    figure, axes = plt.subplots(len(rows), len(EVENTS), figsize=(4 * len(EVENTS), 3 * len(rows)))
     width = 0.8 / len(PROTOCOLS)
     for column, event in enumerate(EVENTS):
-        for row, (key, label) in enumerate(
-            [("settled_s", "settled (s)"), ("paused_partition_s", "paused partition-seconds")]
-        ):
+        for row, (key, label, scale) in enumerate(rows):
             ax = axes[row][column]
             for i, protocol in enumerate(PROTOCOLS):
-                values = [
-                    next(
-                        (
-                            r[key]
-                            for r in results
-                            if (r["protocol"], r["size"], r["event"]) == (protocol, s, event)
-                        ),
-                        0,
-                    )
-                    for s in sizes
-                ]
-                ax.bar([x + i * width for x in range(len(sizes))], values, width, label=LABELS[protocol])
+                cases = [found[(protocol, s, event)] for s in sizes if (protocol, s, event) in found]
+                values = [case[key] or 0 for case in cases]
+                ax.bar([x + i * width for x in range(len(values))], values, width, label=LABELS[protocol])
             ax.set_xticks([x + width for x in range(len(sizes))], [f"{s} members" for s in sizes])
             ax.set_title(f"{event}: {label}", fontsize=10)
-            if row == 1:
-                ax.set_yscale("symlog")
-    axes[0][0].legend(fontsize=8)
-    figure.suptitle("Rebalance cost per event, virtual clock, Kafka default timings")
-    figure.tight_layout()
+            ax.set_yscale(scale)
+            if key == "newcomer_waited_s" and event not in ("join", "stuck"):
+                ax.text(0.5, 0.5, "nobody joins", ha="center", transform=ax.transAxes)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=len(PROTOCOLS))
+    figure.suptitle("One event in a consumer group: virtual clock, Kafka's default timings")
+    figure.tight_layout(rect=(0, 0.04, 1, 1))
     figure.savefig(out, dpi=100)
 
 
@@ -820,7 +868,9 @@ README_INTRO = (
     "polling just as another member joins). Its members speak the protocols themselves (heartbeats, "
     "JoinGroup/SyncGroup with the leader assigning), on the pure coordinator core with a virtual clock "
     "and over TCP against a coordinator process. Settled: until every partition is consumed by exactly "
-    "one member, evenly. Partitions paused: partitions nobody consumed at some moment before that. "
+    "one member, evenly. Stable: until the coordinator says so (consumer groups: once every member, "
+    "moved or not, has heartbeated at the new epoch). Partitions paused: partitions nobody consumed at "
+    "some moment before the group settled. "
     "Members stopped: members other than the one the event is about that held nothing at some moment. "
     "Newcomer waited: until the joining member held its first partition."
 )

@@ -8,6 +8,7 @@ the identical request to the leader's url (adding `forward=true`), as Kafka Conn
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -387,7 +388,13 @@ class RestApi:
 
     async def get_offsets(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
-        self._known(name)
+        config = self._known(name)
+        plugin = find_plugin(config.get("connector.class", ""))
+        if hasattr(plugin, "checkpoint_offsets"):
+            # A connector whose tasks keep their offsets in Spark checkpoints reports those.
+            tasks = len(self.state.tasks.get(name, []))
+            found = await asyncio.to_thread(plugin.checkpoint_offsets, self.herder.config, name, tasks)
+            return web.json_response({"offsets": found})
         offsets = []
         for key, value in sorted(self.herder.offsets.items()):
             connector, partition = json.loads(key)

@@ -5,9 +5,12 @@ revoke-before-assign for an installed target, and replay."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.connect_group import ClientAssignor
@@ -377,3 +380,125 @@ def test_members_receive_the_metadata_and_error_their_assignor_computed_and_they
     group = replayed.groups["cg"]
     assert (group.target_error, group.target_metadata) == (4, {"A": (1, b"for-A")})
     assert_replay_rebuilds(g.h)
+
+
+class SimulatedClients:
+    """Members that do what a consumer with a client-side assignor does: report what they hold,
+    revoke at once when told, rejoin when fenced, and compute when asked (validly, with an
+    assignor error, or wrongly, as the script says)."""
+
+    def __init__(self) -> None:
+        self.g = ClientGroup(topics={"orders": 6})
+        self.held: dict[str, frozenset[tuple[str, int]]] = {}
+
+    def drop(self, member: str) -> None:
+        for table in (self.g.epochs, self.g.joins, self.held):
+            table.pop(member, None)
+
+    def beat(self, member: str, acknowledge: bool = True) -> None:
+        g = self.g
+        if member not in g.joins:
+            answer = g.join(member)
+        elif g.epochs[member] == 0:
+            answer = g.beat(member)  # waiting for a first target: a full heartbeat owning nothing
+        else:
+            answer = g.beat(member, owned=self.held[member] if acknowledge else None)
+        if answer["error_code"] in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
+            self.drop(member)  # it gives everything up and rejoins later
+            return
+        assert answer["error_code"] == 0, answer
+        self.held.setdefault(member, frozenset())
+        if answer["assignment"] is not None:
+            self.held[member] = partitions_of(answer["assignment"]["topic_partitions"])
+
+    def ask_again(self, member: str, reason: int) -> None:
+        """A new reason for its assignor metadata: the KIP's way to ask for a new assignment."""
+        assignor = ClientAssignor(STICKY.name, STICKY.minimum_version, STICKY.maximum_version,
+                                  STICKY.metadata_version, STICKY.metadata, reason)  # fmt: skip
+        owned = () if self.g.epochs[member] == 0 else self.held[member]
+        assert self.g.beat(member, owned=owned, assignors=[assignor])["error_code"] == 0
+
+    def compute(self, how: str, seed: int) -> None:
+        group = self.g.h.core.groups.get("cg")
+        member = group.compute.member_id if group is not None else None
+        if member is None or member not in self.g.epochs:
+            return
+        prepared = self.g.prepare(member)
+        if prepared["error_code"] != 0:
+            return
+        members = sorted(m["member_id"] for m in prepared["members"])
+        partitions = [(str(t["topic_id"]), p) for t in prepared["topics"] for p in range(t["num_partitions"])]
+        rng = random.Random(seed)
+        targets: dict[str, set[tuple[str, int]]] = {m: set() for m in members}
+        for tp in partitions:
+            targets[rng.choice(members)].add(tp)
+        if how == "twice" and partitions:
+            targets = {m: t | {partitions[0]} for m, t in targets.items()}
+        answer = self.g.install(
+            member,
+            prepared["group_epoch"],
+            {m: frozenset(t) for m, t in targets.items()},
+            3 if how == "error" else 0,
+        )
+        expected = ErrorCode.INVALID_ASSIGNMENT if how == "twice" and len(members) > 1 else ErrorCode.NONE
+        assert answer["error_code"] == expected, answer
+
+    def check_no_partition_held_twice(self) -> None:
+        seen: dict[tuple[str, int], str] = {}
+        for member, held in self.held.items():
+            for item in held:
+                assert item not in seen, f"{item} held by {seen[item]} and {member}"
+                seen[item] = member
+
+
+client_steps = st.lists(
+    st.tuples(
+        st.sampled_from(["beat", "beat", "beat", "compute", "compute", "leave", "timeout", "grow"]),
+        st.sampled_from(["A", "B", "C"]),
+        st.sampled_from(["valid", "valid", "error", "twice"]),
+        st.integers(0, 1000),
+        st.booleans(),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(script=client_steps)
+def test_no_partition_is_held_twice_and_a_quiet_client_assigned_group_converges(script) -> None:  # type: ignore[no-untyped-def]
+    sim = SimulatedClients()
+    g = sim.g
+    for kind, member, how, seed, acknowledge in script:
+        if kind == "beat":
+            sim.beat(member, acknowledge)
+        elif kind == "compute":
+            sim.compute(how, seed)
+        elif kind == "leave" and member in g.joins:
+            g.beat(member, -1)
+            sim.drop(member)
+        elif kind == "timeout":
+            g.h.advance(REBALANCE_TIMEOUT_MS + 1)  # unacknowledged revocations and computations expire
+        elif kind == "grow":
+            g.h.topics["orders"] += 1
+        sim.check_no_partition_held_twice()
+    for round_ in range(40):  # quiet: everyone acknowledges, the chosen member computes validly
+        group = g.h.core.groups.get("cg")
+        if group is None or not group.members:
+            break
+        if group.state.value == "Stable" and round_ > 1:
+            if not group.target_error:
+                break
+            sim.ask_again(sorted(g.joins)[0], round_)  # the assignor failed last time: try again
+        for member in sorted(g.joins):
+            sim.beat(member)
+            sim.compute("valid", round_)
+            sim.check_no_partition_held_twice()
+    assert_replay_rebuilds(g.h)
+    group = g.h.core.groups.get("cg")
+    if group is not None and group.members:
+        assert group.state.value == "Stable"
+        held = sorted(item for m in group.members.values() for item in m.assignment.assigned)
+        assert held == sorted(g.tp("orders", *range(g.h.topics["orders"]))), "every partition is held once"
+        assert {m: h for m, h in sim.held.items() if h} == {
+            m.member_id: m.assignment.assigned for m in group.members.values() if m.assignment.assigned
+        }

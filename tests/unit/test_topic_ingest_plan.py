@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.connectors.topic_ingest import TopicIngest, partitions_of_task
+from workers.connectors.topic_ingest import TopicIngest, offsets_of_checkpoints, partitions_of_task
 from workers.connectors.topic_spark_source import (
     PartitionRange,
     TopicStreamReader,
@@ -93,7 +93,7 @@ def test_offsets_are_those_of_the_last_committed_batch(tmp_path: Path) -> None:
     assert committed_offsets(str(tmp_path)) == {"t": {"0": 20}}
     other = tmp_path / "other"
     write_batch(other, 0, '{"u":{"1":4,"0":2}}', committed=True)
-    assert TopicIngest.checkpoint_offsets([str(tmp_path), str(other), str(tmp_path / "none")]) == [
+    assert offsets_of_checkpoints([str(tmp_path), str(other), str(tmp_path / "none")]) == [
         {"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 20}},
         {"partition": {"kafka_topic": "u", "kafka_partition": 0}, "offset": {"kafka_offset": 2}},
         {"partition": {"kafka_topic": "u", "kafka_partition": 1}, "offset": {"kafka_offset": 4}},

@@ -16,12 +16,13 @@ checkpoint loses a partition it had read.
 
 from __future__ import annotations
 
+import asyncio
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..plugins import ConfigDef, Connector, non_negative_int, positive_int
+from ..plugins import ConfigDef, Connector, Task, TaskContext, non_negative_int, positive_int
 
 STARTING = ("earliest", "latest")
 
@@ -75,8 +76,62 @@ def read_output(spark: Any, path: str) -> Any:
     return result
 
 
+class TopicIngestTask(Task):
+    """One task's query: its partitions -> Parquet under output.path/task-<index>."""
+
+    def __init__(self) -> None:
+        self.query: Any = None
+        self.partitions: list[tuple[str, int]] = []
+
+    async def start(self, config: Mapping[str, str], context: TaskContext) -> None:
+        bootstrap = config.get("bootstrap.servers") or context.bootstrap_servers
+        index, count = int(config["task.index"]), int(config["task.count"])
+        found = await asyncio.to_thread(find_partitions, bootstrap, _topics(config["topics"]))
+        self.partitions = partitions_of_task(found, index, count)
+        if not self.partitions:
+            return  # more tasks than partitions: this one has nothing to read
+        worker = context.extra["worker_config"]
+        checkpoint = checkpoint_of(worker, context.connector, context.task)
+
+        def start_query() -> Any:
+            import os
+            import sys
+
+            from pyspark.sql import SparkSession
+
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            builder = SparkSession.builder.master(worker.spark_master)
+            for key, value in worker.spark_settings.items():
+                builder = builder.config(key, value)
+            spark = builder.getOrCreate()
+            return (
+                topic_stream(spark, config, bootstrap, self.partitions)
+                .writeStream.format("parquet")
+                .option("path", output_dir(config, index))
+                .option("checkpointLocation", checkpoint)
+                .queryName(f"{context.connector}-{context.task}")
+                .trigger(processingTime=f"{config.get('trigger.interval.ms') or 1000} milliseconds")
+                .start()
+            )
+
+        self.query = await asyncio.to_thread(start_query)
+
+    async def stop(self) -> None:
+        if self.query is not None:
+            await asyncio.to_thread(self.query.stop)
+            self.query = None
+
+    def progress(self) -> dict[str, Any]:
+        return {"partitions": format_assignment_list(self.partitions)}
+
+
+def format_assignment_list(partitions: Sequence[tuple[str, int]]) -> str:
+    return ",".join(f"{t}:{p}" for t, p in partitions)
+
+
 class TopicIngest(Connector):
     type = "source"
+    task_class = TopicIngestTask
     config_defs = [
         ConfigDef("topics", required=True, validate=_valid_topics,
                   documentation="Topics to ingest, comma-separated; their partitions are split among tasks."),
@@ -98,14 +153,59 @@ class TopicIngest(Connector):
         return [{**shared, "task.index": str(i), "task.count": str(max_tasks)} for i in range(max_tasks)]
 
     @classmethod
-    def checkpoint_offsets(cls, checkpoints: Sequence[str]) -> list[dict[str, Any]]:
-        """Kafka Connect's offsets for its tasks' checkpoints (sink-connector shape)."""
-        from .topic_spark_source import committed_offsets
+    def checkpoint_offsets(cls, worker: Any, connector: str, tasks: int) -> list[dict[str, Any]]:
+        """`GET /connectors/{name}/offsets`: what the tasks' checkpoints record as committed."""
+        return offsets_of_checkpoints([checkpoint_of(worker, connector, i) for i in range(tasks)])
 
-        offsets = []
-        for checkpoint in checkpoints:
-            for topic, by_partition in (committed_offsets(checkpoint) or {}).items():
-                for partition, offset in by_partition.items():
-                    offsets.append({"partition": {"kafka_topic": topic, "kafka_partition": int(partition)},
-                                    "offset": {"kafka_offset": offset}})  # fmt: skip
-        return sorted(offsets, key=lambda o: tuple(o["partition"].values()))
+
+def checkpoint_of(worker: Any, connector: str, task: int) -> str:
+    return str(Path(worker.checkpoint_dir) / connector / str(task))
+
+
+def offsets_of_checkpoints(checkpoints: Sequence[str]) -> list[dict[str, Any]]:
+    """Kafka Connect's offsets (a sink connector's shape) for the given checkpoints."""
+    from .topic_spark_source import committed_offsets
+
+    offsets = []
+    for checkpoint in checkpoints:
+        for topic, by_partition in (committed_offsets(checkpoint) or {}).items():
+            for partition, offset in by_partition.items():
+                offsets.append({"partition": {"kafka_topic": topic, "kafka_partition": int(partition)},
+                                "offset": {"kafka_offset": offset}})  # fmt: skip
+    return sorted(offsets, key=lambda o: tuple(o["partition"].values()))
+
+
+def find_partitions(bootstrap: str, topics: Sequence[str], timeout_s: float = 30.0) -> list[tuple[str, int]]:
+    """The topics' partitions, asked of the cluster; a topic that does not exist is an error."""
+    from .topic_spark_source import new_consumer
+
+    timeout_ms = int(timeout_s * 1000)
+    consumer = new_consumer(bootstrap, allow_auto_create_topics=False, request_timeout_ms=timeout_ms)
+    try:
+        found = []
+        for topic in topics:
+            partitions = consumer.partitions_for_topic(topic)
+            if not partitions:
+                raise ValueError(f"topic {topic!r} does not exist on {bootstrap}")
+            found += [(topic, p) for p in partitions]
+        return sorted(found)
+    finally:
+        consumer.close()
+
+
+def topic_stream(spark: Any, config: Mapping[str, str], bootstrap: str,
+                 partitions: Sequence[tuple[str, int]]) -> Any:  # fmt: skip
+    """The task's streaming DataFrame: its partitions, read by the `topic` data source."""
+    from .topic_spark_source import TopicDataSource, format_assignment
+
+    spark.dataSource.register(TopicDataSource)
+    reader = (
+        spark.readStream.format(TopicDataSource.name())
+        .option("bootstrap.servers", bootstrap)
+        .option("assign", format_assignment(partitions))
+        .option("startingOffsets", config.get("starting.offsets") or "earliest")
+    )
+    limit = int(config.get("max.records.per.batch") or 0)
+    if limit > 0:
+        reader = reader.option("maxOffsetsPerTrigger", str(limit))
+    return reader.load()
