@@ -19,6 +19,19 @@ from pathlib import Path
 _READY = re.compile(r"listening on (\S+):(\d+) ")
 
 
+def connect_timings(session_ms: int, heartbeat_ms: int = 1000) -> dict[str, str]:
+    """Coordinator settings for connect groups with a short session (tests, demos, benches).
+
+    The bounds are lowered explicitly, so the defaults stay what production wants.
+    """
+    return {
+        "group.connect.session.timeout.ms": str(session_ms),
+        "group.connect.heartbeat.interval.ms": str(heartbeat_ms),
+        "group.connect.min.session.timeout.ms": str(min(session_ms, 6000)),
+        "group.connect.min.heartbeat.interval.ms": str(min(heartbeat_ms, 1000)),
+    }
+
+
 class CoordinatorProcess:
     def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None, log_path: Path | None = None):
         self.data_dir = Path(data_dir)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .groups.settings import GroupSettings
 
@@ -65,6 +65,19 @@ class CoordinatorConfig(BaseModel):
     group_consumer_pending_heartbeat_interval_ms: int = Field(
         500, alias="group.consumer.pending.heartbeat.interval.ms", ge=1
     )
+    # Bounds the session and heartbeat settings must lie within (Kafka's names and defaults).
+    group_consumer_min_session_timeout_ms: int = Field(
+        45000, alias="group.consumer.min.session.timeout.ms", ge=1
+    )
+    group_consumer_max_session_timeout_ms: int = Field(
+        60000, alias="group.consumer.max.session.timeout.ms", ge=1
+    )
+    group_consumer_min_heartbeat_interval_ms: int = Field(
+        5000, alias="group.consumer.min.heartbeat.interval.ms", ge=1
+    )
+    group_consumer_max_heartbeat_interval_ms: int = Field(
+        15000, alias="group.consumer.max.heartbeat.interval.ms", ge=1
+    )
     group_consumer_assignors: str = Field("uniform,range", alias="group.consumer.assignors")
     group_consumer_max_size: int = Field(2147483647, alias="group.consumer.max.size", ge=1)
     group_consumer_migration_policy: str = Field("bidirectional", alias="group.consumer.migration.policy")
@@ -72,6 +85,44 @@ class CoordinatorConfig(BaseModel):
     group_connect_session_timeout_ms: int = Field(10000, alias="group.connect.session.timeout.ms", ge=1)
     group_connect_heartbeat_interval_ms: int = Field(3000, alias="group.connect.heartbeat.interval.ms", ge=1)
     group_connect_max_size: int = Field(2147483647, alias="group.connect.max.size", ge=1)
+    # Their bounds, shaped like the consumer group's: sessions as the classic group bounds
+    # allow, heartbeats between 1 s and 15 s.
+    group_connect_min_session_timeout_ms: int = Field(
+        6000, alias="group.connect.min.session.timeout.ms", ge=1
+    )
+    group_connect_max_session_timeout_ms: int = Field(
+        1800000, alias="group.connect.max.session.timeout.ms", ge=1
+    )
+    group_connect_min_heartbeat_interval_ms: int = Field(
+        1000, alias="group.connect.min.heartbeat.interval.ms", ge=1
+    )
+    group_connect_max_heartbeat_interval_ms: int = Field(
+        15000, alias="group.connect.max.heartbeat.interval.ms", ge=1
+    )
+
+    @model_validator(mode="after")
+    def _within_bounds(self) -> CoordinatorConfig:
+        """Each group type's session and heartbeat lie within their bounds, heartbeat < session."""
+        for prefix in ("group", "group.consumer", "group.connect"):
+            low, high = (f"{prefix}.{end}.session.timeout.ms" for end in ("min", "max"))
+            _ordered(self, low, high)
+        for prefix in ("group.consumer", "group.connect"):
+            session, heartbeat = f"{prefix}.session.timeout.ms", f"{prefix}.heartbeat.interval.ms"
+            for name, kind in ((session, "session.timeout.ms"), (heartbeat, "heartbeat.interval.ms")):
+                low, high = f"{prefix}.min.{kind}", f"{prefix}.max.{kind}"
+                _ordered(self, low, high)
+                value = _by_alias(self, name)
+                if not _by_alias(self, low) <= value <= _by_alias(self, high):
+                    raise ValueError(
+                        f"{name} is {value}, outside [{low}, {high}] = "
+                        f"[{_by_alias(self, low)}, {_by_alias(self, high)}]"
+                    )
+            if _by_alias(self, heartbeat) >= _by_alias(self, session):
+                raise ValueError(
+                    f"{heartbeat} ({_by_alias(self, heartbeat)}) must be less than "
+                    f"{session} ({_by_alias(self, session)})"
+                )
+        return self
 
     @field_validator("group_consumer_assignors")
     @classmethod
@@ -139,6 +190,8 @@ class CoordinatorConfig(BaseModel):
         except ValidationError as exc:
             first = exc.errors()[0]
             name = ".".join(str(p) for p in first["loc"])
+            if not name:  # a rule across settings; its message names them
+                raise ConfigError(first["msg"].removeprefix("Value error, ")) from exc
             raise ConfigError(f"invalid value for {name!r}: {first['msg']}") from exc
 
     def kafka_settings(self) -> dict[str, str]:
@@ -150,6 +203,15 @@ class CoordinatorConfig(BaseModel):
                 value = str(value).lower()
             out[field.alias] = "" if value is None else str(value)
         return out
+
+
+def _by_alias(config: BaseModel, alias: str) -> Any:
+    return getattr(config, alias.replace(".", "_"))
+
+
+def _ordered(config: BaseModel, low: str, high: str) -> None:
+    if _by_alias(config, low) > _by_alias(config, high):
+        raise ValueError(f"{low} ({_by_alias(config, low)}) is above {high} ({_by_alias(config, high)})")
 
 
 def parse_listener(value: str) -> tuple[str, int]:

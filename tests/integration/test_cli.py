@@ -49,6 +49,11 @@ def test_topics_create_list_describe_delete(coordinator) -> None:
         (["-o", "num.partitions=0"], "num.partitions"),
         (["--listen", "nowhere"], "listeners"),
         (["-o", "no-equals-sign"], "no-equals-sign"),
+        # Session and heartbeat settings outside their bounds, or a heartbeat not below the session.
+        (["-o", "group.consumer.session.timeout.ms=3000"], "group.consumer.min.session.timeout.ms"),
+        (["-o", "group.consumer.heartbeat.interval.ms=20000"], "group.consumer.max.heartbeat.interval.ms"),
+        (["-o", "group.connect.session.timeout.ms=2000"], "group.connect.min.session.timeout.ms"),
+        (["-o", "group.connect.heartbeat.interval.ms=12000"], "group.connect.session.timeout.ms (10000)"),
     ],
 )
 def test_bad_coordinator_settings_fail_at_start_naming_the_setting(tmp_path, args, named) -> None:

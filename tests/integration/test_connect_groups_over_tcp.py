@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from connect_rebalance.errors import ErrorCode
-from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from connect_rebalance.protocol.connect_group import (
     CONNECT_GROUP_DESCRIBE,
     CONNECT_GROUP_HEARTBEAT,
@@ -31,9 +31,7 @@ SESSION_TIMEOUT_MS = 2000
 
 @pytest.fixture
 def coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
-    process = CoordinatorProcess(
-        tmp_path / "data", {"group.connect.session.timeout.ms": str(SESSION_TIMEOUT_MS)}
-    ).start()
+    process = CoordinatorProcess(tmp_path / "data", connect_timings(SESSION_TIMEOUT_MS, 500)).start()
     try:
         yield process
     finally:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from connect_rebalance.protocol.connect_group import ClientAssignor, InstalledMember
 from connect_rebalance.work import Work, work_of
 from tests.support.connect_driver import work
@@ -85,11 +85,7 @@ def member(coordinator: CoordinatorProcess, registry: Registry, name: str) -> Co
 
 @pytest.fixture
 def coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
-    settings = {
-        "group.connect.session.timeout.ms": str(SESSION_MS),
-        "group.connect.heartbeat.interval.ms": "1000",
-    }
-    process = CoordinatorProcess(tmp_path / "data", settings)
+    process = CoordinatorProcess(tmp_path / "data", connect_timings(SESSION_MS))
     process.start()
     try:
         yield process

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from kafka_connect import KafkaConnect
 
-from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.group_scenario import wait_until
 from tests.support.worker_cluster import WorkerCluster, rest, stops
 
@@ -25,11 +25,7 @@ CUT_OFF_SESSION_MS = 6000
 
 @contextmanager
 def worker_cluster(tmp_path: Path, session_ms: int) -> Iterator[WorkerCluster]:
-    settings = {
-        "group.connect.session.timeout.ms": str(session_ms),
-        "group.connect.heartbeat.interval.ms": "1000",
-    }
-    coordinator = CoordinatorProcess(tmp_path / "data", settings).start()
+    coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(session_ms)).start()
     workers = WorkerCluster(tmp_path, coordinator)
     try:
         yield workers
