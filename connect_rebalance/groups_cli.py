@@ -2,7 +2,10 @@
 
     groups list
     groups describe GROUP          type, protocol, state, members and their assignments,
-                                   committed offsets, log-end offsets and lag
+                                   committed offsets, log-end offsets and lag; for consumer
+                                   and connect groups also the epochs, the assignor, and each
+                                   member's current versus target assignment (and for connect
+                                   groups the computing worker and each worker's url)
     groups delete GROUP
     groups reset-offsets GROUP --topic T (--to-earliest | --to-latest | --to-offset N |
                                           --shift-by N) [--execute]
@@ -15,12 +18,18 @@ client over the wire.
 from __future__ import annotations
 
 import argparse
+import asyncio
+from typing import Any
 
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka.structs import OffsetAndMetadata
 
 from .admin_command import run_admin_command
+from .protocol.client import AssignmentGroupApi, ProtocolClient
+from .protocol.connect_group import ConnectGroupApi
+from .protocol.consumer_group import ConsumerGroupApi
+from .work import describe_work, work_of
 
 
 def _table(rows: list[list[str]]) -> None:
@@ -43,12 +52,87 @@ def _topic_partitions(admin: KafkaAdminClient, topic: str) -> list[TopicPartitio
     return [TopicPartition(topic, p["partition_index"]) for p in described["partitions"]]
 
 
-def describe(admin: KafkaAdminClient, group: str) -> None:
+def _described(bootstrap: str, api: type[AssignmentGroupApi], group: str) -> dict[str, Any]:
+    """ConsumerGroupDescribe or ConnectGroupDescribe, through the project's protocol client."""
+
+    async def ask() -> dict[str, Any]:
+        client = await ProtocolClient.connect(bootstrap, "connect-rebalance-groups")
+        try:
+            [described] = await asyncio.wait_for(api(client).describe(group), 15)
+            return described
+        finally:
+            await client.close()
+
+    described = asyncio.run(ask())
+    if described["error_code"]:
+        raise ValueError(described["error_message"] or f"cannot describe group {group!r}")
+    return described
+
+
+def _partitions(assignment: dict[str, Any] | None) -> list[TopicPartition]:
+    entries = (assignment or {}).get("topic_partitions") or []
+    return sorted(TopicPartition(e["topic_name"], p) for e in entries for p in e["partitions"])
+
+
+def _shown(partitions: list[TopicPartition]) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted(by_topic.items())) or "-"
+
+
+def _epochs_line(group: str, kind: str, described: dict[str, Any], extra: str = "") -> None:
+    assignor, members = described["assignor_name"] or "-", len(described["members"])
+    print(f"GROUP {group}  TYPE {kind}  STATE {described['group_state']}  "
+          f"GROUP-EPOCH {described['group_epoch']}  ASSIGNMENT-EPOCH {described['assignment_epoch']}  "
+          f"ASSIGNOR {assignor}{extra}  MEMBERS {members}")  # fmt: skip
+
+
+def describe_consumer_group(bootstrap: str, group: str) -> dict[TopicPartition, str]:
+    """Epochs, assignor, and each member's current versus target partitions; returns owners."""
+    described = _described(bootstrap, ConsumerGroupApi, group)
+    _epochs_line(group, "consumer", described)
+    owner: dict[TopicPartition, str] = {}
+    rows = [["MEMBER-ID", "INSTANCE-ID", "RACK", "CLIENT-ID", "HOST", "EPOCH", "CURRENT", "TARGET"]]
+    for m in described["members"]:
+        current = _partitions(m["assignment"])
+        owner.update({tp: m["member_id"] for tp in current})
+        rows.append([m["member_id"], m["instance_id"] or "-", m["rack_id"] or "-", m["client_id"],
+                     m["client_host"], str(m["member_epoch"]), _shown(current),
+                     _shown(_partitions(m["target_assignment"]))])  # fmt: skip
+    if described["members"]:
+        print()
+        _table(rows)
+    return owner
+
+
+def describe_connect_group(bootstrap: str, group: str) -> None:
+    """Epochs, assignor, computing worker, and each worker's url and current versus target work."""
+    described = _described(bootstrap, ConnectGroupApi, group)
+    computing = described["computing_member_id"] or "-"
+    _epochs_line(group, "connect", described, f"  COMPUTING-WORKER {computing}")
+    rows = [["MEMBER-ID", "URL", "EPOCH", "STATE", "CURRENT", "TARGET", "REVOKING"]]
+    for m in described["members"]:
+        rows.append([m["member_id"], m["url"] or "-", str(m["member_epoch"]), m["member_state"],
+                     describe_work(work_of(m["assignment"])), describe_work(work_of(m["target_assignment"])),
+                     describe_work(work_of(m["pending_revocation"]))])  # fmt: skip
+    if described["members"]:
+        print()
+        _table(rows)
+
+
+def describe(admin: KafkaAdminClient, group: str, bootstrap: str) -> None:
     listed = {g["group_id"]: g for g in admin.list_groups()}
     if group not in listed:
         raise ValueError(f"group {group!r} does not exist")
-    info = admin.describe_groups([group])[group]
     kind = listed[group].get("group_type", "classic")
+    if kind == "connect":
+        describe_connect_group(bootstrap, group)
+        return
+    if kind == "consumer":
+        _offsets_and_lag(admin, group, describe_consumer_group(bootstrap, group))
+        return
+    info = admin.describe_groups([group])[group]
     protocol = f"{info['protocol_type'] or '-'}/{info['protocol_data'] or '-'}"
     members = len(info["members"])
     print(f"GROUP {group}  TYPE {kind}  STATE {info['group_state']}  PROTOCOL {protocol}  MEMBERS {members}")
@@ -67,6 +151,10 @@ def describe(admin: KafkaAdminClient, group: str) -> None:
                          member["client_host"], " ".join(parts) or "-"])  # fmt: skip
         print()
         _table(rows)
+    _offsets_and_lag(admin, group, owner)
+
+
+def _offsets_and_lag(admin: KafkaAdminClient, group: str, owner: dict[TopicPartition, str]) -> None:
     committed = admin.list_group_offsets({group: None}).get(group, {})
     ends = _end_offsets(admin, sorted(set(committed) | set(owner)))
     if ends:
@@ -136,7 +224,7 @@ def _dispatch(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
         ]
         _table(rows)
     elif args.action == "describe":
-        describe(admin, args.group)
+        describe(admin, args.group, args.bootstrap_server)
     elif args.action == "delete":
         outcome = admin.delete_groups([args.group])[args.group]
         if outcome != "OK":

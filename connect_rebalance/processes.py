@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 _READY = re.compile(r"listening on (\S+):(\d+) ")
+_ADMIN = re.compile(r"; admin (http://\S+)")
 
 
 def connect_timings(session_ms: int, heartbeat_ms: int = 1000) -> dict[str, str]:
@@ -38,6 +39,7 @@ class CoordinatorProcess:
         self.overrides = dict(overrides or {})
         self.log_path = log_path or self.data_dir.parent / f"{self.data_dir.name}-coordinator.log"
         self.port = 0
+        self.admin_url = ""  # the admin HTTP port (/metrics), on a free port of its own
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -55,7 +57,8 @@ class CoordinatorProcess:
             "--data-dir",
             str(self.data_dir),
         ]
-        for name, value in self.overrides.items():
+        admin = self.admin_url or "http://127.0.0.1:0"  # a restart keeps the same port
+        for name, value in {"admin.listeners": admin, **self.overrides}.items():
             command += ["-o", f"{name}={value}"]
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child from here on
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file)
@@ -70,6 +73,8 @@ class CoordinatorProcess:
                 match = _READY.search(line.decode(errors="replace"))
                 if match:
                     self.port = int(match.group(2))
+                    admin_match = _ADMIN.search(line.decode(errors="replace"))
+                    self.admin_url = admin_match.group(1) if admin_match else ""
                     return self
             if self.process.poll() is not None:
                 break

@@ -41,3 +41,8 @@ def work_name(item: Work) -> str:
     """Kafka Connect's spelling: a connector's name, or `connector-N` for a task."""
     connector, task = item
     return connector if task == CONNECTOR else f"{connector}-{task}"
+
+
+def describe_work(items: Iterable[Work]) -> str:
+    """Work for a table cell: names in Kafka Connect's spelling, `-` for none."""
+    return " ".join(work_name(item) for item in sorted(items)) or "-"

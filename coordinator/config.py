@@ -26,6 +26,8 @@ class CoordinatorConfig(BaseModel):
 
     listeners: str = Field("127.0.0.1:9092", alias="listeners")
     advertised_listeners: str | None = Field(None, alias="advertised.listeners")
+    # The admin HTTP port (Prometheus /metrics, /health), e.g. http://127.0.0.1:9644; off when unset.
+    admin_listeners: str | None = Field(None, alias="admin.listeners")
     node_id: int = Field(1, alias="node.id", ge=0)
     log_dirs: Path = Field(Path("./data"), alias="log.dirs")
     num_partitions: int = Field(1, alias="num.partitions", ge=1)
@@ -150,6 +152,20 @@ class CoordinatorConfig(BaseModel):
         if value is not None:
             parse_listener(value)
         return value
+
+    @field_validator("admin_listeners")
+    @classmethod
+    def _admin_is_http(cls, value: str | None) -> str | None:
+        if value is not None and value.strip():
+            if not value.strip().startswith("http://"):
+                raise ValueError(f"{value!r} is not http://host:port")
+            parse_listener(value)
+            return value.strip()
+        return None
+
+    @property
+    def admin_bind(self) -> tuple[str, int] | None:
+        return parse_listener(self.admin_listeners) if self.admin_listeners else None
 
     @property
     def bind(self) -> tuple[str, int]:

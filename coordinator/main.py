@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import Callable
 
+from .admin_http import AdminServer
 from .broker import Broker, DataDirectoryLocked
 from .config import CoordinatorConfig
 from .group_service import GroupService
@@ -19,7 +20,7 @@ log = logging.getLogger(__name__)
 
 async def serve(
     config: CoordinatorConfig,
-    on_ready: Callable[[Broker, CoordinatorServer], None] | None = None,
+    on_ready: Callable[[Broker, CoordinatorServer, AdminServer | None], None] | None = None,
     stop: asyncio.Event | None = None,
 ) -> None:
     """Serve until `stop` is set or SIGTERM/SIGINT arrives; then flush and close."""
@@ -28,6 +29,7 @@ async def serve(
     broker.groups = GroupService(broker)
     broker.groups.open()
     server = CoordinatorServer(broker)
+    admin = AdminServer(broker, *config.admin_bind) if config.admin_bind else None
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -35,23 +37,28 @@ async def serve(
             loop.add_signal_handler(signum, stop.set)
     try:
         await server.start()
+        if admin is not None:
+            await admin.start()
         broker.start_background()
         broker.groups.start()
         if on_ready is not None:
-            on_ready(broker, server)
+            on_ready(broker, server, admin)
         await stop.wait()
         log.info("stopping")
     finally:
+        if admin is not None:
+            await admin.stop()
         await server.stop()
         await broker.groups.close()
         await broker.close()
 
 
-def announce(broker: Broker, server: CoordinatorServer) -> None:
+def announce(broker: Broker, server: CoordinatorServer, admin: AdminServer | None) -> None:
     host, port = broker.advertised_address
     print(
         f"connect-rebalance coordinator listening on {host}:{port} "
-        f"(data {broker.data_dir}, cluster {broker.cluster_id})",
+        f"(data {broker.data_dir}, cluster {broker.cluster_id})"
+        + (f"; admin {admin.url}" if admin is not None else ""),
         flush=True,
     )
 

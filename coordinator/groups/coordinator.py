@@ -27,6 +27,7 @@ from .classic import ClassicGroup, ClassicGroups, ClassicState
 from .connect import ConnectGroup, ConnectGroups
 from .connect_records import CONNECT_RECORD_TYPES
 from .consumer import ConsumerGroup, ConsumerGroups, TopicsView
+from .group_metrics import GroupMetrics
 from .migration import GroupMigration
 from .offsets import Offsets
 from .records import (
@@ -69,6 +70,7 @@ class GroupCoordinator:
         self.new_member_id = member_id_factory
         self.groups: dict[str, ClassicGroup | ConsumerGroup | ConnectGroup] = {}
         self.timers = Timers()
+        self.metrics = GroupMetrics()
         self.classic = ClassicGroups(self)
         self.offsets = Offsets(self)
         # Consumer groups (KIP-848) need topic ids; the server attaches them once they are served.
@@ -103,43 +105,50 @@ class GroupCoordinator:
     def handle(self, request: GroupRequest, now_ms: int) -> Outcome:
         out = Outcome()
         self._handlers[request.api_key](request, now_ms, out)
+        group_id = getattr(request.body, "group_id", None)
+        self.metrics.observe(group_id, self.groups.get(group_id or ""), now_ms)
         return out
 
     def on_timer(self, now_ms: int) -> Outcome:
         out = Outcome()
         for key in self.timers.pop_expired(now_ms):
-            kind = key[0]
-            if kind == "classic-session":
-                self.classic.on_session_expired(key[1], key[2], now_ms, out)
-            elif kind == "classic-pending":
-                self.classic.on_pending_member_expired(key[1], key[2], now_ms, out)
-            elif kind in ("classic-join", "classic-sync"):
-                group = self.groups.get(key[1])
-                if isinstance(group, ClassicGroup):
-                    if kind == "classic-join":
-                        self.classic.on_join_deadline(group, now_ms, out)
-                    else:
-                        self.classic.on_sync_deadline(group, now_ms, out)
-            elif kind == "consumer-session" and self.consumer is not None:
-                self.consumer.on_session_expired(key[1], key[2], now_ms, out)
-            elif kind == "consumer-rebalance" and self.consumer is not None:
-                self.consumer.on_rebalance_timeout(key[1], key[2], now_ms, out)
-            elif kind == "consumer-compute" and self.consumer is not None:
-                self.consumer.on_compute_timeout(key[1], key[2], now_ms, out)
-            elif kind in ("consumer-classic-join", "consumer-classic-sync") and self.migration is not None:
-                self.migration.on_classic_timeout(key[1], key[2], now_ms, out)
-            elif kind == "connect-session":
-                self.connect.on_session_expired(key[1], key[2], now_ms, out)
-            elif kind == "connect-rebalance":
-                self.connect.on_rebalance_timeout(key[1], key[2], now_ms, out)
-            elif kind == "connect-compute":
-                self.connect.on_compute_timeout(key[1], key[2], now_ms, out)
-            elif key == OFFSET_EXPIRY_KEY:
-                self.offsets.expire(now_ms, out)
-                self.timers.schedule(
-                    OFFSET_EXPIRY_KEY, now_ms + self.settings.offsets_retention_check_interval_ms
-                )
+            self._on_deadline(key, now_ms, out)
+            if len(key) > 1:
+                self.metrics.observe(key[1], self.groups.get(key[1]), now_ms)
         return out
+
+    def _on_deadline(self, key: tuple[str, ...], now_ms: int, out: Outcome) -> None:
+        kind = key[0]
+        if kind == "classic-session":
+            self.classic.on_session_expired(key[1], key[2], now_ms, out)
+        elif kind == "classic-pending":
+            self.classic.on_pending_member_expired(key[1], key[2], now_ms, out)
+        elif kind in ("classic-join", "classic-sync"):
+            group = self.groups.get(key[1])
+            if isinstance(group, ClassicGroup):
+                if kind == "classic-join":
+                    self.classic.on_join_deadline(group, now_ms, out)
+                else:
+                    self.classic.on_sync_deadline(group, now_ms, out)
+        elif kind == "consumer-session" and self.consumer is not None:
+            self.consumer.on_session_expired(key[1], key[2], now_ms, out)
+        elif kind == "consumer-rebalance" and self.consumer is not None:
+            self.consumer.on_rebalance_timeout(key[1], key[2], now_ms, out)
+        elif kind == "consumer-compute" and self.consumer is not None:
+            self.consumer.on_compute_timeout(key[1], key[2], now_ms, out)
+        elif kind in ("consumer-classic-join", "consumer-classic-sync") and self.migration is not None:
+            self.migration.on_classic_timeout(key[1], key[2], now_ms, out)
+        elif kind == "connect-session":
+            self.connect.on_session_expired(key[1], key[2], now_ms, out)
+        elif kind == "connect-rebalance":
+            self.connect.on_rebalance_timeout(key[1], key[2], now_ms, out)
+        elif kind == "connect-compute":
+            self.connect.on_compute_timeout(key[1], key[2], now_ms, out)
+        elif key == OFFSET_EXPIRY_KEY:
+            self.offsets.expire(now_ms, out)
+            self.timers.schedule(
+                OFFSET_EXPIRY_KEY, now_ms + self.settings.offsets_retention_check_interval_ms
+            )
 
     def next_deadline(self) -> int | None:
         return self.timers.next_deadline()
@@ -167,6 +176,7 @@ class GroupCoordinator:
         if self.consumer is not None:
             self.consumer.load_complete(now_ms)
         self.connect.load_complete(now_ms)
+        self.metrics.seed(self.groups)
         self.timers.schedule(OFFSET_EXPIRY_KEY, now_ms + self.settings.offsets_retention_check_interval_ms)
 
     # -- group administration -------------------------------------------------------------
@@ -258,5 +268,6 @@ class GroupCoordinator:
                 for record in deletions:
                     out.records.append(record)
                     self.replay(record)
+            self.metrics.observe(group_id, self.groups.get(group_id), now_ms)
             results.append({"group_id": group_id, "error_code": error})
         out.reply(request.request_id, {"throttle_time_ms": 0, "results": results})

@@ -1,0 +1,117 @@
+"""The coordinator's admin port and `groups describe`, as an operator uses them: Prometheus
+`/metrics` scraped over HTTP after a real consumer group (librdkafka, group.protocol=consumer)
+and a real connect group (worker processes) rebalance, and the CLI's view of each group's
+epochs, assignor and every member's current versus target assignment."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from connect_rebalance.processes import CoordinatorProcess, connect_timings
+from tests.support.group_scenario import MemberFleet, create_topic, wait_until
+from tests.support.worker_cluster import WorkerCluster, metrics, rest
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 12
+
+
+def scrape(coordinator: CoordinatorProcess) -> dict[str, float]:
+    return metrics(coordinator.admin_url)
+
+
+def of_group(samples: dict[str, float], metric: str, group: str, kind: str) -> float:
+    return samples[f'connect_rebalance_group_{metric}{{group="{group}",type="{kind}"}}']
+
+
+def describe(coordinator: CoordinatorProcess, group: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "connect_rebalance.cli", "groups", "--bootstrap-server",
+         coordinator.bootstrap, "describe", group],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_a_consumer_groups_rebalances_reconcile_time_and_moved_partitions(
+    group_coordinator: CoordinatorProcess, fleets: list[MemberFleet], tmp_path: Path
+) -> None:
+    b = group_coordinator.bootstrap
+    create_topic(b, "events", PARTITIONS)
+    fleet = MemberFleet(tmp_path, b, "kip848", "events", "confluent-kafka-consumer", "uniform")
+    fleets.append(fleet)
+
+    def holding(counts: list[int]) -> None:
+        members = [f"m{i + 1}" for i in range(len(counts))]
+        wait_until(lambda: sorted(len(fleet.holding(m)) for m in members) == counts, 60, f"{counts} held")
+
+    fleet.start("m1")
+    holding([12])
+    wait_until(lambda: scrape(group_coordinator).get(
+        'connect_rebalance_group_reconcile_seconds_count{group="kip848",type="consumer"}', 0) >= 1, 30,
+        "the first epoch reconciled")  # fmt: skip
+    fleet.start("m2")
+    holding([6, 6])
+    wait_until(lambda: of_group(scrape(group_coordinator), "moved_total", "kip848", "consumer") == 6, 30,
+               "the 6 partitions m2 took counted as moved")  # fmt: skip
+
+    shown = describe(group_coordinator, "kip848")
+    assert "TYPE consumer" in shown and "ASSIGNOR uniform" in shown and "MEMBERS 2" in shown
+    lines = shown.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("MEMBER-ID"))
+    header, rows = lines[at].split(), [line.split() for line in lines[at + 1 : at + 3]]
+    assert header[-2:] == ["CURRENT", "TARGET"], shown
+    for row in rows:
+        assert row[-2] == row[-1], f"a settled member holds its target: {row}"
+    assert "LOG-END-OFFSET" in shown, "committed offsets and lag follow the members"
+
+    fleet.stop("m2")
+    holding([12])
+    wait_until(lambda: of_group(scrape(group_coordinator), "moved_total", "kip848", "consumer") == 12, 30,
+               "the 6 partitions m2 left counted as moved back")  # fmt: skip
+    samples = scrape(group_coordinator)
+    epoch = of_group(samples, "epoch", "kip848", "consumer")
+    assert epoch >= 3, "m1 joined, m2 joined, m2 left"
+    assert of_group(samples, "rebalances_total", "kip848", "consumer") == epoch
+    assert of_group(samples, "members", "kip848", "consumer") == 1
+    reconciled = samples['connect_rebalance_group_reconcile_seconds_count{group="kip848",type="consumer"}']
+    assert reconciled >= 3
+    assert samples['connect_rebalance_groups{type="consumer"}'] == 1
+
+
+def test_a_connect_groups_metrics_and_its_describe_show_workers_and_their_work(tmp_path: Path) -> None:
+    coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(3000)).start()
+    cluster = WorkerCluster(tmp_path, coordinator)
+    try:
+        w1 = cluster.start("w1")
+        config = {"connector.class": "VerifiableSource", "topic": "out", "tasks.max": "4", "throughput": "2"}
+        assert rest("POST", f"{w1.url}/connectors", {"name": "orders", "config": config})[0] == 201
+        wait_until(lambda: cluster.balanced("orders", 5), 30, "the connector and 4 tasks on w1")
+        w2 = cluster.start("w2")
+        wait_until(lambda: cluster.balanced("orders", 5), 30, "the work spread over two workers")
+        wait_until(lambda: of_group(scrape(coordinator), "members", "connect-cluster", "connect") == 2, 30,
+                   "two workers counted")  # fmt: skip
+        moved = lambda: of_group(scrape(coordinator), "moved_total", "connect-cluster", "connect")  # noqa: E731
+        wait_until(lambda: moved() >= 2, 30, "the work w2 took counted as moved")
+        samples = scrape(coordinator)
+        assert of_group(samples, "rebalances_total", "connect-cluster", "connect") >= 2
+        assert samples['connect_rebalance_groups{type="connect"}'] == 1
+
+        shown = describe(coordinator, "connect-cluster")
+        assert "TYPE connect" in shown and "COMPUTING-WORKER" in shown and "MEMBERS 2" in shown
+        for worker in (w1, w2):
+            [row] = [line for line in shown.splitlines() if worker.url in line]
+            assert "orders" in row, f"{worker.name}'s work is listed: {row}"
+        missing = subprocess.run(
+            [sys.executable, "-m", "connect_rebalance.cli", "groups", "--bootstrap-server",
+             coordinator.bootstrap, "describe", "nope"], capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert missing.returncode == 1 and "does not exist" in missing.stderr
+    finally:
+        cluster.stop_all()
+        coordinator.kill()
