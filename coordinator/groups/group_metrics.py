@@ -92,14 +92,25 @@ def _epoch(group: Any) -> int:
 
 def _owners(group: Any) -> dict[Hashable, str] | None:
     if group.type_name != "classic":
-        return dict(group.ownership.snapshot())
+        # A static member keeps its place under a new member id when its process restarts: the
+        # owner is the instance, so its partitions do not count as moved.
+        members = group.members
+        return {
+            item: _owner(getattr(members.get(member_id), "instance_id", None), member_id)
+            for item, member_id in group.ownership.snapshot().items()
+        }
     if group.protocol_type != "consumer":
         return None
     owners: dict[Hashable, str] = {}
     for member in group.members.values():
         for item in _consumer_assignment(member.assignment):
-            owners[item] = member.group_instance_id or member.member_id
+            owners[item] = _owner(member.group_instance_id, member.member_id)
     return owners
+
+
+def _owner(instance_id: str | None, member_id: str) -> str:
+    """Who holds an item across restarts: a static member's instance, else the member."""
+    return instance_id or member_id
 
 
 def _consumer_assignment(data: bytes) -> Iterable[tuple[str, int]]:
