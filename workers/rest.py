@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import ClientSession, ClientTimeout, web
 
 from connect_rebalance import __version__
+from connect_rebalance.prometheus import Exposition
 from connect_rebalance.work import CONNECTOR
 
 from .config_state import PAUSED, STARTED, STOPPED, encode_json
@@ -177,29 +178,32 @@ class RestApi:
 
     async def metrics(self, request: web.Request) -> web.Response:
         """Prometheus text: rebalances, connectors and tasks started and stopped, per connector."""
-        herder = self.herder
-        lines = [
-            "# TYPE connect_worker_rebalances_total counter",
-            f"connect_worker_rebalances_total {herder.membership.rebalances}",
-            "# TYPE connect_worker_member_epoch gauge",
-            f"connect_worker_member_epoch {herder.membership.epoch}",
-            "# TYPE connect_worker_zombie_stops_total counter",
-            f"connect_worker_zombie_stops_total {herder.membership.zombie_stops}",
-        ]
-        for metric, counts in (
-            ("started", herder.started_by_connector),
-            ("stopped", herder.stopped_by_connector),
-        ):
-            lines.append(f"# TYPE connect_worker_work_{metric}_total counter")
-            for connector, count in sorted(counts.items()):
-                lines.append(f'connect_worker_work_{metric}_total{{connector="{connector}"}} {count}')
-        lines.append("# TYPE connect_worker_running gauge")
+        herder, membership = self.herder, self.herder.membership
         running: dict[str, int] = {}
         for (connector, _), runner in herder.running.items():
             running[connector] = running.get(connector, 0) + (runner.state == "RUNNING")
-        for connector, count in sorted(running.items()):
-            lines.append(f'connect_worker_running{{connector="{connector}"}} {count}')
-        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+
+        def per_connector(counts: dict[str, int]) -> list[tuple[dict[str, str], int]]:
+            return [({"connector": connector}, count) for connector, count in sorted(counts.items())]
+
+        text = (
+            Exposition()
+            .family("connect_worker_rebalances_total", "counter", "Rebalances this worker took part in.",
+                    [({}, membership.rebalances)])
+            .family("connect_worker_member_epoch", "gauge", "This worker's member epoch (generation).",
+                    [({}, membership.epoch)])
+            .family("connect_worker_zombie_stops_total", "counter",
+                    "Times this worker stopped its work on losing the coordinator.",
+                    [({}, membership.zombie_stops)])
+            .family("connect_worker_work_started_total", "counter", "Connectors and tasks started.",
+                    per_connector(herder.started_by_connector))
+            .family("connect_worker_work_stopped_total", "counter", "Connectors and tasks stopped.",
+                    per_connector(herder.stopped_by_connector))
+            .family("connect_worker_running", "gauge", "Connectors and tasks running now.",
+                    per_connector(running))
+            .text()
+        )  # fmt: skip
+        return web.Response(text=text, content_type=Exposition.CONTENT_TYPE)
 
     async def list_connectors(self, request: web.Request) -> web.Response:
         names = sorted(self.state.connectors)
