@@ -35,7 +35,11 @@ class GroupFigures:
     reconcile_ms_total: int = 0
     last_reconcile_ms: int = 0
     started_ms: int | None = None  # when the rebalance under way began
-    owners: dict[Hashable, str] = field(default_factory=dict)  # at the last settled point
+    # Each item's last owner seen at a settled point. An item nobody holds now (a lost worker's
+    # work waiting out the scheduled delay, a partition between a cooperative revoke and its
+    # assignment) keeps its last owner, so its next owner counts as a move. Bounded by the
+    # items the group has held; forgotten with the group.
+    owners: dict[Hashable, str] = field(default_factory=dict)
 
 
 class GroupMetrics:
@@ -83,7 +87,7 @@ class GroupMetrics:
                 figures.moved += sum(
                     1 for item, owner in owners.items() if figures.owners.get(item, owner) != owner
                 )
-                figures.owners = owners
+                figures.owners.update(owners)
 
 
 def _epoch(group: Any) -> int:
