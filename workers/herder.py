@@ -19,7 +19,6 @@ Kafka Connect's DistributedHerder, on the connect group protocol:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import traceback
@@ -33,6 +32,7 @@ from connect_rebalance.work import CONNECTOR, Work, work_of
 from .config_state import PAUSED, STOPPED, ConfigState, decode_json, encode_json
 from .connect_membership import Assignment, ConnectMembership, InstallPlan
 from .plugins import Connector, Task, TaskContext, find_plugin
+from .spark_runtime import SparkRuntime
 from .sticky_plan import sticky_balanced
 from .topic_log import TopicLog, ensure_topic
 from .worker_config import WorkerConfig
@@ -93,6 +93,11 @@ class Herder:
         self._config_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
         self._lock = asyncio.Lock()  # one lifecycle change at a time
+        # One SparkSession per worker for every Spark task (started in `start` if warm-up is on).
+        self.spark = SparkRuntime(
+            config.spark_master, config.spark_settings, config.checkpoint_dir,
+            config.task_shutdown_graceful_timeout_ms, self.worker_id,
+        )  # fmt: skip
         bootstrap = config.bootstrap_servers
         self.config_log = TopicLog(bootstrap, config.config_storage_topic, self._on_config, self.worker_id)
         self.status_log = TopicLog(bootstrap, config.status_storage_topic, self._on_status, self.worker_id)
@@ -120,6 +125,8 @@ class Herder:
             await topic_log.start()
         self._tasks.append(asyncio.create_task(self.membership.run()))
         self._tasks.append(asyncio.create_task(self._report_config_changes()))
+        if self.config.spark_session_warmup:
+            self._warming = asyncio.create_task(asyncio.to_thread(self.spark.warm))
         self.ready.set()
 
     async def stop(self) -> None:
@@ -130,6 +137,7 @@ class Herder:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for topic_log in (self.config_log, self.status_log, self.offset_log):
             await topic_log.close()
+        await asyncio.to_thread(self.spark.close)
 
     # -- the config topic -----------------------------------------------------------------
 
@@ -269,7 +277,7 @@ class Herder:
             read_offset=lambda partition: self._read_offset(name, partition),
             write_offset=lambda partition, offset: self._write_offset(name, partition, offset),
             fail=lambda exc: asyncio.ensure_future(self._failed(runner.item, exc)),
-            extra={"send": self._send, "worker_config": self.config},
+            extra={"send": self._send, "worker_config": self.config, "spark": self.spark},
         )  # fmt: skip
         await task.start(task_config, context)
 
@@ -278,10 +286,15 @@ class Herder:
         if runner is None:
             return
         if isinstance(runner.instance, Task):
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(
-                    runner.instance.stop(), self.config.task_shutdown_graceful_timeout_ms / 1000
-                )
+            try:
+                if getattr(runner.instance, "bounded_stop", False):
+                    await runner.instance.stop()  # returns only once the work has stopped
+                else:
+                    await asyncio.wait_for(
+                        runner.instance.stop(), self.config.task_shutdown_graceful_timeout_ms / 1000
+                    )
+            except Exception:  # noqa: BLE001 - a plugin's failure to stop must not stop the worker
+                log.exception("%s did not stop cleanly", item)
         if runner.instance is not None:
             self.stopped_by_connector[item[0]] = self.stopped_by_connector.get(item[0], 0) + 1
         runner.instance = None
@@ -390,6 +403,9 @@ class Herder:
             entry = {"id": i, "state": status["state"], "worker_id": status["worker_id"]}
             if status.get("trace"):
                 entry["trace"] = status["trace"]
+            runner = self.running.get((name, i))
+            if runner is not None and isinstance(runner.instance, Task) and runner.instance.progress():
+                entry["progress"] = runner.instance.progress()  # known to the worker running it
             tasks.append(entry)
         connector = {"state": own["state"], "worker_id": own["worker_id"]}
         if own.get("trace"):

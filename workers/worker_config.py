@@ -44,6 +44,8 @@ class WorkerConfig(BaseModel):
     # (shared by every worker, so a task resumes wherever it is assigned next).
     spark_master: str = Field("local[*]", alias="spark.master")
     checkpoint_dir: str = Field("./checkpoints", alias="checkpoint.dir", min_length=1)
+    # Start and warm the worker's SparkSession when the worker starts (else on the first Spark task).
+    spark_session_warmup: bool = Field(True, alias="spark.session.warmup")
     spark_settings: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     @field_validator("bootstrap_servers")

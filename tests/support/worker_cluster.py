@@ -52,7 +52,9 @@ class WorkerCluster:
         self.properties = {
             "bootstrap.servers": coordinator.bootstrap, "group.id": "connect-cluster",
             "config.storage.topic": "connect-configs", "offset.storage.topic": "connect-offsets",
-            "status.storage.topic": "connect-status", **settings,
+            "status.storage.topic": "connect-status",
+            # Lightweight tasks: no SparkSession until a Spark task asks for one.
+            "spark.session.warmup": "false", **settings,
         }  # fmt: skip
         self.workers: dict[str, WorkerProcess] = {}
 

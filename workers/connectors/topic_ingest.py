@@ -16,13 +16,14 @@ checkpoint loses a partition it had read.
 
 from __future__ import annotations
 
-import asyncio
 import zlib
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from ..plugins import ConfigDef, Connector, Task, TaskContext, non_negative_int, positive_int
+from ..plugins import ConfigDef, Connector, TaskContext, indexed_task_configs, non_negative_int, positive_int
+from ..spark_runtime import checkpoint_path
+from ..spark_task import SparkTask
+from .parquet_output import parquet_sink
 
 STARTING = ("earliest", "latest")
 
@@ -61,72 +62,16 @@ def partitions_of_task(
     return sorted(tp for tp in partitions if task_owns(tp[0], tp[1], index, count))
 
 
-def output_dir(config: Mapping[str, str], index: int) -> str:
-    return str(Path(config["output.path"]) / f"task-{index}")
-
-
-def read_output(spark: Any, path: str) -> Any:
-    """Every task's output under `path`, read through Spark (honouring each sink's log)."""
-    frames = [spark.read.parquet(str(d)) for d in sorted(Path(path).glob("task-*")) if d.is_dir()]
-    if not frames:
-        raise FileNotFoundError(f"no task output under {path}")
-    result = frames[0]
-    for frame in frames[1:]:
-        result = result.unionByName(frame)
-    return result
-
-
-class TopicIngestTask(Task):
+class TopicIngestTask(SparkTask):
     """One task's query: its partitions -> Parquet under output.path/task-<index>."""
 
-    def __init__(self) -> None:
-        self.query: Any = None
-        self.partitions: list[tuple[str, int]] = []
-
-    async def start(self, config: Mapping[str, str], context: TaskContext) -> None:
+    def writer(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> Any:
         bootstrap = config.get("bootstrap.servers") or context.bootstrap_servers
         index, count = int(config["task.index"]), int(config["task.count"])
-        found = await asyncio.to_thread(find_partitions, bootstrap, _topics(config["topics"]))
-        self.partitions = partitions_of_task(found, index, count)
-        if not self.partitions:
-            return  # more tasks than partitions: this one has nothing to read
-        worker = context.extra["worker_config"]
-        checkpoint = checkpoint_of(worker, context.connector, context.task)
-
-        def start_query() -> Any:
-            import os
-            import sys
-
-            from pyspark.sql import SparkSession
-
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-            builder = SparkSession.builder.master(worker.spark_master)
-            for key, value in worker.spark_settings.items():
-                builder = builder.config(key, value)
-            spark = builder.getOrCreate()
-            return (
-                topic_stream(spark, config, bootstrap, self.partitions)
-                .writeStream.format("parquet")
-                .option("path", output_dir(config, index))
-                .option("checkpointLocation", checkpoint)
-                .queryName(f"{context.connector}-{context.task}")
-                .trigger(processingTime=f"{config.get('trigger.interval.ms') or 1000} milliseconds")
-                .start()
-            )
-
-        self.query = await asyncio.to_thread(start_query)
-
-    async def stop(self) -> None:
-        if self.query is not None:
-            await asyncio.to_thread(self.query.stop)
-            self.query = None
-
-    def progress(self) -> dict[str, Any]:
-        return {"partitions": format_assignment_list(self.partitions)}
-
-
-def format_assignment_list(partitions: Sequence[tuple[str, int]]) -> str:
-    return ",".join(f"{t}:{p}" for t, p in partitions)
+        partitions = partitions_of_task(find_partitions(bootstrap, _topics(config["topics"])), index, count)
+        if not partitions:
+            return None  # more tasks than partitions: this one has nothing to read
+        return parquet_sink(topic_stream(spark, config, bootstrap, partitions), config, index)
 
 
 class TopicIngest(Connector):
@@ -150,16 +95,14 @@ class TopicIngest(Connector):
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         shared = {d.name: config.get(d.name, d.default or "") for d in self.config_defs}
         shared["topics"] = ",".join(_topics(config["topics"]))
-        return [{**shared, "task.index": str(i), "task.count": str(max_tasks)} for i in range(max_tasks)]
+        return indexed_task_configs(shared, max_tasks)
 
     @classmethod
     def checkpoint_offsets(cls, worker: Any, connector: str, tasks: int) -> list[dict[str, Any]]:
         """`GET /connectors/{name}/offsets`: what the tasks' checkpoints record as committed."""
-        return offsets_of_checkpoints([checkpoint_of(worker, connector, i) for i in range(tasks)])
-
-
-def checkpoint_of(worker: Any, connector: str, task: int) -> str:
-    return str(Path(worker.checkpoint_dir) / connector / str(task))
+        return offsets_of_checkpoints(
+            [checkpoint_path(worker.checkpoint_dir, connector, i) for i in range(tasks)]
+        )
 
 
 def offsets_of_checkpoints(checkpoints: Sequence[str]) -> list[dict[str, Any]]:

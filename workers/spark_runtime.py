@@ -1,0 +1,271 @@
+"""The worker's Spark runtime: one long-lived SparkSession that runs every Spark task's query.
+
+A SparkSession costs seconds to start and hundreds of megabytes, and a cold session takes
+4-6 s to a query's first batch where a warm one takes under one (pyspark-notes §2-3). So a
+worker creates one session — on a thread when it starts (`spark.session.warmup=true`, the
+default), or on its first Spark task (`false`: workers that never run a Spark task never
+start a JVM) — and runs a trivial job to warm it. Each task is then a named streaming query
+in it: `<connector>-<task>`, checkpointed under `<checkpoint.dir>/<connector>/<task>`, which
+every worker shares, so whichever worker runs the task next resumes after its last
+committed batch.
+
+Stopping is where ownership is decided. Spark has no lock across processes: two queries on
+one checkpoint are only detected after the fact. So `stop_query` returns only once the
+query is no longer active: a graceful stop bounded by `task.shutdown.graceful.timeout.ms`,
+then the query's jobs are cancelled and it is stopped again, and if even that leaves it
+running the worker process ends itself (its JVM goes with it). The worker acknowledges a
+revocation only after that, so a task never runs on two workers at once. Each start and
+stop is journalled (log lines `spark-query {json}`) with its wall-clock time, so the
+one-owner-at-a-time rule can be checked from outside, kill -9 included.
+
+The JVM is a child of the worker that exits when the worker dies: it watches its stdin, a
+pipe from the worker, and exits on EOF (pyspark-notes §3: within ~3 s of a SIGKILL).
+
+Spark's own Python processes (the data source planner and Python workers) must use this
+interpreter — the one with pyarrow and the connectors installed — and find the connectors'
+modules, so `PYSPARK_PYTHON` and `PYTHONPATH` are set before the JVM starts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# Settings every session gets unless the worker config says otherwise.
+DEFAULTS = {
+    "spark.ui.showConsoleProgress": "false",
+    # A second start on an active checkpoint in this session is an error, not a silent stop.
+    "spark.sql.streaming.stopActiveRunOnRestart": "false",
+}
+JOURNAL = "spark-query"
+# Where this package lives: Spark's Python processes import connectors from here.
+_SOURCE_ROOT = str(Path(__file__).resolve().parent.parent)
+
+ProgressHandler = Callable[[Any], None]
+TerminationHandler = Callable[[str | None], None]
+
+
+def checkpoint_path(checkpoint_dir: str | Path, connector: str, task: int) -> str:
+    """A task's checkpoint, the same on every worker sharing `checkpoint.dir`."""
+    return str(Path(checkpoint_dir) / connector / str(task))
+
+
+def query_name(connector: str, task: int) -> str:
+    return f"{connector}-{task}"
+
+
+def python_environment(environ: dict[str, str]) -> dict[str, str]:
+    """The interpreter and import path Spark's Python processes need (what to add to `environ`)."""
+    paths = [_SOURCE_ROOT] + [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {
+        "PYSPARK_PYTHON": environ.get("PYSPARK_PYTHON", sys.executable),
+        "PYSPARK_DRIVER_PYTHON": environ.get("PYSPARK_DRIVER_PYTHON", sys.executable),
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
+    }
+
+
+class SparkRuntime:
+    def __init__(
+        self,
+        master: str,
+        settings: dict[str, str],
+        checkpoint_dir: str,
+        stop_timeout_ms: int,
+        worker_id: str = "",
+    ) -> None:
+        self.master, self.settings = master, dict(settings)
+        self.checkpoint_dir = Path(checkpoint_dir)
+        self.stop_timeout_ms = max(stop_timeout_ms, 1000)
+        self.worker_id = worker_id
+        self.warm_s: float | None = None
+        self.queries_started = 0
+        self.queries_stopped = 0
+        self._spark: Any = None
+        self._lock = threading.RLock()
+        self._handlers: dict[str, tuple[ProgressHandler, TerminationHandler]] = {}  # by query name
+        self._names: dict[str, str] = {}  # query id -> name
+        self._stopping: set[str] = set()  # names of queries being stopped on purpose
+
+    # -- the session ----------------------------------------------------------------------
+
+    def session(self) -> Any:
+        """The worker's SparkSession, created on first use (thread-safe; blocks while starting)."""
+        with self._lock:
+            if self._spark is None:
+                os.environ.update(python_environment(dict(os.environ)))
+                from pyspark.sql import SparkSession
+
+                builder = SparkSession.builder.master(self.master).appName(f"connect-worker {self.worker_id}")
+                for key, value in {**DEFAULTS, **self.settings}.items():
+                    builder = builder.config(key, value)
+                # stop() waits this long for the stream thread, then fails (default: forever).
+                builder = builder.config("spark.sql.streaming.stopTimeout", f"{self.stop_timeout_ms}ms")
+                spark = builder.getOrCreate()
+                spark.streams.addListener(_listener(self))
+                self._spark = spark
+            return self._spark
+
+    @property
+    def ready(self) -> bool:
+        return self._spark is not None
+
+    def warm(self) -> None:
+        """Start the session and run a trivial job, so the first task's first batch is fast."""
+        started = time.monotonic()
+        try:
+            self.session().range(10).count()
+        except Exception:  # noqa: BLE001 - a task start will report the same failure with its trace
+            log.exception("the Spark session did not start")
+            return
+        self.warm_s = time.monotonic() - started
+        log.info("Spark session ready in %.1f s (master %s)", self.warm_s, self.master)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._spark is not None:
+                for query in list(self._spark.streams.active):
+                    try:
+                        self.stop_query(query)
+                    except Exception:  # noqa: BLE001 - the session stops anyway
+                        log.exception("query %s did not stop at shutdown", query.name)
+                self._spark.stop()
+                self._spark = None
+
+    # -- queries --------------------------------------------------------------------------
+
+    def checkpoint_of(self, connector: str, task: int) -> str:
+        return checkpoint_path(self.checkpoint_dir, connector, task)
+
+    def start_query(
+        self,
+        writer: Any,
+        connector: str,
+        task: int,
+        on_progress: ProgressHandler,
+        on_terminated: TerminationHandler,
+    ) -> Any:
+        """Start a task's query from its writer (source -> sink, format, options, trigger).
+
+        `on_progress(progress)` is called for each batch and `on_terminated(error)` when the
+        query ends by itself (not when `stop_query` stops it), on Spark's listener threads.
+        """
+        name = query_name(connector, task)
+        spark = self.session()
+        for active in spark.streams.active:
+            if active.name == name:  # a previous run of this task on this worker, not yet gone
+                self.stop_query(active)
+        self._handlers[name] = (on_progress, on_terminated)
+        self._stopping.discard(name)
+        # Journalled before start(): from here on the query may be running.
+        self.journal("starting", name)
+        try:
+            query = (
+                writer.option("checkpointLocation", self.checkpoint_of(connector, task))
+                .queryName(name)
+                .start()
+            )
+        except BaseException:
+            self._handlers.pop(name, None)
+            self.journal("stopped", name, started=False)
+            raise
+        self.queries_started += 1
+        return query
+
+    def stop_query(self, query: Any, **journal: Any) -> None:
+        """Stop `query`; returns only once it is no longer active (graceful, forced, or the end)."""
+        name = query.name
+        self._stopping.add(name)
+        try:
+            query.stop()
+        except Exception as exc:  # noqa: BLE001 - the graceful stop timed out: force it
+            log.warning("query %s did not stop within %d ms (%s); cancelling its jobs",
+                        name, self.stop_timeout_ms, exc)  # fmt: skip
+            try:
+                self.session().sparkContext.cancelJobGroup(str(query.runId))
+                query.stop()
+            except Exception:  # noqa: BLE001 - checked below
+                log.exception("query %s did not stop after its jobs were cancelled", name)
+        deadline = time.monotonic() + self.stop_timeout_ms / 1000
+        while _is_active(query) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _is_active(query):
+            # Acknowledging the revocation now would let another worker run the task while
+            # this one still does. Ending the process ends the query (and the JVM with it).
+            log.critical("query %s is still active after being stopped; the worker exits", name)
+            logging.shutdown()
+            os.kill(os.getpid(), signal.SIGKILL)
+        self.queries_stopped += 1
+        self._handlers.pop(name, None)
+        self.journal("stopped", name, **journal)
+
+    def active_queries(self) -> list[str]:
+        if self._spark is None:
+            return []
+        return sorted(q.name for q in self._spark.streams.active)
+
+    def journal(self, event: str, name: str, **extra: Any) -> None:
+        """One line `spark-query {json}` in the worker log: when a query started or stopped."""
+        entry = {"event": event, "query": name, "worker": self.worker_id, "at": time.time(), **extra}
+        log.info("%s %s", JOURNAL, json.dumps(entry, sort_keys=True))
+
+    # -- listener events (Spark's callback threads) ----------------------------------------
+
+    def _progress(self, progress: Any) -> None:
+        handlers = self._handlers.get(progress.name)
+        if handlers is not None:
+            handlers[0](progress)
+
+    def _terminated(self, query_id: str, error: str | None) -> None:
+        name = self._names.pop(query_id, None)
+        if name is None or name in self._stopping:
+            return
+        handlers = self._handlers.get(name)
+        if handlers is not None:
+            handlers[1](error)
+
+
+def _is_active(query: Any) -> bool:
+    try:
+        return bool(query.isActive)
+    except Exception:  # noqa: BLE001 - the session is gone, and its queries with it
+        return False
+
+
+def _listener(runtime: SparkRuntime) -> Any:
+    """One listener per session, routing Spark's query events to the runtime.
+
+    Defined here so that importing this module does not import PySpark (workers that run no
+    Spark task never load it).
+    """
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class Listener(StreamingQueryListener):  # type: ignore[misc]
+        def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's names
+            runtime._names[str(event.id)] = event.name  # called before start() returns
+
+        def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+            try:
+                runtime._progress(event.progress)
+            except Exception:  # noqa: BLE001 - a listener must not fail Spark's event bus
+                log.exception("query progress could not be recorded")
+
+        def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+            pass
+
+        def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+            try:
+                runtime._terminated(str(event.id), event.exception)
+            except Exception:  # noqa: BLE001
+                log.exception("query termination could not be recorded")
+
+    return Listener()

@@ -1,0 +1,117 @@
+"""A task that is one Structured Streaming query, run by its worker's Spark runtime.
+
+A connector's Spark task says only *what* to run: `writer()` returns the query's
+DataStreamWriter (source -> sink, with format, options and trigger), without a checkpoint
+location or a query name. The runtime adds those (`<checkpoint.dir>/<connector>/<task>`,
+`<connector>-<task>`), starts the query off the event loop, and stops it within a bound on
+revocation. The task reports the query's progress (from the session's streaming query
+listener) and fails — FAILED with Spark's error, restartable through the REST API — when the
+query ends by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from abc import abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from .plugins import Task, TaskContext
+from .spark_runtime import SparkRuntime, query_name
+
+
+class SparkTask(Task):
+    # stop() bounds its own wait (graceful, then forced) and returns only once the query is
+    # no longer active: the worker waits for it rather than cutting it short.
+    bounded_stop: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self.runtime: SparkRuntime | None = None
+        self.query: Any = None
+        self._lock = threading.Lock()
+        self._progress: dict[str, Any] = {}
+        self._first: dict[str, Any] | None = None  # the run's first batch: id, start offsets
+        self._last: dict[str, Any] | None = None  # the run's last batch: id, end offsets
+
+    @abstractmethod
+    def writer(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> Any:
+        """The query's DataStreamWriter (format, options, trigger; no checkpoint, no name).
+
+        Called off the event loop (it may do IO). None: this task has nothing to run.
+        """
+
+    async def start(self, config: Mapping[str, str], context: TaskContext) -> None:
+        runtime: SparkRuntime = context.extra["spark"]
+        self.runtime = runtime
+        loop = asyncio.get_running_loop()
+        name = query_name(context.connector, context.task)
+
+        def terminated(error: str | None) -> None:
+            failure = RuntimeError(f"query {name} terminated: {error or 'without an error'}")
+            loop.call_soon_threadsafe(context.fail, failure)
+
+        def start_query() -> Any:
+            writer = self.writer(runtime.session(), config, context)
+            if writer is None:
+                return None
+            return runtime.start_query(writer, context.connector, context.task, self._on_progress, terminated)
+
+        self.query = await asyncio.to_thread(start_query)
+
+    async def stop(self) -> None:
+        query, runtime = self.query, self.runtime
+        if query is not None and runtime is not None:
+            await asyncio.to_thread(runtime.stop_query, query, **self._run_summary())
+        self.query = None
+
+    def progress(self) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._progress)
+
+    def _run_summary(self) -> dict[str, Any]:
+        with self._lock:
+            rows = self._progress.get("rows", 0)
+            return {"rows": rows, "first_batch": self._first, "last_batch": self._last}
+
+    def _on_progress(self, progress: Any) -> None:
+        """A batch's progress (Spark's listener thread): totals for status and metrics."""
+        rows = int(progress.numInputRows or 0)
+        with self._lock:
+            if self._progress and progress.batchId <= self._progress["last_batch_id"]:
+                return  # an idle trigger's report repeats the last batch
+        sources = progress.sources
+        batch = {
+            "batch": progress.batchId,
+            "start": _offsets(sources[0].startOffset) if sources else None,
+            "end": _offsets(sources[0].endOffset) if sources else None,
+        }
+        with self._lock:
+            first = self._first is None and rows > 0
+            if first:
+                self._first = batch
+            if rows > 0:
+                self._last = batch
+            totals = self._progress
+            self._progress = {
+                "query": progress.name,
+                "rows": int(totals.get("rows", 0)) + rows,
+                "batches": int(totals.get("batches", 0)) + 1,
+                "input_rows_per_second": round(float(progress.inputRowsPerSecond or 0.0), 1),
+                "processed_rows_per_second": round(float(progress.processedRowsPerSecond or 0.0), 1),
+                "last_batch_ms": int((progress.durationMs or {}).get("triggerExecution") or 0),
+                "last_batch_id": progress.batchId,
+            }
+        if first and self.runtime is not None:
+            self.runtime.journal("first-batch", progress.name, **batch)
+
+
+def _offsets(value: Any) -> Any:
+    """A source's offsets as Spark reports them (JSON text) -> JSON value."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
