@@ -28,6 +28,22 @@ def of_group(samples: dict[str, float], metric: str, group: str, kind: str) -> f
     return samples[f'connect_rebalance_group_{metric}{{group="{group}",type="{kind}"}}']
 
 
+def connect_figures(coordinator: CoordinatorProcess) -> tuple[float, ...]:
+    """members, moved, rebalances, epoch and reconciled rebalances of the connect group."""
+    samples = scrape(coordinator)
+    return (
+        *(of_group(samples, m, "connect-cluster", "connect")
+          for m in ("members", "moved_total", "rebalances_total", "epoch", "reconcile_seconds_count")),
+    )  # fmt: skip
+
+
+def column(header: str, row: str, name: str) -> str:
+    """A cell of `groups describe`'s table, by its column's position in the header."""
+    start = header.index(name)
+    following = [header.index(n, start + 1) for n in header[start:].split()[1:2]]
+    return row[start : following[0] if following else None].strip()
+
+
 def describe(coordinator: CoordinatorProcess, group: str) -> str:
     result = subprocess.run(
         [sys.executable, "-m", "connect_rebalance.cli", "groups", "--bootstrap-server",
@@ -94,19 +110,31 @@ def test_a_connect_groups_metrics_and_its_describe_show_workers_and_their_work(t
         wait_until(lambda: cluster.balanced("orders", 5), 30, "the connector and 4 tasks on w1")
         w2 = cluster.start("w2")
         wait_until(lambda: cluster.balanced("orders", 5), 30, "the work spread over two workers")
-        wait_until(lambda: of_group(scrape(coordinator), "members", "connect-cluster", "connect") == 2, 30,
-                   "two workers counted")  # fmt: skip
-        moved = lambda: of_group(scrape(coordinator), "moved_total", "connect-cluster", "connect")  # noqa: E731
-        wait_until(lambda: moved() >= 2, 30, "the work w2 took counted as moved")
-        samples = scrape(coordinator)
-        assert of_group(samples, "rebalances_total", "connect-cluster", "connect") >= 2
-        assert samples['connect_rebalance_groups{type="connect"}'] == 1
+        taken = sum(1 for worker in cluster.placement("orders").values() if worker == w2.worker_id)
+        wait_until(lambda: connect_figures(coordinator)[:2] == (2, taken), 30,
+                   f"two workers, and the {taken} items w2 took counted as moved")  # fmt: skip
+        assert scrape(coordinator)['connect_rebalance_groups{type="connect"}'] == 1
 
         shown = describe(coordinator, "connect-cluster")
         assert "TYPE connect" in shown and "COMPUTING-WORKER" in shown and "MEMBERS 2" in shown
+        lines = shown.splitlines()
+        header = next(line for line in lines if line.startswith("MEMBER-ID"))
         for worker in (w1, w2):
-            [row] = [line for line in shown.splitlines() if worker.url in line]
-            assert "orders" in row, f"{worker.name}'s work is listed: {row}"
+            [row] = [line for line in lines if worker.url in line]
+            current, target, revoking = (
+                column(header, row, name) for name in ("CURRENT", "TARGET", "REVOKING")
+            )
+            assert "orders" in current and current == target and revoking == "-", (
+                f"{worker.name} settled: {row}"
+            )
+
+        w2.stop()  # SIGTERM: a graceful leave; its work goes back to w1 at once
+        wait_until(lambda: cluster.balanced("orders", 5), 30, "everything back on w1")
+        wait_until(lambda: connect_figures(coordinator)[:2] == (1, 2 * taken), 30,
+                   "one worker, and w2's items counted as moved back")  # fmt: skip
+        members, moved, rebalances, epoch, reconciled = connect_figures(coordinator)
+        assert rebalances == epoch >= 3, "w1 joined, w2 joined, w2 left: each a new group epoch"
+        assert reconciled >= 3, "each of them reconciled"
         missing = subprocess.run(
             [sys.executable, "-m", "connect_rebalance.cli", "groups", "--bootstrap-server",
              coordinator.bootstrap, "describe", "nope"], capture_output=True, text=True, timeout=60,
