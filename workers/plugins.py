@@ -149,6 +149,15 @@ class Connector(ABC):
         """One configuration per task, at most `max_tasks`."""
 
 
+def indexed_task_configs(shared: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+    """`max_tasks` task configs, each naming its place in the split: `task.index` of `task.count`.
+
+    For connectors whose tasks find their share themselves when they start (partitions,
+    sub-directories), because a connector has no data source to ask when it splits.
+    """
+    return [{**shared, "task.index": str(i), "task.count": str(max_tasks)} for i in range(max_tasks)]
+
+
 def _entry_points() -> dict[str, type[Connector]]:
     found = {}
     for entry in entry_points(group=ENTRY_POINT_GROUP):

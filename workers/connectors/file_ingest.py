@@ -1,0 +1,122 @@
+"""FileIngest: JSON, CSV or Parquet files landing in a directory -> Parquet, with Spark.
+
+Input lives in sub-directories of `input.path` (by day, by source, by shard: any names).
+Each task reads the sub-directories whose name hashes to it — `crc32(name) % tasks ==
+index` — as one Structured Streaming file source over a glob of those directories, so every
+file is read by exactly one task and `tasks.max` scales the work. Files dropped into those
+sub-directories are picked up as they land (write them under a name starting with `.` or
+`_` and rename them into place: Spark ignores such names, so it never reads half a file).
+The sub-directories are listed when a task starts; a new one is read once the connector
+restarts (`POST /connectors/{name}/restart?includeTasks=true`).
+
+Which files a task has read lives in its checkpoint, so a task that moves to another
+worker — after a graceful stop or a crash — reads each file once, and reading the output
+through Spark (`parquet_output.read_output`) gives every row once.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..plugins import ConfigDef, ConfigProblem, Connector, TaskContext, indexed_task_configs, positive_int
+from ..spark_task import SparkTask
+from .parquet_output import parquet_sink
+
+FORMATS = ("json", "csv", "parquet")
+
+
+def _valid_format(value: str) -> str | None:
+    return None if value in FORMATS else f"must be one of {', '.join(FORMATS)}"
+
+
+def _valid_schema(value: str) -> str | None:
+    """A DDL schema, `name type, name type`, checked without starting Spark."""
+    columns = [c.strip() for c in value.split(",") if c.strip()]
+    if not columns:
+        return "must name at least one column, as `id long, name string`"
+    for column in columns:
+        parts = column.split()
+        if len(parts) < 2 or not parts[0].replace("_", "").isalnum():
+            return f"{column!r} is not `name type`"
+    return None
+
+
+def _valid_bool(value: str) -> str | None:
+    return None if value.lower() in ("true", "false") else "must be true or false"
+
+
+def task_reads(name: str, index: int, count: int) -> bool:
+    """Whether task `index` of `count` reads the sub-directory `name`."""
+    return zlib.crc32(name.encode()) % count == index
+
+
+def directories_of_task(input_path: str, index: int, count: int) -> list[str]:
+    """The sub-directories (names) of `input_path` that task `index` reads, sorted."""
+    found = sorted(d.name for d in Path(input_path).iterdir() if d.is_dir() and d.name[0] not in "._")
+    return [name for name in found if task_reads(name, index, count)]
+
+
+def input_glob(input_path: str, directories: Sequence[str]) -> str:
+    """One path naming every file in the task's sub-directories (Hadoop glob braces)."""
+    return f"{input_path.rstrip('/')}/{{{','.join(directories)}}}/*"
+
+
+class FileIngestTask(SparkTask):
+    """One task's query: its sub-directories' files -> Parquet under output.path/task-<index>."""
+
+    def writer(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> Any:
+        index, count = int(config["task.index"]), int(config["task.count"])
+        directories = directories_of_task(config["input.path"], index, count)
+        if not directories:
+            return None  # more tasks than sub-directories: nothing for this one
+        fmt = config.get("format") or "json"
+        reader = spark.readStream.format(fmt).option(
+            "maxFilesPerTrigger", config.get("max.files.per.trigger") or "100"
+        )
+        if config.get("schema"):
+            reader = reader.schema(config["schema"])
+        else:  # Parquet carries its schema; read it from the files already there
+            reader = reader.schema(spark.read.parquet(input_glob(config["input.path"], directories)).schema)
+        if fmt == "csv":
+            reader = reader.option("header", (config.get("csv.header") or "true").lower())
+        return parquet_sink(reader.load(input_glob(config["input.path"], directories)), config, index)
+
+
+class FileIngest(Connector):
+    type = "source"
+    task_class = FileIngestTask
+    config_defs = [
+        ConfigDef("input.path", required=True,
+                  documentation="Directory whose sub-directories receive the files (split among tasks)."),
+        ConfigDef("output.path", required=True,
+                  documentation="Parquet output: one directory per task under it."),
+        ConfigDef("format", default="json", validate=_valid_format, documentation="json, csv or parquet."),
+        ConfigDef("schema", validate=_valid_schema,
+                  documentation="The rows' schema as DDL (`id long, name string`); required for json, csv."),
+        ConfigDef("csv.header", default="true", validate=_valid_bool,
+                  documentation="CSV files start with a header."),
+        ConfigDef("max.files.per.trigger", "INT", default="100", validate=positive_int,
+                  documentation="At most this many new files per micro-batch."),
+        ConfigDef("trigger.interval.ms", "INT", default="1000", validate=positive_int,
+                  documentation="How often a micro-batch starts."),
+    ]  # fmt: skip
+
+    @classmethod
+    def validate(cls, config: Mapping[str, str]) -> list[ConfigProblem]:
+        problems = super().validate(config)
+        fmt = config.get("format") or "json"
+        named = {p.name for p in problems}
+        if fmt in ("json", "csv") and "schema" not in named and not (config.get("schema") or "").strip():
+            problems.append(ConfigProblem("schema", f'"schema" is required for format {fmt}'))
+        path = config.get("input.path")
+        if path and not Path(path).is_dir():
+            problems.append(ConfigProblem("input.path", f"Invalid value {path} for configuration input.path: "
+                                          "not a directory"))  # fmt: skip
+        return problems
+
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        shared = {d.name: config.get(d.name, d.default or "") for d in self.config_defs}
+        return indexed_task_configs(shared, max_tasks)
