@@ -22,7 +22,7 @@ from connect_rebalance.work import CONNECTOR
 
 from .config_state import PAUSED, STARTED, STOPPED, encode_json
 from .herder import Herder
-from .plugins import find_plugin, plugins
+from .plugins import Task, find_plugin, plugins
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -186,7 +186,7 @@ class RestApi:
         def per_connector(counts: dict[str, int]) -> list[tuple[dict[str, str], int]]:
             return [({"connector": connector}, count) for connector, count in sorted(counts.items())]
 
-        text = (
+        exposition = (
             Exposition()
             .family("connect_worker_rebalances_total", "counter", "Rebalances this worker took part in.",
                     [({}, membership.rebalances)])
@@ -201,8 +201,8 @@ class RestApi:
                     per_connector(herder.stopped_by_connector))
             .family("connect_worker_running", "gauge", "Connectors and tasks running now.",
                     per_connector(running))
-            .text()
         )  # fmt: skip
+        text = spark_metrics(exposition, herder).text()
         return web.Response(text=text, content_type=Exposition.CONTENT_TYPE)
 
     async def list_connectors(self, request: web.Request) -> web.Response:
@@ -448,6 +448,40 @@ class RestApi:
 def _target_state_value(state: str) -> dict[str, str]:
     """Kafka Connect writes STOPPED as state=PAUSED + state.v2=STOPPED, for older workers."""
     return {"state": PAUSED if state == STOPPED else state, "state.v2": state}
+
+
+# A Spark task's progress figures (SparkTask.progress): Prometheus name, type and help.
+TASK_PROGRESS_METRICS = (
+    ("rows", "connect_worker_task_rows_total", "counter", "Rows this task's query read (this run)."),
+    ("batches", "connect_worker_task_batches_total", "counter", "Micro-batches this task's query ran."),
+    ("input_rows_per_second", "connect_worker_task_input_rows_per_second", "gauge",
+     "Rows per second arriving, last batch."),
+    ("processed_rows_per_second", "connect_worker_task_processed_rows_per_second", "gauge",
+     "Rows per second processed, last batch."),
+    ("last_batch_ms", "connect_worker_task_last_batch_duration_ms", "gauge", "Last batch's duration."),
+)  # fmt: skip
+
+
+def spark_metrics(exposition: Exposition, herder: Herder) -> Exposition:
+    """The worker's Spark session and each running task's query progress."""
+    runtime = herder.spark
+    exposition = (
+        exposition.family("connect_worker_spark_session_ready", "gauge",
+                          "1 once the worker's SparkSession has started.", [({}, int(runtime.ready))])
+        .family("connect_worker_spark_queries_started_total", "counter",
+                "Streaming queries this worker started.", [({}, runtime.queries_started)])
+        .family("connect_worker_spark_queries_stopped_total", "counter",
+                "Streaming queries this worker stopped (and saw inactive).", [({}, runtime.queries_stopped)])
+    )  # fmt: skip
+    progress = [
+        ({"connector": connector, "task": str(task)}, runner.instance.progress())
+        for (connector, task), runner in sorted(herder.running.items(), key=lambda kv: str(kv[0]))
+        if isinstance(runner.instance, Task)
+    ]
+    for key, metric, kind, about in TASK_PROGRESS_METRICS:
+        samples = [(labels, figures[key]) for labels, figures in progress if key in figures]
+        exposition = exposition.family(metric, kind, about, samples)
+    return exposition
 
 
 __all__ = ["RestApi", "CONNECTOR"]

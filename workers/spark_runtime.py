@@ -103,6 +103,8 @@ class SparkRuntime:
         with self._lock:
             if self._spark is None:
                 os.environ.update(python_environment(dict(os.environ)))
+                # py4j logs every listener callback at INFO.
+                logging.getLogger("py4j").setLevel(logging.WARNING)
                 from pyspark.sql import SparkSession
 
                 builder = SparkSession.builder.master(self.master).appName(f"connect-worker {self.worker_id}")
@@ -181,8 +183,11 @@ class SparkRuntime:
         self.queries_started += 1
         return query
 
-    def stop_query(self, query: Any, **journal: Any) -> None:
-        """Stop `query`; returns only once it is no longer active (graceful, forced, or the end)."""
+    def stop_query(self, query: Any, summary: Callable[[], dict[str, Any]] | None = None) -> None:
+        """Stop `query`; returns only once it is no longer active (graceful, forced, or the end).
+
+        `summary()`, called once the query has stopped, adds what the run did to the journal.
+        """
         name = query.name
         self._stopping.add(name)
         try:
@@ -206,7 +211,7 @@ class SparkRuntime:
             os.kill(os.getpid(), signal.SIGKILL)
         self.queries_stopped += 1
         self._handlers.pop(name, None)
-        self.journal("stopped", name, **journal)
+        self.journal("stopped", name, **(summary() if summary is not None else {}))
 
     def active_queries(self) -> list[str]:
         if self._spark is None:

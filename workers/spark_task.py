@@ -63,7 +63,7 @@ class SparkTask(Task):
     async def stop(self) -> None:
         query, runtime = self.query, self.runtime
         if query is not None and runtime is not None:
-            await asyncio.to_thread(runtime.stop_query, query, **self._run_summary())
+            await asyncio.to_thread(runtime.stop_query, query, self._run_summary)
         self.query = None
 
     def progress(self) -> dict[str, Any]:
@@ -71,16 +71,21 @@ class SparkTask(Task):
             return dict(self._progress)
 
     def _run_summary(self) -> dict[str, Any]:
+        """What this run did, once its query has stopped (for the journal)."""
+        # The listener's events are asynchronous: batches it has not delivered yet are in
+        # the stopped query's own record.
+        for progress in _recent(self.query):
+            self._on_progress(progress)
         with self._lock:
             rows = self._progress.get("rows", 0)
             return {"rows": rows, "first_batch": self._first, "last_batch": self._last}
 
     def _on_progress(self, progress: Any) -> None:
         """A batch's progress (Spark's listener thread): totals for status and metrics."""
+        durations = progress.durationMs or {}
+        if "addBatch" not in durations:
+            return  # a trigger that found no new data ran no batch
         rows = int(progress.numInputRows or 0)
-        with self._lock:
-            if self._progress and progress.batchId <= self._progress["last_batch_id"]:
-                return  # an idle trigger's report repeats the last batch
         sources = progress.sources
         batch = {
             "batch": progress.batchId,
@@ -88,11 +93,12 @@ class SparkTask(Task):
             "end": _offsets(sources[0].endOffset) if sources else None,
         }
         with self._lock:
-            first = self._first is None and rows > 0
+            if self._progress and progress.batchId <= self._progress["last_batch_id"]:
+                return  # already counted (from the listener, or from the stopped query)
+            first = self._first is None
             if first:
                 self._first = batch
-            if rows > 0:
-                self._last = batch
+            self._last = batch
             totals = self._progress
             self._progress = {
                 "query": progress.name,
@@ -100,7 +106,7 @@ class SparkTask(Task):
                 "batches": int(totals.get("batches", 0)) + 1,
                 "input_rows_per_second": round(float(progress.inputRowsPerSecond or 0.0), 1),
                 "processed_rows_per_second": round(float(progress.processedRowsPerSecond or 0.0), 1),
-                "last_batch_ms": int((progress.durationMs or {}).get("triggerExecution") or 0),
+                "last_batch_ms": int(durations.get("triggerExecution") or 0),
                 "last_batch_id": progress.batchId,
             }
         if first and self.runtime is not None:
@@ -108,10 +114,19 @@ class SparkTask(Task):
 
 
 def _offsets(value: Any) -> Any:
-    """A source's offsets as Spark reports them (JSON text) -> JSON value."""
+    """A source's offsets as Spark reports them (JSON text; "None" before the first) -> JSON."""
+    if value in (None, "None", "null"):
+        return None
     if isinstance(value, str):
         try:
             return json.loads(value)
         except ValueError:
             return value
     return value
+
+
+def _recent(query: Any) -> list[Any]:
+    try:
+        return list(query.recentProgress)
+    except Exception:  # noqa: BLE001 - the session is gone: nothing more to learn
+        return []

@@ -3,13 +3,19 @@
 The data source alone, with plain PySpark in this process: it reads only the partitions it
 is given, its offsets are the checkpoint's (a query restarted on its checkpoint reads
 exactly what came after its last batch), and read limits bound each micro-batch.
+
+The TopicIngest connector on worker processes, each with its own SparkSession: every
+record read once while workers join, leave and are killed; a task that moves resumes where
+its checkpoint says; a task's query never runs on two workers at once; a query that fails
+makes its task FAILED with Spark's error, and a restart brings it back.
 """
 
 from __future__ import annotations
 
-import os
-import sys
+import json
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,31 +24,13 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from connect_rebalance.processes import CoordinatorProcess
+from tests.support.group_scenario import ContinuousProducer, wait_until
+from tests.support.spark_cluster import Run, jvm_of, kill_with_jvm, overlaps, runs, spark_worker_cluster
+from tests.support.worker_cluster import WorkerCluster, metrics, rest
+from workers.connectors.parquet_output import read_output
 from workers.connectors.topic_spark_source import TopicDataSource, committed_offsets
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    """A small local session; Spark's Python workers use this interpreter (and its packages)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("topic-source-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.sql.streaming.stopTimeout", "30s")
-        .getOrCreate()
-    )
-    session.dataSource.register(TopicDataSource)
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
@@ -66,6 +54,7 @@ def produce(bootstrap: str, topic: str, ids: range, partitions: int) -> None:
 
 def catch_up(spark: Any, bootstrap: str, base: Path, **options: str) -> None:
     """Run the topic -> Parquet query until it has read everything there is now, then stop."""
+    spark.dataSource.register(TopicDataSource)
     reader = spark.readStream.format("topic").option("bootstrap.servers", bootstrap)
     for name, value in options.items():
         reader = reader.option(name, value)
@@ -124,3 +113,157 @@ def test_subscribe_reads_every_partition_from_latest_when_asked(
     produce(bootstrap, "events", range(100, 160), 2)
     catch_up(spark, bootstrap, tmp_path, subscribe="events", startingOffsets="latest")
     assert ids_read(spark, tmp_path) == list(range(100, 160))
+
+
+# -- the TopicIngest connector on a cluster of worker processes --------------------------
+
+# Produced at this rate from before the connector starts until after the last event.
+RECORDS_PER_SECOND = 40
+
+
+def committed_records(cluster: WorkerCluster, connector: str) -> int:
+    """What the tasks' checkpoints record as read, through `GET /connectors/{name}/offsets`."""
+    for worker in cluster.running():
+        code, body = rest("GET", f"{worker.url}/connectors/{connector}/offsets")
+        if code == 200:
+            return sum(entry["offset"]["kafka_offset"] for entry in body["offsets"])
+    return 0
+
+
+@dataclass
+class Moves:
+    """What one run of TopicIngest through a join, a graceful leave and a SIGKILL left behind."""
+
+    records: int
+    ids: list[int]
+    runs: dict[str, list[Run]]
+    killed: str
+    died_at: float
+
+
+@pytest.fixture(scope="module")
+def moves(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moves]:
+    """4 TopicIngest tasks on 3 workers while records arrive; a worker leaves, one joins, one crashes."""
+    base = tmp_path_factory.mktemp("moves")
+    with spark_worker_cluster(base) as cluster:
+        bootstrap = cluster.coordinator.bootstrap
+        create_topic(bootstrap, "clicks", 8)
+        w1, w2, _ = (cluster.start(n) for n in ("w1", "w2", "w3"))
+        producer = ContinuousProducer(bootstrap, "clicks", 10**6, per_second=RECORDS_PER_SECOND).start()
+        config = {"connector.class": "TopicIngest", "topics": "clicks", "tasks.max": "4",
+                  "output.path": str(base / "out"), "trigger.interval.ms": "500",
+                  "max.records.per.batch": "200"}  # fmt: skip
+        assert rest("POST", f"{w1.url}/connectors", {"name": "ingest", "config": config})[0] == 201
+
+        def moves_on(what: str) -> None:
+            """Every task runs on a live worker and the tasks commit more than they had."""
+            wait_until(lambda: cluster.balanced("ingest", 5), 120, f"{what}: tasks spread over the workers")
+            before = committed_records(cluster, "ingest")
+            wait_until(lambda: committed_records(cluster, "ingest") > before, 120, f"{what}: new batches")
+
+        moves_on("start")
+        w1.stop()  # leaves gracefully: its tasks move at once
+        moves_on("after a graceful leave")
+        cluster.start("w4")  # joins: some tasks move to it
+        moves_on("after a join")
+        died_at = kill_with_jvm(w2)  # crashes: its tasks move once its session expires
+        moves_on("after a crash")
+        records = producer.finish()
+        wait_until(lambda: committed_records(cluster, "ingest") == records, 180, "every record committed")
+        task_runs = runs(list(cluster.workers.values()), {w2.worker_id: died_at})
+    ids = [int(r.value) for r in read_output(spark, str(base / "out")).select("value").collect()]
+    yield Moves(records, ids, task_runs, w2.worker_id, died_at)
+
+
+@pytest.mark.timeout(600)
+def test_topic_ingest_reads_every_record_once_while_workers_join_leave_and_crash(moves: Moves) -> None:
+    # Read through Spark (each task's sink log): every record, none twice.
+    assert len(moves.ids) == moves.records, f"{len(moves.ids)} rows for {moves.records} records"
+    assert sorted(moves.ids) == list(range(moves.records)), "every record exactly once"
+    # All 4 tasks ran, and the three events moved tasks between workers.
+    assert len(moves.runs) == 4, moves.runs
+    moved = sum(len({r.worker for r in found}) - 1 for found in moves.runs.values())
+    assert moved >= 3, moves.runs
+
+
+@pytest.mark.timeout(600)
+def test_a_moved_task_resumes_after_the_last_offset_its_previous_run_committed(moves: Moves) -> None:
+    handovers = []
+    for found in moves.runs.values():
+        for before, after in zip(found, found[1:], strict=False):
+            if before.stopped and before.last_batch and after.first_batch:
+                handovers.append((before, after))
+    # Stopped (a graceful leave, or a revocation for a join) and started elsewhere: the next
+    # run's first batch is the next batch, reading from exactly where the last one ended.
+    assert len(handovers) >= 2, moves.runs
+    for before, after in handovers:
+        assert before.last_batch is not None and after.first_batch is not None
+        assert after.first_batch["batch"] == before.last_batch["batch"] + 1, (before, after)
+        assert after.first_batch["start"] == before.last_batch["end"], (before, after)
+    # After the crash, the killed worker's tasks resumed from their checkpoints too.
+    resumed = [
+        after
+        for found in moves.runs.values()
+        for before, after in zip(found, found[1:], strict=False)
+        if before.worker == moves.killed and not before.stopped
+    ]
+    assert resumed and all(run.first_batch and run.first_batch["batch"] > 0 for run in resumed), resumed
+
+
+@pytest.mark.timeout(600)
+def test_a_task_never_runs_its_query_on_two_workers_at_once(moves: Moves) -> None:
+    # From each worker's journal: a run is active from just before start() until its worker
+    # saw it inactive — or, on the killed worker, until its JVM was gone.
+    assert not overlaps(moves.runs), overlaps(moves.runs)
+    killed_runs = [r for found in moves.runs.values() for r in found if r.worker == moves.killed]
+    assert killed_runs and all(r.end <= moves.died_at for r in killed_runs)
+
+
+def task_status(worker_url: str, connector: str, task: int) -> dict[str, Any]:
+    """The task's status entry; {"state": None} while its config is not written yet."""
+    code, body = rest("GET", f"{worker_url}/connectors/{connector}/tasks/{task}/status")
+    if code == 404:
+        return {"state": None}
+    assert code == 200, body
+    return body  # type: ignore[no-any-return]
+
+
+@pytest.mark.timeout(300)
+def test_a_failed_query_fails_its_task_with_the_trace_and_a_restart_brings_it_back(
+    spark_cluster: WorkerCluster, tmp_path: Path
+) -> None:
+    bootstrap = spark_cluster.coordinator.bootstrap
+    create_topic(bootstrap, "orders", 2)
+    produce(bootstrap, "orders", range(0, 100), 2)
+    worker = spark_cluster.start("w1")
+    config = {"connector.class": "TopicIngest", "topics": "orders", "tasks.max": "1",
+              "output.path": str(tmp_path / "out"), "trigger.interval.ms": "300"}  # fmt: skip
+    assert rest("POST", f"{worker.url}/connectors", {"name": "orders", "config": config})[0] == 201
+
+    # Running: its status and the worker's metrics carry the query's progress.
+    wait_until(lambda: task_status(worker.url, "orders", 0).get("progress", {}).get("rows") == 100, 120,
+               "the task's progress to count the 100 records")  # fmt: skip
+    progress = task_status(worker.url, "orders", 0)["progress"]
+    assert progress["batches"] >= 1 and progress["last_batch_ms"] > 0, progress
+    assert {"input_rows_per_second", "processed_rows_per_second"} <= set(progress)
+    assert metrics(worker.url)['connect_worker_task_rows_total{connector="orders",task="0"}'] == 100
+    assert jvm_of(worker) is not None
+
+    # When its topic is deleted, the query fails: the task is FAILED with Spark's error.
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.delete_topics(["orders"])
+    finally:
+        admin.close()
+    produce_failed_at = time.monotonic()
+    wait_until(lambda: task_status(worker.url, "orders", 0)["state"] == "FAILED", 150, "the task to fail")
+    failed = task_status(worker.url, "orders", 0)
+    assert "terminated" in failed["trace"] and "orders" in failed["trace"], failed["trace"][:2000]
+    assert time.monotonic() - produce_failed_at < 150
+
+    # With the topic back, a restart through REST runs it again, from its checkpoint.
+    create_topic(bootstrap, "orders", 2)
+    produce(bootstrap, "orders", range(100, 160), 2)
+    assert rest("POST", f"{worker.url}/connectors/orders/tasks/0/restart")[0] == 204
+    wait_until(lambda: task_status(worker.url, "orders", 0)["state"] == "RUNNING", 60, "the task to run")
+    assert json.dumps(task_status(worker.url, "orders", 0)).count("trace") == 0

@@ -1,0 +1,159 @@
+"""What end-to-end tests read from workers running Spark tasks: query journals and JVMs.
+
+Each worker's Spark runtime journals every query start and stop in its log
+(`spark-query {json}`, with wall-clock times), which survives a SIGKILL. From those lines
+a test rebuilds when each task's query may have been active on each worker and checks
+that no two ever overlapped; a killed worker's queries end when its JVM is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from connect_rebalance.processes import CoordinatorProcess, connect_timings
+from tests.support.worker_cluster import WorkerCluster
+from workers.process import WorkerProcess
+
+# Small Spark sessions: several share a 2-core machine in these tests.
+WORKER_SPARK = {"spark.master": "local[1]", "spark.ui.enabled": "false",
+                "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "1",
+                "spark.driver.memory": "512m", "spark.session.warmup": "true"}  # fmt: skip
+JOURNAL_MARK = " spark-query "
+# Short enough that a SIGKILLed worker's tasks move within seconds, long enough that a
+# worker busy starting its JVM on a loaded 2-core machine keeps its session.
+SPARK_SESSION_MS = 6000
+
+
+@contextlib.contextmanager
+def spark_worker_cluster(
+    base: Path, session_ms: int = SPARK_SESSION_MS, **settings: str
+) -> Iterator[WorkerCluster]:
+    """A coordinator and (not yet started) Spark workers under `base`; all killed on exit."""
+    coordinator = CoordinatorProcess(base / "data", connect_timings(session_ms)).start()
+    cluster = WorkerCluster(
+        base, coordinator, **{"checkpoint.dir": str(base / "checkpoints"), **WORKER_SPARK, **settings}
+    )
+    try:
+        yield cluster
+    finally:
+        cluster.stop_all()
+        coordinator.kill()
+
+
+def journal(worker: WorkerProcess) -> list[dict[str, Any]]:
+    """The worker's query journal, in the order it wrote it."""
+    entries = []
+    for line in worker.log_text().splitlines():
+        _, mark, payload = line.partition(JOURNAL_MARK)
+        if mark and payload.startswith("{"):
+            entries.append(json.loads(payload))
+    return entries
+
+
+@dataclass
+class Run:
+    """One run of a task's query on one worker: when it may have been active, and what it did."""
+
+    query: str
+    worker: str
+    start: float
+    end: float = math.inf
+    first_batch: dict[str, Any] | None = None
+    last_batch: dict[str, Any] | None = None
+    stopped: bool = False  # stopped by its worker (else: the worker died with it running)
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+
+def runs(workers: list[WorkerProcess], died_at: dict[str, float]) -> dict[str, list[Run]]:
+    """Every task's query runs, by query name, in start order.
+
+    A run not journalled as stopped ends when its worker died (`died_at[worker_id]`, once its
+    JVM was gone), or never if the worker still runs.
+    """
+    by_query: dict[str, list[Run]] = {}
+    for worker in workers:
+        open_runs: dict[str, Run] = {}
+        for entry in journal(worker):
+            name = entry["query"]
+            if entry["event"] == "starting":
+                assert name not in open_runs, f"{name} started twice on {worker.worker_id}"
+                open_runs[name] = Run(name, entry["worker"], entry["at"])
+                by_query.setdefault(name, []).append(open_runs[name])
+            elif entry["event"] == "first-batch" and name in open_runs:
+                open_runs[name].first_batch = {k: entry[k] for k in ("batch", "start", "end")}
+            elif entry["event"] == "stopped" and name in open_runs:
+                run = open_runs.pop(name)
+                run.end, run.stopped = entry["at"], True
+                run.last_batch = entry.get("last_batch")
+        for run in open_runs.values():
+            run.end = died_at.get(worker.worker_id, math.inf)
+    return {name: sorted(found, key=lambda r: r.start) for name, found in by_query.items()}
+
+
+def overlaps(task_runs: dict[str, list[Run]]) -> list[tuple[Run, Run]]:
+    """Pairs of runs of one task on different workers whose active intervals overlap."""
+    found = []
+    for found_runs in task_runs.values():
+        for i, a in enumerate(found_runs):
+            for b in found_runs[i + 1 :]:
+                if a.worker != b.worker and a.start < b.end and b.start < a.end:
+                    found.append((a, b))
+    return found
+
+
+def children(pid: int) -> list[int]:
+    """The pids whose parent is `pid` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def jvm_of(worker: WorkerProcess) -> int | None:
+    """The Spark JVM the worker started (a child process running java), if any."""
+    assert worker.process is not None
+    for pid in children(worker.process.pid):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if command and command[0].endswith(b"java"):
+            return pid
+    return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def kill_with_jvm(worker: WorkerProcess, timeout: float = 30.0) -> float:
+    """SIGKILL the worker; returns the wall-clock time by which its JVM had exited too."""
+    assert worker.process is not None
+    jvm = jvm_of(worker)
+    assert jvm is not None, f"worker {worker.name} runs no Spark JVM"
+    os.kill(worker.process.pid, signal.SIGKILL)
+    worker.process.wait(10)
+    deadline = time.monotonic() + timeout
+    while alive(jvm):
+        assert time.monotonic() < deadline, f"the JVM of {worker.name} outlived it by {timeout:.0f} s"
+        time.sleep(0.05)
+    return time.time()
