@@ -19,6 +19,7 @@ Kafka Connect's DistributedHerder, on the connect group protocol:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import traceback
@@ -33,6 +34,7 @@ from .config_state import PAUSED, STOPPED, ConfigState, decode_json, encode_json
 from .connect_membership import Assignment, ConnectMembership, InstallPlan
 from .plugins import Connector, Task, TaskContext, find_plugin
 from .spark_runtime import SparkRuntime
+from .spark_task import SparkTask
 from .sticky_plan import sticky_balanced
 from .topic_log import TopicLog, ensure_topic
 from .worker_config import WorkerConfig
@@ -93,6 +95,7 @@ class Herder:
         self._config_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
         self._lock = asyncio.Lock()  # one lifecycle change at a time
+        self._assigned: dict[Work, int] = {}  # times each item was assigned or revoked
         # One SparkSession per worker for every Spark task (started in `start` if warm-up is on).
         self.spark = SparkRuntime(
             config.spark_master, config.spark_settings, config.checkpoint_dir,
@@ -210,14 +213,34 @@ class Herder:
 
     async def start_work(self, work: frozenset[Work], assignment: Assignment) -> None:
         self.leader = LeaderInfo.decode(assignment.metadata)
+        assigned = {item: self._reassigned(item) for item in work}
         if self.state.offset < self.leader.config_offset:
             await self.config_log.read_to_end()
+        if any(self._is_spark_task(item) for item in work):
+            # The SparkSession may take tens of seconds to start: wait outside the lock, so a
+            # revocation (or the watchdog) meanwhile is not held up behind it.
+            with contextlib.suppress(Exception):  # a task's start reports it, with its trace
+                await asyncio.to_thread(self.spark.session)
         async with self._lock:
             for item in sorted(work):
+                if self._assigned.get(item) != assigned[item]:
+                    continue  # revoked (or assigned anew) while this start waited
                 self.running[item] = Running(item)
                 await self._start(item)
 
+    def _reassigned(self, item: Work) -> int:
+        """A new assignment or revocation of `item`: starts waiting for an older one skip it."""
+        self._assigned[item] = self._assigned.get(item, 0) + 1
+        return self._assigned[item]
+
+    def _is_spark_task(self, item: Work) -> bool:
+        config = self.state.connectors.get(item[0])
+        plugin = find_plugin(config.get("connector.class", "")) if config and item[1] != CONNECTOR else None
+        return plugin is not None and issubclass(plugin.task_class, SparkTask)
+
     async def stop_work(self, work: frozenset[Work]) -> None:
+        for item in work:
+            self._reassigned(item)
         async with self._lock:
             await asyncio.gather(*(self._stop(item, "UNASSIGNED") for item in work if item in self.running))
             for item in work:
