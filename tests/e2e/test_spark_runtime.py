@@ -1,0 +1,74 @@
+"""The worker's Spark runtime, in this process with real PySpark: stopping is bounded.
+
+A revocation is acknowledged only once the task's query is inactive, so stopping must
+end a query even in the middle of a batch that would never finish, and within a bound:
+here a batch stuck in a Python UDF (Spark interrupts the stream thread and cancels the
+batch's job), and `stop_query` returns with the query inactive.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.group_scenario import wait_until
+from workers.spark_runtime import SparkRuntime
+
+pytestmark = pytest.mark.e2e
+
+STOP_TIMEOUT_MS = 2000
+
+
+def stuck_writer(spark: Any, marker: Path) -> Any:
+    """A query whose first batch blocks in a Python UDF (after touching `marker`)."""
+    from pyspark.sql.functions import udf
+
+    @udf("long")
+    def stuck(value: int) -> int:
+        marker.touch()
+        time.sleep(600)  # the batch never finishes on its own
+        return value
+
+    return (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", "1")
+        .load()
+        .select(stuck("value").alias("v"))
+        .writeStream.format("noop")
+        .trigger(processingTime="100 milliseconds")
+    )
+
+
+@pytest.mark.timeout(240)
+def test_a_query_stuck_in_a_batch_stops_within_the_bound(tmp_path: Path) -> None:
+    runtime = SparkRuntime(
+        "local[1]",
+        {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1", "spark.driver.memory": "512m"},
+        str(tmp_path / "checkpoints"),
+        STOP_TIMEOUT_MS,
+        "test-worker",
+    )
+    try:
+        marker = tmp_path / "in-the-udf"
+        terminated: list[str | None] = []
+        query = runtime.start_query(
+            stuck_writer(runtime.session(), marker), "stuck", 0, lambda _: None, terminated.append
+        )
+        assert runtime.active_queries() == ["stuck-0"]
+        wait_until(marker.exists, 120, "the batch to be inside the UDF")
+
+        started = time.monotonic()
+        runtime.stop_query(query)
+        took = time.monotonic() - started
+
+        # Inactive, within the bound (graceful, then forced, each bounded by the timeout).
+        assert not query.isActive
+        assert runtime.active_queries() == []
+        assert took < 2 * STOP_TIMEOUT_MS / 1000, took
+        # Stopped on purpose: not reported as the query failing by itself.
+        assert terminated == []
+    finally:
+        runtime.close()
