@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiohttp import ClientSession, ClientTimeout, web
+from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
 from connect_rebalance import __version__
 from connect_rebalance.prometheus import Exposition
@@ -144,7 +144,11 @@ class RestApi:
                 409, "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
             )
         query = {**request.query, "forward": "true" if "forward" not in request.query else "false"}
-        url = f"{herder.leader.leader_url}{request.path}"
+        return await self._forward(request, herder.leader.leader_url, query)
+
+    async def _forward(self, request: web.Request, base_url: str, query: dict[str, str]) -> web.Response:
+        """The identical request, sent to another worker; its answer, passed back."""
+        url = f"{base_url}{request.path}"
         body = await request.read()
         async with (
             ClientSession(timeout=ClientTimeout(total=90)) as session,
@@ -386,9 +390,22 @@ class RestApi:
         return web.json_response(status["tasks"][task])
 
     async def restart_task(self, request: web.Request) -> web.Response:
+        """Restart a task where it runs: here, or forwarded to the worker its status names."""
         name, task = self._task(request)
-        await self.herder.restart((name, task))
-        return web.Response(status=204)
+        if (name, task) in self.herder.running:
+            await self.herder.restart((name, task))
+            return web.Response(status=204)
+        owner = (self.herder.connector_status(name) or {"tasks": []})["tasks"][task].get("worker_id")
+        if not owner or owner == self.herder.worker_id or request.query.get("forward") == "false":
+            raise RestError(
+                409, f"Cannot restart task {name}-{task}: it is not running (rebalance in progress?)"
+            )
+        try:
+            return await self._forward(request, f"http://{owner}", {**request.query, "forward": "false"})
+        except (ClientError, TimeoutError) as exc:
+            raise RestError(
+                409, f"Cannot restart task {name}-{task}: worker {owner} did not answer ({exc})"
+            ) from exc
 
     async def get_offsets(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]

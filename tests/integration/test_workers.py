@@ -116,6 +116,16 @@ def test_rest_api_with_a_kafka_connect_client_and_curl(cluster: WorkerCluster) -
     assert [c["value"]["name"] for c in validated["configs"] if c["value"]["errors"]] == ["topic"]
     assert rest("GET", f"{w3.url}/health")[1]["status"] == "healthy"
 
+    # A task restarted through a worker that does not run it restarts where it runs.
+    owner_id = cluster.placement("orders")["0"]
+    owner = next(w for w in cluster.running() if w.worker_id == owner_id)
+    other = next(w for w in cluster.running() if w.worker_id != owner_id)
+    stopped = stops(owner.url, "orders")
+    assert curl("POST", f"{other.url}/connectors/orders/tasks/0/restart")[0] == 204
+    assert stops(owner.url, "orders") == stopped + 1, "the owner stopped the task and started it again"
+    wait_until(lambda: cluster.placement("orders").get("0") == owner_id, 20, "task 0 running again")
+    assert curl("POST", f"{other.url}/connectors/orders/tasks/9/restart")[0] == 404
+
 
 def test_a_join_moves_only_what_balance_needs_and_a_graceful_leave_moves_at_once(
     cluster: WorkerCluster,
