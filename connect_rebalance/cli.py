@@ -71,9 +71,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_quickstart(args: argparse.Namespace) -> int:
-    from . import quickstart
+    if args.coordinator_only:
+        from . import quickstart
 
-    return quickstart.run(args)
+        return quickstart.run(args)
+    from . import cluster_demo
+
+    return cluster_demo.run(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,9 +127,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     worker.set_defaults(func=cmd_worker)
 
-    quick = sub.add_parser("quickstart", help="start a local coordinator and show it working")
-    quick.add_argument("--data-dir", help="data directory (default: a fresh temporary one)")
-    quick.add_argument("--records", type=int, default=3000)
+    quick = sub.add_parser(
+        "quickstart", help="a coordinator and three workers ingesting files with PySpark, shown working"
+    )
+    quick.add_argument("--dir", help="where everything goes (default: a fresh temporary directory)")
+    quick.add_argument(
+        "--coordinator-only", action="store_true",
+        help="only a coordinator: produce, consume as a group, kill -9, restart, read back",
+    )  # fmt: skip
+    quick.add_argument("--data-dir", help="--coordinator-only: data directory (default: a temporary one)")
+    quick.add_argument("--records", type=int, default=3000, help="--coordinator-only: records to produce")
     quick.set_defaults(func=cmd_quickstart)
     return parser
 

@@ -7,6 +7,7 @@ honours each sink's log, so files a killed run left half-committed are not count
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,3 +35,41 @@ def parquet_sink(frame: Any, config: Mapping[str, str], index: int) -> Any:
         .option("path", output_dir(config, index))
         .trigger(processingTime=f"{config.get('trigger.interval.ms') or 1000} milliseconds")
     )
+
+
+def committed_files(task_dir: Path) -> list[str]:
+    """The Parquet files a file sink has committed, from its `_spark_metadata` log.
+
+    Reading only these (not every `part-*` file) is what makes the output exactly-once: a
+    run killed mid-batch can leave a file the log never took in. The log is a series of
+    batch files, compacted every few batches into `<n>.compact`, each a version line then
+    one JSON entry per file.
+    """
+    log_dir = task_dir / "_spark_metadata"
+    if not log_dir.is_dir():
+        return []
+    batches = {}
+    for entry in log_dir.iterdir():
+        stem = entry.name.removesuffix(".compact")
+        if stem.isdigit():
+            batches[int(stem)] = entry
+    compacted = [n for n, entry in batches.items() if entry.name.endswith(".compact")]
+    start = max(compacted, default=-1)
+    files: dict[str, bool] = {}
+    for number in sorted(n for n in batches if n >= start):
+        for line in batches[number].read_text().splitlines()[1:]:
+            if line.strip():
+                entry = json.loads(line)
+                files[entry["path"]] = entry.get("action", "add") == "add"
+    return sorted(path.removeprefix("file://") for path, added in files.items() if added)
+
+
+def committed_column(output_path: str, column: str) -> list[Any]:
+    """One column of every task's committed output, read with pyarrow (no Spark needed)."""
+    import pyarrow.parquet as pq
+
+    values: list[Any] = []
+    for task_dir in sorted(Path(output_path).glob("task-*")):
+        for path in committed_files(task_dir):
+            values.extend(pq.read_table(path, columns=[column]).column(column).to_pylist())
+    return values

@@ -1,0 +1,102 @@
+"""A coordinator's worker cluster run as local processes, and what is read from the workers.
+
+Workers are real `connect-rebalance worker` subprocesses; this talks to them over their
+REST API (urllib) and reads their Prometheus metrics. The quickstart, the benchmarks and
+the tests drive clusters through it.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from connect_rebalance.processes import CoordinatorProcess
+
+from .process import WorkerProcess
+
+
+def rest(method: str, url: str, body: Any = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            payload = response.read()
+            return response.status, json.loads(payload) if payload else None
+    except urllib.error.HTTPError as exc:
+        payload = exc.read()
+        return exc.code, json.loads(payload) if payload else None
+
+
+def metrics(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return values
+
+
+def stops(url: str, connector: str) -> int:
+    return int(metrics(url).get(f'connect_worker_work_stopped_total{{connector="{connector}"}}', 0))
+
+
+class WorkerCluster:
+    def __init__(self, tmp: Path, coordinator: CoordinatorProcess, **settings: str) -> None:
+        self.tmp, self.coordinator = tmp, coordinator
+        self.properties = {
+            "bootstrap.servers": coordinator.bootstrap, "group.id": "connect-cluster",
+            "config.storage.topic": "connect-configs", "offset.storage.topic": "connect-offsets",
+            "status.storage.topic": "connect-status",
+            # Lightweight tasks: no SparkSession until a Spark task asks for one.
+            "spark.session.warmup": "false", **settings,
+        }  # fmt: skip
+        self.workers: dict[str, WorkerProcess] = {}
+
+    def start(self, name: str) -> WorkerProcess:
+        worker = WorkerProcess(self.properties, self.tmp / "workers", name).start()
+        self.workers[name] = worker
+        return worker
+
+    def running(self) -> list[WorkerProcess]:
+        return [w for w in self.workers.values() if w.is_running()]
+
+    def status(self, connector: str) -> dict[str, Any]:
+        for worker in self.running():
+            code, body = rest("GET", f"{worker.url}/connectors/{connector}/status")
+            if code == 200:
+                return body  # type: ignore[no-any-return]
+        raise AssertionError(f"no worker knows {connector}")
+
+    def placement(self, connector: str) -> dict[str, str]:
+        """Which worker runs the connector ("C") and each task ("0", "1", ...), if RUNNING."""
+        status = self.status(connector)
+        where = {}
+        if status["connector"]["state"] == "RUNNING":
+            where["C"] = status["connector"]["worker_id"]
+        for task in status["tasks"]:
+            if task["state"] == "RUNNING":
+                where[str(task["id"])] = task["worker_id"]
+        return where
+
+    def balanced(self, connector: str, items: int) -> bool:
+        where = self.placement(connector)
+        live = {w.worker_id for w in self.running()}
+        counts = Counter(where.values())
+        return (
+            len(where) == items
+            and set(counts) <= live
+            and len(counts) == len(live)
+            and max(counts.values()) - min(counts.values()) <= 1
+        )
+
+    def stop_all(self) -> None:
+        for worker in self.workers.values():
+            worker.kill()
