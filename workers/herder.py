@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,12 +31,12 @@ from typing import TYPE_CHECKING, Any
 from connect_rebalance.protocol.connect_group import ClientAssignor, InstalledMember
 from connect_rebalance.work import CONNECTOR, Work, work_of
 
+from . import lost_work
 from .config_state import PAUSED, STOPPED, ConfigState, decode_json, encode_json
 from .connect_membership import Assignment, ConnectMembership, InstallPlan
 from .plugins import Connector, Task, TaskContext, find_plugin
 from .spark_runtime import SparkRuntime
 from .spark_task import SparkTask
-from .sticky_plan import sticky_balanced
 from .topic_log import TopicLog, ensure_topic
 from .worker_config import WorkerConfig
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from .classic_membership import ClassicMembership
 
 log = logging.getLogger(__name__)
+PRESENCE_PREFIX = "status-worker-"  # status-topic records: a worker's UP or LEFT
 ASSIGNOR_NAME = "sessioned"
 CONFIG_DEBOUNCE_S = 0.1
 
@@ -95,6 +97,10 @@ class Herder:
         self._config_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
         self._lock = asyncio.Lock()  # one lifecycle change at a time
+        # The computing worker's memory: who last ran each item, and work held for lost workers.
+        self._last_owner: dict[Work, str] = {}
+        self._held = lost_work.HeldWork()
+        self._rebalance_timer: asyncio.TimerHandle | None = None
         self._assigned: dict[Work, int] = {}  # times each item was assigned or revoked
         # One SparkSession per worker for every Spark task (started in `start` if warm-up is on).
         self.spark = SparkRuntime(
@@ -126,6 +132,7 @@ class Herder:
         await asyncio.to_thread(ensure_topic, bootstrap, self.config.offset_storage_topic, 25)
         for topic_log in (self.config_log, self.status_log, self.offset_log):
             await topic_log.start()
+        await self._write_presence("UP")  # before joining: a bounce is not a departure
         self._tasks.append(asyncio.create_task(self.membership.run()))
         self._tasks.append(asyncio.create_task(self._report_config_changes()))
         if self.config.spark_session_warmup:
@@ -134,6 +141,9 @@ class Herder:
 
     async def stop(self) -> None:
         """Leave the group for good: every connector and task stops and moves at once."""
+        # Said before leaving, so the computing worker hands the work out without a delay.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._write_presence("LEFT"), 5)
         await self.membership.leave()
         for task in self._tasks:
             task.cancel()
@@ -187,7 +197,11 @@ class Herder:
 
     def _assignors(self) -> list[ClientAssignor]:
         metadata = json.dumps(
-            {"url": self.config.rest_url, "config_offset": self._reported_offset()}
+            {
+                "url": self.config.rest_url,
+                "worker_id": self.worker_id,
+                "config_offset": self._reported_offset(),
+            }
         ).encode()
         return [ClientAssignor(ASSIGNOR_NAME, 1, 1, 1, metadata, self.reason)]
 
@@ -201,13 +215,72 @@ class Herder:
     # -- computing the target (when chosen) -----------------------------------------------
 
     async def _compute(self, prepared: dict[str, Any]) -> InstallPlan:
+        """The target: sticky and balanced, a lost worker's work held for the scheduled delay."""
         await self.config_log.read_to_end()
+        await self.status_log.read_to_end()  # who left on purpose, who ran what
         work = self.state.work()
-        members = [m["member_id"] for m in prepared["members"]]
+        members = {m["member_id"]: _worker_id_of(m) for m in prepared["members"]}
         current = {m["member_id"]: work_of(m["target_connectors_and_tasks"]) for m in prepared["members"]}
-        plan = sticky_balanced(members, current, work)
-        info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, 0)
-        return InstallPlan(work, [InstalledMember(m, items, 1, info.encode()) for m, items in plan.items()])
+        now = time.monotonic()
+        target, self._held = lost_work.plan(
+            members, current, work, {**self._status_owners(), **self._last_owner}, self._left_workers(),
+            self._held, now, self.config.scheduled_rebalance_max_delay_ms / 1000,
+        )  # fmt: skip
+        for member, items in target.items():
+            self._last_owner.update(dict.fromkeys(items, members[member]))
+        deadline = self._held.next_deadline()
+        self._schedule_rebalance(None if deadline is None else deadline - now)
+        delay_ms = 0 if deadline is None else int((deadline - now) * 1000)
+        info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, delay_ms)
+        declared = work - self._held.held.keys()
+        return InstallPlan(
+            declared, [InstalledMember(m, items, 1, info.encode()) for m, items in target.items()]
+        )
+
+    def _schedule_rebalance(self, after_s: float | None) -> None:
+        """When held work's delay ends, a new assignor reason starts a new group epoch."""
+        if self._rebalance_timer is not None:
+            self._rebalance_timer.cancel()
+            self._rebalance_timer = None
+        if after_s is None:
+            return
+
+        def due() -> None:
+            self._rebalance_timer = None
+            self.reason += 1
+            log.info("the scheduled rebalance is due: assignor reason %d", self.reason)
+            if isinstance(self.membership, ConnectMembership):
+                self.membership.heartbeat_now()
+
+        self._rebalance_timer = asyncio.get_running_loop().call_later(max(after_s, 0) + 0.05, due)
+
+    def _status_owners(self) -> dict[Work, str]:
+        """The worker each connector and task last reported RUNNING on (the status topic)."""
+        owners: dict[Work, str] = {}
+        for key, value in self.statuses.items():
+            if value.get("state") != "RUNNING" or not value.get("worker_id"):
+                continue
+            if key.startswith("status-connector-"):
+                owners[(key.removeprefix("status-connector-"), CONNECTOR)] = value["worker_id"]
+            elif key.startswith("status-task-"):
+                name, _, index = key.removeprefix("status-task-").rpartition("-")
+                if index.isdigit():
+                    owners[(name, int(index))] = value["worker_id"]
+        return owners
+
+    def _left_workers(self) -> set[str]:
+        return {
+            key.removeprefix(PRESENCE_PREFIX)
+            for key, value in self.statuses.items()
+            if key.startswith(PRESENCE_PREFIX) and value.get("state") == "LEFT"
+        }
+
+    async def _write_presence(self, state: str) -> None:
+        """`UP` when this worker starts, `LEFT` when it leaves for good (awaited: it must land first)."""
+        key = f"{PRESENCE_PREFIX}{self.worker_id}"
+        value = {"state": state, "worker_id": self.worker_id}
+        self.statuses[key] = value
+        await self.status_log.write(key.encode(), encode_json(value))
 
     # -- assignment and revocation (the membership's listener) -----------------------------
 
@@ -440,6 +513,14 @@ class Herder:
             "tasks": tasks,
             "type": plugin.type if plugin else "unknown",
         }
+
+
+def _worker_id_of(member: Mapping[str, Any]) -> str:
+    """A member's worker id, from its assignor metadata (or its url)."""
+    try:
+        return str(json.loads((member.get("assignor") or {}).get("metadata") or b"{}")["worker_id"])
+    except (ValueError, KeyError, TypeError):
+        return str(member.get("url", "")).removeprefix("http://")
 
 
 def _log_failure(future: asyncio.Future[Any]) -> None:

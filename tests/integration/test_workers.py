@@ -16,7 +16,8 @@ from kafka_connect import KafkaConnect
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.group_scenario import wait_until
-from tests.support.worker_cluster import WorkerCluster, rest, stops
+from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
+from workers.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 SESSION_MS = 3000
@@ -24,9 +25,9 @@ CUT_OFF_SESSION_MS = 6000
 
 
 @contextmanager
-def worker_cluster(tmp_path: Path, session_ms: int) -> Iterator[WorkerCluster]:
+def worker_cluster(tmp_path: Path, session_ms: int, **settings: str) -> Iterator[WorkerCluster]:
     coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(session_ms)).start()
-    workers = WorkerCluster(tmp_path, coordinator)
+    workers = WorkerCluster(tmp_path, coordinator, **settings)
     try:
         yield workers
     finally:
@@ -154,12 +155,60 @@ def test_a_join_moves_only_what_balance_needs_and_a_graceful_leave_moves_at_once
         "a graceful leave does not wait for the session"
     )
     assert stops(w1.url, "orders") + stops(w2.url, "orders") == stops_before, "nothing else stopped"
-    assert {k: v for k, v in cluster.placement("orders").items() if before.get(k) == v} or True
 
-    stops_before = stops(w1.url, "orders")
-    w2.kill()  # a crash: its items move once its session has expired
-    wait_until(lambda: cluster.balanced("orders", 10), 30, "w2's items to move to w1")
-    assert stops(w1.url, "orders") == stops_before, "w1 stopped nothing"
+
+DELAY_MS = 10000
+
+
+def started(url: str, connector: str) -> int:
+    return int(metrics(url).get(f'connect_worker_work_started_total{{connector="{connector}"}}', 0))
+
+
+def test_a_crashed_workers_work_waits_for_the_scheduled_delay_and_a_bounce_gets_it_back(
+    tmp_path: Path,
+) -> None:
+    """kill -9: the lost worker's connector and tasks are held (run nowhere) for
+    scheduled.rebalance.max.delay.ms; restarted within it (same worker id) it gets exactly
+    its work back and nothing else moves; killed for good, its work moves after the delay."""
+    with worker_cluster(
+        tmp_path, SESSION_MS, **{"scheduled.rebalance.max.delay.ms": str(DELAY_MS)}
+    ) as cluster:
+        w1, w3 = cluster.start("w1"), cluster.start("w3")
+        bouncer = {**cluster.properties, "worker.id": "bouncer"}
+        w2 = cluster.workers["w2"] = WorkerProcess(bouncer, tmp_path / "workers", "w2").start()
+        rest("POST", f"{w1.url}/connectors", source("orders", 8))
+        wait_until(lambda: cluster.balanced("orders", 9), 30, "9 items over 3 workers")
+        before = cluster.placement("orders")
+        held = {item for item, worker in before.items() if worker == "bouncer"}
+        others = (w1, w3)
+        starts_before = {w.name: started(w.url, "orders") for w in others}
+        stops_before = {w.name: stops(w.url, "orders") for w in others}
+
+        def nothing_moved_to_the_others() -> None:
+            assert {w.name: started(w.url, "orders") for w in others} == starts_before, (
+                "work started elsewhere"
+            )
+            assert {w.name: stops(w.url, "orders") for w in others} == stops_before, "work stopped elsewhere"
+
+        w2.kill()  # a crash: the session expires after SESSION_MS, then the work is held
+        watch_until = time.monotonic() + SESSION_MS / 1000 + 3
+        while time.monotonic() < watch_until:
+            nothing_moved_to_the_others()
+            time.sleep(0.2)
+        w2 = cluster.workers["w2"] = WorkerProcess(bouncer, tmp_path / "workers", "w2").start()  # the bounce
+        wait_until(lambda: cluster.placement("orders") == before, 30, "the bounced worker's work back on it")
+        nothing_moved_to_the_others()
+
+        w2.kill()  # for good this time
+        killed_at = time.monotonic()
+        wait_until(
+            lambda: cluster.balanced("orders", 9), DELAY_MS / 1000 + 30, "w2's work to move after the delay"
+        )
+        waited = time.monotonic() - killed_at
+        assert waited >= DELAY_MS / 1000, f"the lost work moved after {waited:.1f}s, before the delay"
+        after = cluster.placement("orders")
+        assert {item for item in after if after[item] != before[item]} == held, "only w2's work moved"
+        assert {w.name: stops(w.url, "orders") for w in others} == stops_before, "nothing else stopped"
 
 
 def records_by_task(bootstrap: str, topic: str) -> dict[str, list[tuple[int, int, str]]]:
@@ -257,6 +306,5 @@ def test_workers_cut_off_from_the_coordinator_stop_their_tasks_before_anyone_els
 
 
 def metrics_of(worker: object) -> dict[str, float]:
-    from tests.support.worker_cluster import metrics
 
     return metrics(worker.url)  # type: ignore[attr-defined]

@@ -26,7 +26,9 @@ from workers.process import WorkerProcess
 # Small Spark sessions: several share a 2-core machine in these tests.
 WORKER_SPARK = {"spark.master": "local[1]", "spark.ui.enabled": "false",
                 "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "1",
-                "spark.driver.memory": "512m", "spark.session.warmup": "true"}  # fmt: skip
+                "spark.driver.memory": "512m", "spark.session.warmup": "true",
+                # A killed worker's tasks move soon after its session expires.
+                "scheduled.rebalance.max.delay.ms": "3000"}  # fmt: skip
 JOURNAL_MARK = " spark-query "
 # Short enough that a SIGKILLed worker's tasks move within seconds, long enough that a
 # worker busy starting its JVM on a loaded 2-core machine keeps its session.
