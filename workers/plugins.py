@@ -144,6 +144,11 @@ class Connector(ABC):
                     )
         return problems
 
+    @classmethod
+    def declared(cls, config: Mapping[str, str]) -> dict[str, str]:
+        """The connector's own settings (its `config_defs`), defaults filled in."""
+        return {d.name: config.get(d.name, d.default or "") for d in cls.config_defs}
+
     @abstractmethod
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         """One configuration per task, at most `max_tasks`."""

@@ -118,5 +118,4 @@ class FileIngest(Connector):
         return problems
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
-        shared = {d.name: config.get(d.name, d.default or "") for d in self.config_defs}
-        return indexed_task_configs(shared, max_tasks)
+        return indexed_task_configs(self.declared(config), max_tasks)

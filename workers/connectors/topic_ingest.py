@@ -93,7 +93,7 @@ class TopicIngest(Connector):
     ]  # fmt: skip
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
-        shared = {d.name: config.get(d.name, d.default or "") for d in self.config_defs}
+        shared = self.declared(config)
         shared["topics"] = ",".join(_topics(config["topics"]))
         return indexed_task_configs(shared, max_tasks)
 
