@@ -98,8 +98,7 @@ class Herder:
         self._tasks: list[asyncio.Task[Any]] = []
         self._lock = asyncio.Lock()  # one lifecycle change at a time
         # The computing worker's memory: who last ran each item, and work held for lost workers.
-        self._last_owner: dict[Work, str] = {}
-        self._held = lost_work.HeldWork()
+        self._memory = lost_work.ComputingMemory()
         self._rebalance_timer: asyncio.TimerHandle | None = None
         self._assigned: dict[Work, int] = {}  # times each item was assigned or revoked
         # One SparkSession per worker for every Spark task (started in `start` if warm-up is on).
@@ -221,18 +220,20 @@ class Herder:
         work = self.state.work()
         members = {m["member_id"]: _worker_id_of(m) for m in prepared["members"]}
         current = {m["member_id"]: work_of(m["target_connectors_and_tasks"]) for m in prepared["members"]}
+        memory = self._memory
+        memory.recall(prepared["assignment_epoch"], prepared["group_epoch"])
         now = time.monotonic()
-        target, self._held = lost_work.plan(
-            members, current, work, {**self._status_owners(), **self._last_owner}, self._left_workers(),
-            self._held, now, self.config.scheduled_rebalance_max_delay_ms / 1000,
+        target, memory.held = lost_work.plan(
+            members, current, work, {**self._status_owners(), **memory.last_owner}, self._left_workers(),
+            memory.held, now, self.config.scheduled_rebalance_max_delay_ms / 1000,
         )  # fmt: skip
         for member, items in target.items():
-            self._last_owner.update(dict.fromkeys(items, members[member]))
-        deadline = self._held.next_deadline()
+            memory.last_owner.update(dict.fromkeys(items, members[member]))
+        deadline = memory.held.next_deadline()
         self._schedule_rebalance(None if deadline is None else deadline - now)
         delay_ms = 0 if deadline is None else int((deadline - now) * 1000)
         info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, delay_ms)
-        declared = work - self._held.held.keys()
+        declared = work - memory.held.held.keys()
         return InstallPlan(
             declared, [InstalledMember(m, items, 1, info.encode()) for m, items in target.items()]
         )

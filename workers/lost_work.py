@@ -37,6 +37,25 @@ class HeldWork:
         return min((deadline for _, deadline in self.held.values()), default=None)
 
 
+@dataclass
+class ComputingMemory:
+    """What a computing worker remembers between the targets it computes: who last ran each
+    item and the work it holds, valid only while it computed every target since."""
+
+    last_owner: dict[Work, str] = field(default_factory=dict)
+    held: HeldWork = field(default_factory=HeldWork)
+    computed_for: int | None = None  # the group epoch of the last target computed here
+
+    def recall(self, assignment_epoch: int, group_epoch: int) -> None:
+        """Before computing the target for `group_epoch`: if the current target (of
+        `assignment_epoch`) is not the last one computed here, another worker computed
+        meanwhile, and a worker seen lost may have come back since. Forget, so the
+        status topic decides again and a delay that ended elsewhere is not reused."""
+        if assignment_epoch != self.computed_for:
+            self.last_owner, self.held = {}, HeldWork()
+        self.computed_for = group_epoch
+
+
 def plan(
     members: Mapping[str, str],
     current: Mapping[str, frozenset[Work]],

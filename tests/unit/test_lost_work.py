@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connect_rebalance.work import CONNECTOR, Work
-from workers.lost_work import HeldWork, plan
+from workers.lost_work import ComputingMemory, HeldWork, plan
 
 pytestmark = pytest.mark.unit
 
@@ -57,6 +57,32 @@ def test_a_worker_that_left_on_purpose_has_its_work_reassigned_at_once() -> None
     current = {m: target[m] for m in survivors}
     after, held = plan(survivors, current, WORK, owners, {"w2"}, HeldWork(), 100.0, 10.0)
     assert not held.held and set().union(*after.values()) == WORK
+
+
+def test_a_worker_that_did_not_compute_every_target_since_forgets_what_it_held() -> None:
+    """w1 computes the target holding w2's work; w3 computes the next ones (w2 bounces back,
+    then crashes again); when w1 computes again, the old delay is not reused: w2's work is
+    held for a whole delay from the second crash."""
+    members = {"m1": "w1", "m2": "w2", "m3": "w3"}
+    target, owners = settled(members)
+    survivors = {"m1": "w1", "m3": "w3"}
+    current = {m: target[m] for m in survivors}
+    w1 = ComputingMemory()
+    w1.recall(assignment_epoch=3, group_epoch=4)
+    _, w1.held = plan(survivors, current, WORK, owners, set(), w1.held, 100.0, 10.0)
+    assert w1.held.next_deadline() == 110.0
+    w1.recall(assignment_epoch=6, group_epoch=7)  # epochs 5 and 6 were computed by w3
+    _, w1.held = plan(survivors, current, WORK, owners, set(), w1.held, 108.0, 10.0)
+    assert set(w1.held.held) == target["m2"] and w1.held.next_deadline() == 118.0
+
+
+def test_a_worker_that_computed_every_target_since_keeps_the_deadline() -> None:
+    memory = ComputingMemory()
+    memory.recall(assignment_epoch=3, group_epoch=4)
+    memory.held = HeldWork({("c", 0): ("w2", 110.0)})
+    memory.last_owner = {("c", 0): "w2"}
+    memory.recall(assignment_epoch=4, group_epoch=5)
+    assert memory.held.next_deadline() == 110.0 and memory.last_owner == {("c", 0): "w2"}
 
 
 @settings(max_examples=100, deadline=None)
