@@ -196,7 +196,13 @@ def test_a_crashed_workers_work_waits_for_the_scheduled_delay_and_a_bounce_gets_
             nothing_moved_to_the_others()
             time.sleep(0.2)
         w2 = cluster.workers["w2"] = WorkerProcess(bouncer, tmp_path / "workers", "w2").start()  # the bounce
-        wait_until(lambda: cluster.placement("orders") == before, 30, "the bounced worker's work back on it")
+        # The status topic still names the bouncer for its held work, so what shows the bounce
+        # is the new process running that work.
+        wait_until(
+            lambda: started(w2.url, "orders") == len(held) and cluster.placement("orders") == before,
+            30,
+            "the bounced worker's work back on it",
+        )
         nothing_moved_to_the_others()
 
         w2.kill()  # for good this time
