@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,6 @@ from .connect_protocol import (
     protocol_version,
 )
 from .herder import Herder, LeaderInfo
-from .sticky_plan import sticky_balanced
 from .worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
@@ -69,6 +68,12 @@ RETRY_BACKOFF_S = 0.5
 
 # The leader's view of the cluster's config: read to its end, then (every connector and task, offset).
 Snapshot = Callable[[], Awaitable[tuple[frozenset[Work], int]]]
+# The incremental cooperative leader's target: (member id -> url, what each owns, all work, generation)
+# -> (each member's target, the delay everyone rejoins after while a lost worker's work is held).
+TargetPlanner = Callable[
+    [Mapping[str, str], Mapping[str, frozenset[Work]], frozenset[Work], int],
+    Awaitable[tuple[dict[str, frozenset[Work]], int]],
+]
 
 
 class ClassicMembership:
@@ -80,9 +85,9 @@ class ClassicMembership:
         listener: WorkListener,
         snapshot: Snapshot,
         config_offset: Callable[[], int],
+        plan_target: TargetPlanner,
         *,
         connect_protocol: str = "sessioned",
-        scheduled_rebalance_max_delay_ms: int = 300000,
         client_id: str = "connect-rebalance-worker",
         session_timeout_ms: int = 10000,
         rebalance_timeout_ms: int = 60000,
@@ -91,7 +96,7 @@ class ClassicMembership:
     ) -> None:
         self.bootstrap, self.group_id, self.url = bootstrap, group_id, url
         self.listener, self.snapshot_work, self.config_offset = listener, snapshot, config_offset
-        self.assignors = LeaderAssignors(scheduled_rebalance_max_delay_ms)
+        self.plan_target = plan_target
         self.offers = offered_protocols(connect_protocol)
         self.client_id = client_id
         self.session_timeout_ms = session_timeout_ms
@@ -118,12 +123,13 @@ class ClassicMembership:
         self._beats: ProtocolClient | None = None  # heartbeats
 
     @classmethod
-    def for_worker(cls, config: WorkerConfig, herder: Herder, snapshot: Snapshot) -> ClassicMembership:
+    def for_worker(
+        cls, config: WorkerConfig, herder: Herder, snapshot: Snapshot, plan_target: TargetPlanner
+    ) -> ClassicMembership:
         """The membership a worker's settings describe, driving `herder`."""
         return cls(
             config.bootstrap_servers, config.group_id, config.rest_url, herder, snapshot,
-            lambda: herder.state.offset, connect_protocol=config.connect_protocol,
-            scheduled_rebalance_max_delay_ms=config.scheduled_rebalance_max_delay_ms,
+            lambda: herder.state.offset, plan_target, connect_protocol=config.connect_protocol,
             client_id=f"connect-{config.worker_id}", session_timeout_ms=config.session_timeout_ms,
             rebalance_timeout_ms=config.rebalance_timeout_ms,
             heartbeat_interval_ms=config.heartbeat_interval_ms,
@@ -315,7 +321,15 @@ class ClassicMembership:
             log.warning("config offset %s is behind a member's %s: CONFIG_MISMATCH", offset, highest)
             mismatch = ConnectAssignment(version, CONFIG_MISMATCH, self.member_id, self.url, highest)
             return {member: encode_assignment(mismatch) for member in states}
-        plan = self.assignors.assign(version, states, work, self.generation)
+        if version == 0:
+            plan = Plan(
+                {m: (items, frozenset()) for m, items in eager_round_robin(sorted(states), work).items()}
+            )
+        else:
+            owned = {m: s.owned for m, s in states.items()}
+            urls = {m: s.url for m, s in states.items()}
+            target, delay_ms = await self.plan_target(urls, owned, work, self.generation)
+            plan = incremental_deltas(owned, target, delay_ms)
         return {
             member: encode_assignment(
                 ConnectAssignment(
@@ -451,23 +465,14 @@ class Plan:
     delay_ms: int = 0
 
 
-class LeaderAssignors:
-    """The worker-side assignors behind the protocol the coordinator chose."""
-
-    def __init__(self, max_delay_ms: int) -> None:
-        self.max_delay_ms = max_delay_ms
-
-    def assign(
-        self, version: int, states: dict[str, WorkerState], work: frozenset[Work], generation: int
-    ) -> Plan:
-        if version == 0:
-            return Plan(
-                {m: (items, frozenset()) for m, items in eager_round_robin(sorted(states), work).items()}
-            )
-        owned = {m: s.owned for m, s in states.items()}
-        target = sticky_balanced(sorted(states), owned, work)
-        held = {item for items in owned.values() for item in items}
-        return Plan({m: (target[m] - owned[m] - held, owned[m] - target[m]) for m in states})
+def incremental_deltas(
+    owned: Mapping[str, frozenset[Work]], target: Mapping[str, frozenset[Work]], delay_ms: int
+) -> Plan:
+    """Kafka Connect's incremental cooperative assignment from a target: each member stops
+    what it owns beyond its target at once, and starts only what nobody owns any more (work
+    another member still runs is handed over in the follow-up round, after it stopped)."""
+    held = {item for items in owned.values() for item in items}
+    return Plan({m: (target[m] - owned[m] - held, owned[m] - target[m]) for m in owned}, delay_ms)
 
 
 def eager_round_robin(members: list[str], work: frozenset[Work]) -> dict[str, frozenset[Work]]:

@@ -114,7 +114,9 @@ class Herder:
         if config.group_protocol == "classic":
             from .classic_membership import ClassicMembership
 
-            self.membership = ClassicMembership.for_worker(config, self, self._snapshot)
+            self.membership = ClassicMembership.for_worker(
+                config, self, self._snapshot, self.plan_classic_target
+            )
         else:
             self.membership = ConnectMembership(
                 bootstrap, config.group_id, config.member_id, config.rest_url, self, self._compute,
@@ -216,12 +218,34 @@ class Herder:
     async def _compute(self, prepared: dict[str, Any]) -> InstallPlan:
         """The target: sticky and balanced, a lost worker's work held for the scheduled delay."""
         await self.config_log.read_to_end()
-        await self.status_log.read_to_end()  # who left on purpose, who ran what
         work = self.state.work()
         members = {m["member_id"]: _worker_id_of(m) for m in prepared["members"]}
         current = {m["member_id"]: work_of(m["target_connectors_and_tasks"]) for m in prepared["members"]}
+        target, delay_ms = await self.plan_target(
+            members, current, work, prepared["assignment_epoch"], prepared["group_epoch"]
+        )
+        self._schedule_rebalance(delay_ms / 1000 if delay_ms else None)
+        info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, delay_ms)
+        declared = frozenset().union(*target.values()) if target else frozenset()
+        return InstallPlan(
+            declared, [InstalledMember(m, items, 1, info.encode()) for m, items in target.items()]
+        )
+
+    async def plan_target(
+        self,
+        members: Mapping[str, str],
+        current: Mapping[str, frozenset[Work]],
+        work: frozenset[Work],
+        previous_epoch: int,
+        epoch: int,
+    ) -> tuple[dict[str, frozenset[Work]], int]:
+        """Each member's target for `epoch` (members map member id -> worker id) and, while a
+        lost worker's work is held, the milliseconds until its delay ends (else 0). Both
+        protocols' computing worker uses it: the connect group's, and a classic group's leader
+        for incremental cooperative assignments."""
+        await self.status_log.read_to_end()  # who left on purpose, who ran what
         memory = self._memory
-        memory.recall(prepared["assignment_epoch"], prepared["group_epoch"])
+        memory.recall(previous_epoch, epoch)
         now = time.monotonic()
         target, memory.held = lost_work.plan(
             members, current, work, {**self._status_owners(), **memory.last_owner}, self._left_workers(),
@@ -230,13 +254,26 @@ class Herder:
         for member, items in target.items():
             memory.last_owner.update(dict.fromkeys(items, members[member]))
         deadline = memory.held.next_deadline()
-        self._schedule_rebalance(None if deadline is None else deadline - now)
-        delay_ms = 0 if deadline is None else int((deadline - now) * 1000)
-        info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, delay_ms)
-        declared = work - memory.held.held.keys()
-        return InstallPlan(
-            declared, [InstalledMember(m, items, 1, info.encode()) for m, items in target.items()]
-        )
+        return target, 0 if deadline is None else max(1, int((deadline - now) * 1000))
+
+    async def plan_classic_target(
+        self,
+        urls: Mapping[str, str],
+        owned: Mapping[str, frozenset[Work]],
+        work: frozenset[Work],
+        generation: int,
+    ) -> tuple[dict[str, frozenset[Work]], int]:
+        """`plan_target` for a classic group's leader, whose members (member id -> REST url)
+        are known by url only: the presence records say which worker id (`worker.id`, which
+        may differ from the url) each url belongs to; Kafka Connect's host:port otherwise."""
+        await self.status_log.read_to_end()
+        by_url = {
+            value["url"]: key.removeprefix(PRESENCE_PREFIX)
+            for key, value in self.statuses.items()
+            if key.startswith(PRESENCE_PREFIX) and value.get("url")
+        }
+        members = {m: by_url.get(url, url.removeprefix("http://")) for m, url in urls.items()}
+        return await self.plan_target(members, owned, work, generation - 1, generation)
 
     def _schedule_rebalance(self, after_s: float | None) -> None:
         """When held work's delay ends, a new assignor reason starts a new group epoch."""
@@ -279,7 +316,7 @@ class Herder:
     async def _write_presence(self, state: str) -> None:
         """`UP` when this worker starts, `LEFT` when it leaves for good (awaited: it must land first)."""
         key = f"{PRESENCE_PREFIX}{self.worker_id}"
-        value = {"state": state, "worker_id": self.worker_id}
+        value = {"state": state, "worker_id": self.worker_id, "url": self.config.rest_url}
         self.statuses[key] = value
         await self.status_log.write(key.encode(), encode_json(value))
 

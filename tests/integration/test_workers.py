@@ -167,54 +167,58 @@ def started(url: str, connector: str) -> int:
 def test_a_crashed_workers_work_waits_for_the_scheduled_delay_and_a_bounce_gets_it_back(
     tmp_path: Path,
 ) -> None:
-    """kill -9: the lost worker's connector and tasks are held (run nowhere) for
-    scheduled.rebalance.max.delay.ms; restarted within it (same worker id) it gets exactly
-    its work back and nothing else moves; killed for good, its work moves after the delay."""
     with worker_cluster(
         tmp_path, SESSION_MS, **{"scheduled.rebalance.max.delay.ms": str(DELAY_MS)}
     ) as cluster:
-        w1, w3 = cluster.start("w1"), cluster.start("w3")
-        bouncer = {**cluster.properties, "worker.id": "bouncer"}
-        w2 = cluster.workers["w2"] = WorkerProcess(bouncer, tmp_path / "workers", "w2").start()
-        rest("POST", f"{w1.url}/connectors", source("orders", 8))
-        wait_until(lambda: cluster.balanced("orders", 9), 30, "9 items over 3 workers")
-        before = cluster.placement("orders")
-        held = {item for item, worker in before.items() if worker == "bouncer"}
-        others = (w1, w3)
-        starts_before = {w.name: started(w.url, "orders") for w in others}
-        stops_before = {w.name: stops(w.url, "orders") for w in others}
+        crash_bounce_and_crash_for_good(cluster, tmp_path, SESSION_MS, DELAY_MS)
 
-        def nothing_moved_to_the_others() -> None:
-            assert {w.name: started(w.url, "orders") for w in others} == starts_before, (
-                "work started elsewhere"
-            )
-            assert {w.name: stops(w.url, "orders") for w in others} == stops_before, "work stopped elsewhere"
 
-        w2.kill()  # a crash: the session expires after SESSION_MS, then the work is held
-        watch_until = time.monotonic() + SESSION_MS / 1000 + 3
-        while time.monotonic() < watch_until:
-            nothing_moved_to_the_others()
-            time.sleep(0.2)
-        w2 = cluster.workers["w2"] = WorkerProcess(bouncer, tmp_path / "workers", "w2").start()  # the bounce
-        # The status topic still names the bouncer for its held work, so what shows the bounce
-        # is the new process running that work.
-        wait_until(
-            lambda: started(w2.url, "orders") == len(held) and cluster.placement("orders") == before,
-            30,
-            "the bounced worker's work back on it",
-        )
+def crash_bounce_and_crash_for_good(
+    cluster: WorkerCluster, tmp_path: Path, session_ms: int, delay_ms: int
+) -> None:
+    """kill -9: the lost worker's connector and tasks are held (run nowhere) for
+    scheduled.rebalance.max.delay.ms; restarted within it (same worker id) it gets exactly
+    its work back and nothing else moves; killed for good, its work moves after the delay."""
+    w1, w3 = cluster.start("w1"), cluster.start("w3")
+    bouncer = {**cluster.properties, "worker.id": "bouncer"}
+    w2 = cluster.workers["w2"] = WorkerProcess(bouncer, tmp_path / "workers", "w2").start()
+    rest("POST", f"{w1.url}/connectors", source("orders", 8))
+    wait_until(lambda: cluster.balanced("orders", 9), 30, "9 items over 3 workers")
+    before = cluster.placement("orders")
+    held = {item for item, worker in before.items() if worker == "bouncer"}
+    others = (w1, w3)
+    starts_before = {w.name: started(w.url, "orders") for w in others}
+    stops_before = {w.name: stops(w.url, "orders") for w in others}
+
+    def nothing_moved_to_the_others() -> None:
+        assert {w.name: started(w.url, "orders") for w in others} == starts_before, "work started elsewhere"
+        assert {w.name: stops(w.url, "orders") for w in others} == stops_before, "work stopped elsewhere"
+
+    w2.kill()  # a crash: the session expires after session_ms, then the work is held
+    watch_until = time.monotonic() + session_ms / 1000 + 1  # past the session: the work is held
+    while time.monotonic() < watch_until:
         nothing_moved_to_the_others()
+        time.sleep(0.2)
+    w2 = cluster.workers["w2"] = WorkerProcess(bouncer, tmp_path / "workers", "w2").start()  # the bounce
 
-        w2.kill()  # for good this time
-        killed_at = time.monotonic()
-        wait_until(
-            lambda: cluster.balanced("orders", 9), DELAY_MS / 1000 + 30, "w2's work to move after the delay"
-        )
-        waited = time.monotonic() - killed_at
-        assert waited >= DELAY_MS / 1000, f"the lost work moved after {waited:.1f}s, before the delay"
-        after = cluster.placement("orders")
-        assert {item for item in after if after[item] != before[item]} == held, "only w2's work moved"
-        assert {w.name: stops(w.url, "orders") for w in others} == stops_before, "nothing else stopped"
+    def back() -> bool:
+        # The status topic still names the bouncer for its held work, so what shows the
+        # bounce is the new process running that work; meanwhile nothing moves elsewhere.
+        nothing_moved_to_the_others()
+        return started(w2.url, "orders") == len(held) and cluster.placement("orders") == before
+
+    wait_until(back, 30, "the bounced worker's work back on it")
+
+    w2.kill()  # for good this time
+    killed_at = time.monotonic()
+    wait_until(
+        lambda: cluster.balanced("orders", 9), delay_ms / 1000 + 30, "w2's work to move after the delay"
+    )
+    waited = time.monotonic() - killed_at
+    assert waited >= delay_ms / 1000, f"the lost work moved after {waited:.1f}s, before the delay"
+    after = cluster.placement("orders")
+    assert {item for item in after if after[item] != before[item]} == held, "only w2's work moved"
+    assert {w.name: stops(w.url, "orders") for w in others} == stops_before, "nothing else stopped"
 
 
 def records_by_task(bootstrap: str, topic: str) -> dict[str, list[tuple[int, int, str]]]:

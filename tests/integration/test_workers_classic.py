@@ -2,7 +2,8 @@
 protocol) against a coordinator process, with `connect.protocol=eager` and with incremental
 cooperative rebalancing (`sessioned`): tasks spread evenly over three workers; a joining
 worker stops everything (eager) or only what balance needs (cooperative); a graceful leave;
-a kill -9, whose work moves after the session; workers cut off from the coordinator stop
+a kill -9, whose work moves after the session (eager) or after the scheduled delay, with a
+bounce within it getting its work back (cooperative); workers cut off from the coordinator stop
 their work within the session; one eager worker makes the whole group eager. Stops are
 counted from the workers' /metrics."""
 
@@ -18,12 +19,12 @@ import pytest
 
 from connect_rebalance.processes import CoordinatorProcess
 from connect_rebalance.protocol.client import ProtocolClient
-from tests.integration.test_workers import source
+from tests.integration.test_workers import crash_bounce_and_crash_for_good, source
 from tests.support.group_scenario import wait_until
 from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
 
 pytestmark = pytest.mark.integration
-SESSION_MS, HEARTBEAT_MS, DELAY_MS = 3000, 500, 4000
+SESSION_MS, HEARTBEAT_MS, DELAY_MS = 3000, 500, 10000
 DESCRIBE_GROUPS = 15
 
 
@@ -111,6 +112,15 @@ def test_cooperative_workers_stop_only_what_moves_on_a_join_and_a_graceful_leave
     wait_until(lambda: cluster.balanced("orders", 9), 30, "w4's items to move")
     assert time.monotonic() - left_at < SESSION_MS / 1000 + 2, "a leave does not wait for the session"
     assert total_stops(cluster, "orders") == before, "nothing else stopped"
+
+
+def test_cooperative_workers_hold_a_crashed_workers_work_for_the_delay_and_a_bounce_gets_it_back(
+    cooperative: WorkerCluster, tmp_path: Path
+) -> None:
+    """Kafka Connect's scheduled.rebalance.max.delay.ms on the classic protocol: the leader holds
+    a crashed worker's work and every member rejoins when the delay ends; a worker back within
+    it (same worker.id; a new REST port) gets exactly its work back at once."""
+    crash_bounce_and_crash_for_good(cooperative, tmp_path, SESSION_MS, DELAY_MS)
 
 
 def test_workers_cut_off_from_the_coordinator_stop_their_work_within_the_session(
