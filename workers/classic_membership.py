@@ -58,6 +58,7 @@ from .connect_protocol import (
     protocol_version,
 )
 from .herder import Herder, LeaderInfo
+from .rebalance_clock import RebalanceClock
 from .worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,7 @@ class ClassicMembership:
         self.snapshot: ConnectAssignment | None = None  # the allocation sent in metadata
         self.rebalances = 0
         self.zombie_stops = 0
+        self.clock = RebalanceClock()
         self._rejoin = True
         self._rejoin_at: float | None = None  # monotonic seconds of a scheduled rebalance
         self._joining = False
@@ -211,6 +213,7 @@ class ClassicMembership:
     async def _join_and_sync(self) -> bool:
         """One rebalance round; False if it failed in a way worth backing off for."""
         self._joining = True
+        self.clock.begin(time.monotonic())
         try:
             if protocol_version(self.protocol) == 0:
                 await self._stop_all()  # eager: give everything up before joining
@@ -296,13 +299,18 @@ class ClassicMembership:
             info = LeaderInfo(assignment.leader, assignment.leader_url, assignment.config_offset,
                               assignment.delay_ms)  # fmt: skip
             started = Assignment(self.generation, added, metadata=info.encode())
-            self._starting.add(asyncio.create_task(self.listener.start_work(added, started)))
-            self._starting = {t for t in self._starting if not t.done()}
             if assignment.revoked and not eager:
                 self._rejoin = True  # revoke, then assign: the follow-up round
+            self._starting.add(asyncio.create_task(self._start(added, started)))
+            self._starting = {t for t in self._starting if not t.done()}
             delay = assignment.delay_ms
             self._rejoin_at = time.monotonic() + delay / 1000 if delay > 0 else None
             return True
+
+    async def _start(self, work: frozenset[Work], assignment: Assignment) -> None:
+        await self.listener.start_work(work, assignment)
+        if not self._rejoin and not self._joining:
+            self.clock.end(time.monotonic())
 
     async def _lead(self, members: list[dict[str, Any]]) -> dict[str, bytes]:
         """The elected leader's job: every member's assignment, against the config's end."""

@@ -39,6 +39,8 @@ from connect_rebalance.protocol.connect_group import (
 )
 from connect_rebalance.work import Work, work_of
 
+from .rebalance_clock import RebalanceClock
+
 log = logging.getLogger(__name__)
 REJOIN_ERRORS = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH)
 
@@ -114,6 +116,7 @@ class ConnectMembership:
         self._last_answered_sent_at: float | None = None  # monotonic seconds
         self.rebalances = 0
         self.zombie_stops = 0
+        self.clock = RebalanceClock()
         self._starting: set[asyncio.Task[None]] = set()
 
     # -- what the herder calls ------------------------------------------------------------
@@ -166,6 +169,7 @@ class ConnectMembership:
         code = answer["error_code"]
         if code in REJOIN_ERRORS:
             log.info("%s: %s; stopping all work and rejoining", self.member_id, answer["error_message"])
+            self.clock.begin(time.monotonic())
             await self._stop(self.runs)
             self.epoch, self.assignment, self._full = 0, None, True
             self.state = MemberState.JOINING
@@ -184,6 +188,11 @@ class ConnectMembership:
         )
         self.session_timeout_ms = answer["session_timeout_ms"]  # the coordinator's, which counts
         self._full = False
+        given = (
+            None if answer["assignment"] is None else work_of(answer["assignment"]["connectors_and_tasks"])
+        )
+        if answer["member_epoch"] != self.epoch or (given is not None and given != self.runs):
+            self.clock.begin(time.monotonic())
         self.epoch = answer["member_epoch"]
         delay = answer["heartbeat_interval_ms"]
         if answer["assignment"] is not None:
@@ -225,10 +234,17 @@ class ConnectMembership:
             # (Stopping is awaited: the coordinator must only hear "stopped" once it is true.)
             self.rebalances += 1
             self.runs = self.runs | added
-            self._starting.add(asyncio.create_task(self.listener.start_work(added, self.assignment)))
+            self._starting.add(asyncio.create_task(self._start(added, self.assignment)))
             self._starting = {t for t in self._starting if not t.done()}
+        else:
+            self.clock.end(time.monotonic())
         self.state = MemberState.STABLE
         return interval_ms
+
+    async def _start(self, work: frozenset[Work], assignment: Assignment) -> None:
+        await self.listener.start_work(work, assignment)
+        if self.state == MemberState.STABLE:
+            self.clock.end(time.monotonic())
 
     async def _compute(self) -> None:
         prepared = await self._request(lambda api: api.prepare(self.group_id, self.member_id, self.epoch))

@@ -190,12 +190,23 @@ class RestApi:
         def per_connector(counts: dict[str, int]) -> list[tuple[dict[str, str], int]]:
             return [({"connector": connector}, count) for connector, count in sorted(counts.items())]
 
+        clock = membership.clock
         exposition = (
             Exposition()
             .family("connect_worker_rebalances_total", "counter", "Rebalances this worker took part in.",
                     [({}, membership.rebalances)])
             .family("connect_worker_member_epoch", "gauge", "This worker's member epoch (generation).",
                     [({}, membership.epoch)])
+            .summary("connect_worker_rebalance_seconds",
+                     "Time to converge: from the first change a rebalance brought this worker until "
+                     "everything it was given runs and nothing is left to stop.",
+                     [({}, clock.total_s, clock.count)])
+            .family("connect_worker_rebalance_max_seconds", "gauge", "The longest time to converge.",
+                    [({}, clock.max_s)])
+            .family("connect_worker_rebalance_last_seconds", "gauge", "The last time to converge.",
+                    [({}, clock.last_s)])
+            .family("connect_worker_rebalancing", "gauge", "1 while a rebalance is under way on this worker.",
+                    [({}, int(clock.rebalancing))])
             .family("connect_worker_zombie_stops_total", "counter",
                     "Times this worker stopped its work on losing the coordinator.",
                     [({}, membership.zombie_stops)])

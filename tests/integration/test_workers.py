@@ -146,6 +146,7 @@ def test_a_join_moves_only_what_balance_needs_and_a_graceful_leave_moves_at_once
     assert stops(w1.url, "orders") + stops(w2.url, "orders") - stops_before == len(moved), (
         "no other connector or task was stopped"
     )
+    converged(w3)
 
     stops_before = stops(w1.url, "orders") + stops(w2.url, "orders")
     left_at = time.monotonic()
@@ -158,6 +159,16 @@ def test_a_join_moves_only_what_balance_needs_and_a_graceful_leave_moves_at_once
 
 
 DELAY_MS = 10000
+
+
+def converged(worker: WorkerProcess) -> None:
+    """The worker's /metrics tell how long its last rebalance took to converge."""
+    wait_until(lambda: metrics(worker.url)["connect_worker_rebalancing"] == 0, 10, "the rebalance to end")
+    values = metrics(worker.url)
+    longest = values["connect_worker_rebalance_max_seconds"]
+    assert values["connect_worker_rebalance_seconds_count"] >= 1
+    assert 0 < values["connect_worker_rebalance_last_seconds"] <= longest
+    assert values["connect_worker_rebalance_seconds_sum"] >= longest
 
 
 def started(url: str, connector: str) -> int:

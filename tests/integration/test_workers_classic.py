@@ -19,7 +19,7 @@ import pytest
 
 from connect_rebalance.processes import CoordinatorProcess
 from connect_rebalance.protocol.client import ProtocolClient
-from tests.integration.test_workers import crash_bounce_and_crash_for_good, source
+from tests.integration.test_workers import converged, crash_bounce_and_crash_for_good, source
 from tests.support.group_scenario import wait_until
 from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
 
@@ -105,6 +105,7 @@ def test_cooperative_workers_stop_only_what_moves_on_a_join_and_a_graceful_leave
     assert {after[i] for i in moved} == {w4.worker_id}, "only items that went to the new worker moved"
     assert len(moved) == 2, after
     assert total_stops(cluster, "orders") - before - stops(w4.url, "orders") == len(moved)
+    converged(w4)
 
     before = total_stops(cluster, "orders") - stops(w4.url, "orders")
     left_at = time.monotonic()
