@@ -234,10 +234,10 @@ class ConnectMembership:
             # (Stopping is awaited: the coordinator must only hear "stopped" once it is true.)
             self.rebalances += 1
             self.runs = self.runs | added
-            self._starting.add(asyncio.create_task(self._start(added, self.assignment)))
-            self._starting = {t for t in self._starting if not t.done()}
-        else:
-            self.clock.end(time.monotonic())
+        # Called with nothing new as well, so the listener always knows the computing
+        # worker's metadata (who leads, at which config offset).
+        self._starting.add(asyncio.create_task(self._start(added, self.assignment)))
+        self._starting = {t for t in self._starting if not t.done()}
         self.state = MemberState.STABLE
         return interval_ms
 

@@ -46,7 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 PRESENCE_PREFIX = "status-worker-"  # status-topic records: a worker's UP or LEFT
 ASSIGNOR_NAME = "sessioned"
-CONFIG_DEBOUNCE_S = 0.1
+CONFIG_QUIET_S = 0.3  # config changes closer than this are one burst (one rebalance)
+CONFIG_BURST_MAX_S = 2.0  # ... up to this long
 
 
 @dataclass
@@ -95,6 +96,7 @@ class Herder:
         self.stopped_by_connector: dict[str, int] = {}
         self._producer_send: Any = None
         self._config_changed = asyncio.Event()
+        self._announced_offset: int | None = None  # the config offset the last burst ended at
         self._tasks: list[asyncio.Task[Any]] = []
         self._lock = asyncio.Lock()  # one lifecycle change at a time
         # The computing worker's memory: who last ran each item, and work held for lost workers.
@@ -133,6 +135,7 @@ class Herder:
         await asyncio.to_thread(ensure_topic, bootstrap, self.config.offset_storage_topic, 25)
         for topic_log in (self.config_log, self.status_log, self.offset_log):
             await topic_log.start()
+        self._announced_offset = self.state.offset  # what this worker joins with
         await self._write_presence("UP")  # before joining: a bounce is not a departure
         self._tasks.append(asyncio.create_task(self.membership.run()))
         self._tasks.append(asyncio.create_task(self._report_config_changes()))
@@ -180,11 +183,27 @@ class Herder:
                 asyncio.ensure_future(self._apply_target_state(item))
 
     async def _report_config_changes(self) -> None:
-        """The leader tells the group when the work changed (one new epoch per burst)."""
+        """The leader tells the group when the work changed: once per burst of changes.
+
+        A burst (a script creating connectors one after another, connectors writing their
+        task configs) ends once the config topic has been quiet for CONFIG_QUIET_S, or after
+        CONFIG_BURST_MAX_S; only then is the new config offset announced (connect protocol:
+        in the assignor metadata, which starts a new epoch; classic: a rejoin).
+        """
+        loop = asyncio.get_running_loop()
         while True:
             await self._config_changed.wait()
-            await asyncio.sleep(CONFIG_DEBOUNCE_S)
-            self._config_changed.clear()
+            until = loop.time() + CONFIG_BURST_MAX_S
+            while True:
+                self._config_changed.clear()
+                quiet = min(CONFIG_QUIET_S, until - loop.time())
+                if quiet <= 0:
+                    break
+                try:
+                    await asyncio.wait_for(self._config_changed.wait(), quiet)
+                except TimeoutError:
+                    break
+            self._announced_offset = self.state.offset
             if self.is_leader():
                 self.membership.heartbeat_now()
 
@@ -208,9 +227,10 @@ class Herder:
 
     def _reported_offset(self) -> int:
         # Followers keep reporting the offset they joined with, so only the leader's changes
-        # start new epochs.
+        # start new epochs, and the leader's only once a burst of changes is over.
         if self.is_leader() or not self.leader.leader:
-            self._last_reported = self.state.offset
+            announced = self._announced_offset
+            self._last_reported = self.state.offset if announced is None else announced
         return getattr(self, "_last_reported", self.state.offset)
 
     # -- computing the target (when chosen) -----------------------------------------------

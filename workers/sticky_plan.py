@@ -1,16 +1,18 @@
-"""A sticky, balanced declarative target for the connect group protocol.
+"""A sticky, balanced target: the incremental cooperative assignment of both group protocols.
 
-Members keep what they hold up to their share; what is left (new work, lost work, a
-leaving member's work) goes to the members below their share. Each connector's tasks are
-dealt out in turn, so they spread across workers. Pure; the herder uses it until a target is
-computed by the full incremental cooperative assignor.
+Members keep what they hold up to their share (the fewest items move); what is left (new
+work, lost work, a leaving member's work) goes to the members below their share. Beyond
+balancing the totals, each connector's tasks spread across the workers, as Kafka Connect's
+users ask: a member over its share gives up items of the connectors it holds most of first,
+and free items go to the member holding the fewest of that connector's tasks (connector
+instances likewise spread among themselves). Pure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from connect_rebalance.work import Work
+from connect_rebalance.work import CONNECTOR, Work
 
 
 def sticky_balanced(
@@ -25,13 +27,34 @@ def sticky_balanced(
     plan: dict[str, set[Work]] = {m: set() for m in members}
     taken: set[Work] = set()
     for m in members:
-        for item in sorted(current.get(m, frozenset()) & work):
+        for item in _keep_order(current.get(m, frozenset()) & work):
             if len(plan[m]) < quota[m] and item not in taken:
                 plan[m].add(item)
                 taken.add(item)
-    for item in sorted(work - taken, key=lambda w: (w[1], w[0])):  # task 0s first, spread per connector
+    # Tasks first, task 0s of every connector before task 1s, so each connector's tasks spread
+    # before quotas fill up; connector instances (lightweight) fill in last.
+    for item in sorted(work - taken, key=lambda w: (w[1] == CONNECTOR, w[1], w[0])):
         under = [m for m in members if len(plan[m]) < quota[m]]
-        plan[min(under, key=lambda m: (sum(1 for c, _ in plan[m] if c == item[0]), len(plan[m]), m))].add(
-            item
-        )
+        plan[min(under, key=lambda m: _crowding(plan[m], item))].add(item)
     return {m: frozenset(items) for m, items in plan.items()}
+
+
+def _keep_order(held: frozenset[Work]) -> list[Work]:
+    """What a member keeps first when it holds more than its share: one item of each
+    connector, then a second of each, ... so what it gives up comes from the connectors
+    it holds most of (their tasks end up spread)."""
+    rank: dict[str, int] = {}
+    ordered = []
+    for connector, task in sorted(held):
+        ordered.append((rank.get(connector, 0), connector, task))
+        rank[connector] = rank.get(connector, 0) + 1
+    return [(connector, task) for _, connector, task in sorted(ordered)]
+
+
+def _crowding(held: set[Work], item: Work) -> tuple[int, int, int]:
+    """How crowded a member is for `item`: first by its connector's items of the same kind
+    (so each connector's tasks spread), then by items of that kind (so connector instances
+    and tasks each spread), then by everything it holds."""
+    connector, task = item
+    same_kind = [(c, t) for c, t in held if (t == CONNECTOR) == (task == CONNECTOR)]
+    return sum(1 for c, _ in same_kind if c == connector), len(same_kind), len(held)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -156,6 +157,49 @@ def test_a_join_moves_only_what_balance_needs_and_a_graceful_leave_moves_at_once
         "a graceful leave does not wait for the session"
     )
     assert stops(w1.url, "orders") + stops(w2.url, "orders") == stops_before, "nothing else stopped"
+
+
+def test_a_burst_of_connector_creations_costs_the_rebalances_of_one_and_spreads_each_connector(
+    cluster: WorkerCluster,
+) -> None:
+    """Six connectors created one after another (as a script would) start no more new epochs
+    than one connector does; the workers' totals are within one, and each connector's tasks
+    are spread over the workers, not only the totals."""
+    workers = [cluster.start(n) for n in ("w1", "w2", "w3")]
+
+    def settled_epoch(*connectors: str) -> int:
+        epochs: list[int] = []
+
+        def quiet() -> bool:
+            values = [metrics(w.url) for w in workers]
+            epochs[:] = [int(v["connect_worker_member_epoch"]) for v in values]
+            where = {c: cluster.placement(c) for c in connectors}
+            per_worker = Counter(w for placed in where.values() for w in placed.values())
+            tasks_spread = all(
+                len({w for item, w in placed.items() if item != "C"}) == 2 for placed in where.values()
+            )
+            return (
+                all(len(placed) == 3 for placed in where.values())
+                and tasks_spread
+                and (not connectors or max(per_worker.values()) - min(per_worker.values()) <= 1)
+                and len(per_worker) == (len(workers) if connectors else 0)
+                and len(set(epochs)) == 1
+                and not any(v["connect_worker_rebalancing"] for v in values)
+            )
+
+        wait_until(quiet, 60, f"{', '.join(connectors) or 'the group'} settled, tasks spread")
+        return epochs[0]
+
+    before = settled_epoch()
+    assert rest("POST", f"{workers[0].url}/connectors", source("solo", 2))[0] == 201
+    one = settled_epoch("solo") - before
+
+    before = settled_epoch("solo")
+    burst = [f"burst-{i}" for i in range(6)]
+    for name in burst:
+        assert rest("POST", f"{workers[1].url}/connectors", source(name, 2))[0] == 201
+    six = settled_epoch("solo", *burst) - before
+    assert six <= one, f"a burst of 6 creations started {six} epochs, one creation {one}"
 
 
 DELAY_MS = 10000
