@@ -1,6 +1,7 @@
 """A worker's membership in a classic group (`group.protocol=classic`), as Kafka Connect's
 WorkerCoordinator runs it: JoinGroup/SyncGroup/Heartbeat/LeaveGroup with protocol type
-"connect" and Kafka Connect's embedded protocol (workers/connect_protocol.py), so that the
+"connect" and Kafka Connect's embedded protocol (connect_rebalance/connect_protocol.py, shared
+with the coordinator, which speaks it to classic workers inside a connect group), so that the
 same bytes work against this coordinator and against an Apache Kafka broker.
 
 Theory of operation:
@@ -38,12 +39,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connect_rebalance.errors import ErrorCode
-from connect_rebalance.protocol.client import ProtocolClient
-from connect_rebalance.work import CONNECTOR, Work
-
-from .connect_membership import Assignment, WorkListener
-from .connect_protocol import (
+from connect_rebalance.connect_protocol import (
     CONFIG_MISMATCH,
     NO_ERROR,
     PROTOCOL_TYPE,
@@ -57,6 +53,11 @@ from .connect_protocol import (
     offered_protocols,
     protocol_version,
 )
+from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.client import ProtocolClient
+from connect_rebalance.work import CONNECTOR, Work
+
+from .connect_membership import Assignment, WorkListener
 from .herder import Herder, LeaderInfo
 from .rebalance_clock import RebalanceClock
 from .worker_config import WorkerConfig

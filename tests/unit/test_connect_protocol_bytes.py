@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.connect_protocol import (
+from connect_rebalance.connect_protocol import (
     COMPATIBLE,
     CONFIG_MISMATCH,
     EAGER,
