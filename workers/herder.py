@@ -238,12 +238,20 @@ class Herder:
     async def _compute(self, prepared: dict[str, Any]) -> InstallPlan:
         """The target: sticky and balanced, a lost worker's work held for the scheduled delay."""
         await self.config_log.read_to_end()
+        await self.status_log.read_to_end()
         work = self.state.work()
         members = {m["member_id"]: _worker_id_of(m) for m in prepared["members"]}
         current = {m["member_id"]: work_of(m["target_connectors_and_tasks"]) for m in prepared["members"]}
+        # A worker restarted before its old member's session expired is in the group twice:
+        # the member its latest presence record names is the live one, and takes over the
+        # old one's work (which the coordinator hands over once the old session expires).
+        incarnation = self._incarnations()
+        stale = {m for m, worker in members.items() if incarnation.get(worker, m) != m}
+        live = {m: worker for m, worker in members.items() if m not in stale}
         target, delay_ms = await self.plan_target(
-            members, current, work, prepared["assignment_epoch"], prepared["group_epoch"]
+            live, {m: current[m] for m in live}, work, prepared["assignment_epoch"], prepared["group_epoch"]
         )
+        target.update(dict.fromkeys(stale, frozenset()))
         self._schedule_rebalance(delay_ms / 1000 if delay_ms else None)
         info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, delay_ms)
         declared = frozenset().union(*target.values()) if target else frozenset()
@@ -326,6 +334,14 @@ class Herder:
                     owners[(name, int(index))] = value["worker_id"]
         return owners
 
+    def _incarnations(self) -> dict[str, str]:
+        """Worker id -> the member id its latest `UP` presence record names (connect protocol)."""
+        return {
+            key.removeprefix(PRESENCE_PREFIX): value["member_id"]
+            for key, value in self.statuses.items()
+            if key.startswith(PRESENCE_PREFIX) and value.get("state") == "UP" and value.get("member_id")
+        }
+
     def _left_workers(self) -> set[str]:
         return {
             key.removeprefix(PRESENCE_PREFIX)
@@ -337,6 +353,8 @@ class Herder:
         """`UP` when this worker starts, `LEFT` when it leaves for good (awaited: it must land first)."""
         key = f"{PRESENCE_PREFIX}{self.worker_id}"
         value = {"state": state, "worker_id": self.worker_id, "url": self.config.rest_url}
+        if self.config.group_protocol == "connect":
+            value["member_id"] = self.config.member_id
         self.statuses[key] = value
         await self.status_log.write(key.encode(), encode_json(value))
 

@@ -276,6 +276,30 @@ def crash_bounce_and_crash_for_good(
     assert {w.name: stops(w.url, "orders") for w in others} == stops_before, "nothing else stopped"
 
 
+def test_a_worker_restarted_before_its_session_expires_gets_exactly_its_work_back(tmp_path: Path) -> None:
+    """kill -9 and an immediate restart (same worker.id): for a while the group has the dead
+    member and the new one; the new one takes over the dead one's work, nothing else moves."""
+    delay = {"scheduled.rebalance.max.delay.ms": str(DELAY_MS)}
+    with worker_cluster(tmp_path, SESSION_MS, **delay) as cluster:
+        w1, w3 = cluster.start("w1"), cluster.start("w3")
+        bouncer = {**cluster.properties, "worker.id": "bouncer"}
+        w2 = cluster.workers["w2"] = WorkerProcess(bouncer, tmp_path / "workers", "w2").start()
+        rest("POST", f"{w1.url}/connectors", source("orders", 8))
+        wait_until(lambda: cluster.balanced("orders", 9), 30, "9 items over 3 workers")
+        before = cluster.placement("orders")
+        held = {item for item, worker in before.items() if worker == "bouncer"}
+        counts = {w.name: (started(w.url, "orders"), stops(w.url, "orders")) for w in (w1, w3)}
+
+        w2.kill()
+        w2 = cluster.workers["w2"] = WorkerProcess(bouncer, tmp_path / "workers", "w2").start()
+        wait_until(
+            lambda: started(w2.url, "orders") == len(held) and cluster.placement("orders") == before,
+            SESSION_MS / 1000 + 30,
+            "the restarted worker running its work again",
+        )
+        assert {w.name: (started(w.url, "orders"), stops(w.url, "orders")) for w in (w1, w3)} == counts
+
+
 def records_by_task(bootstrap: str, topic: str) -> dict[str, list[tuple[int, int, str]]]:
     """(timestamp ms, seq, worker) of every record the verifiable source wrote so far, per task."""
     from kafka import KafkaConsumer, TopicPartition
