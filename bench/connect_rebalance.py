@@ -38,6 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess, connect_timings  # noqa: E402
 from workers.cluster import WorkerCluster, metrics, rest  # noqa: E402
 from workers.process import WorkerProcess  # noqa: E402
@@ -159,6 +160,15 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def readme_block(summary: dict[str, Any]) -> str:
+    seconds = {k: summary[k] / 1000 for k in ("session_ms", "heartbeat_ms", "scheduled_delay_ms")}
+    timings = (
+        f"Session {seconds['session_ms']:g} s, heartbeat {seconds['heartbeat_ms']:g} s, "
+        f"scheduled.rebalance.max.delay.ms {seconds['scheduled_delay_ms']:g} s; {summary['machine']}."
+    )
+    return f"{timings}\n\n{table(summary['results'])}"
+
+
 def plot(results: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -185,6 +195,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 workers x 100 tasks only")
     parser.add_argument("--sizes", default="3x100,3x1000,10x100,10x1000")
+    parser.add_argument("--update-readme", action="store_true", help="rewrite the README's table")
     args = parser.parse_args()
     sizes = [(3, 100)] if args.quick else [tuple(map(int, s.split("x"))) for s in args.sizes.split(",")]
     results: list[dict[str, Any]] = []
@@ -200,6 +211,8 @@ def main() -> int:
     (out / "connect_rebalance.json").write_text(json.dumps(summary, indent=2))
     plot(results, out / "connect_rebalance.png")
     print("\n" + table(results))
+    if args.update_readme:
+        update_readme("connect_rebalance", readme_block(summary))
     return 0
 
 

@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from workers.connectors.topic_ingest import TopicIngestTask  # noqa: E402
 from workers.connectors.topic_spark_source import committed_offsets  # noqa: E402
@@ -184,17 +185,6 @@ def markdown_table(result: dict[str, Any]) -> str:
     )
 
 
-def update_readme(table: str) -> None:
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    start, end = "<!-- bench:ingest -->", "<!-- /bench:ingest -->"
-    if start not in text:
-        raise SystemExit(f"README.md has no {start} marker")
-    before, _, rest = text.partition(start)
-    _, _, after = rest.partition(end)
-    readme.write_text(f"{before}{start}\n{table}\n{end}{after}")
-
-
 class ThroughRuntime(Side):
     """A TopicIngest task, started and stopped through the plugin API as a worker does."""
 
@@ -299,7 +289,7 @@ def main() -> int:
     table = markdown_table(result)
     print("\n" + table)
     if args.update_readme:
-        update_readme(table)
+        update_readme("ingest", table)
     return 0
 
 

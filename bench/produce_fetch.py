@@ -30,6 +30,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 
 MIB = 1 << 20
@@ -135,15 +136,6 @@ def markdown_table(result: dict) -> str:  # type: ignore[type-arg]
     )
 
 
-def update_readme(table: str) -> None:
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    start, end = "<!-- bench:produce_fetch -->", "<!-- /bench:produce_fetch -->"
-    before, _, rest = text.partition(start)
-    _, _, after = rest.partition(end)
-    readme.write_text(f"{before}{start}\n{table}\n{end}{after}")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mib", type=int, default=256, help="data volume to produce and fetch")
@@ -189,7 +181,7 @@ def main() -> int:
     table = markdown_table(result)
     print(table)
     if args.update_readme:
-        update_readme(table)
+        update_readme("produce_fetch", table)
     return 0
 
 
