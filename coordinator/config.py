@@ -10,7 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .groups.settings import GroupSettings
 
@@ -87,6 +95,7 @@ class CoordinatorConfig(BaseModel):
     group_connect_session_timeout_ms: int = Field(10000, alias="group.connect.session.timeout.ms", ge=1)
     group_connect_heartbeat_interval_ms: int = Field(3000, alias="group.connect.heartbeat.interval.ms", ge=1)
     group_connect_max_size: int = Field(2147483647, alias="group.connect.max.size", ge=1)
+    group_connect_migration_policy: str = Field("bidirectional", alias="group.connect.migration.policy")
     # Their bounds, shaped like the consumer group's: sessions as the classic group bounds
     # allow, heartbeats between 1 s and 15 s.
     group_connect_min_session_timeout_ms: int = Field(
@@ -135,15 +144,13 @@ class CoordinatorConfig(BaseModel):
             raise ValueError(f"assignors must be among uniform, range; got {value!r}")
         return ",".join(names)
 
-    @field_validator("group_consumer_migration_policy")
+    @field_validator("group_consumer_migration_policy", "group_connect_migration_policy")
     @classmethod
-    def _known_migration_policy(cls, value: str) -> str:
+    def _known_migration_policy(cls, value: str, info: ValidationInfo) -> str:
         policy = value.strip().lower()
         if policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
-            raise ValueError(
-                f"group.consumer.migration.policy must be bidirectional, upgrade, downgrade or disabled; "
-                f"got {value!r}"
-            )
+            name = cls.model_fields[info.field_name or ""].alias
+            raise ValueError(f"{name} must be bidirectional, upgrade, downgrade or disabled; got {value!r}")
         return policy
 
     @field_validator("listeners", "advertised_listeners")
@@ -193,6 +200,7 @@ class CoordinatorConfig(BaseModel):
             connect_session_timeout_ms=self.group_connect_session_timeout_ms,
             connect_heartbeat_interval_ms=self.group_connect_heartbeat_interval_ms,
             connect_max_size=self.group_connect_max_size,
+            connect_migration_policy=self.group_connect_migration_policy,
         )
 
     @classmethod

@@ -26,6 +26,10 @@ Theory of operation
   the lost-response case (previous epoch, owned work a subset of the current assignment).
 Timers: a session per worker (expiry removes it), a rebalance timeout while a worker holds
 work it was told to stop (expiry fences it), and one for the chosen computing worker.
+
+Online migration (connect_migration.py): a connect group may also hold workers speaking the
+classic protocol (`Worker.classic` is set). They are reconciled like any worker, but never
+compute: assignor and computing-worker selection consider the other workers only.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from connect_rebalance.connect_protocol import PROTOCOL_VERSIONS
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.work import Work, work_field, work_of
 
@@ -48,6 +53,7 @@ from .client_assignment import (
     installed_epoch,
 )
 from .connect_records import (
+    ClassicWorkerMetadata,
     ConnectAssignorSpec,
     ConnectCoveredRecord,
     ConnectCurrentAssignmentRecord,
@@ -88,11 +94,12 @@ class Worker:
     rebalance_timeout_ms: int = 60000
     assignors: tuple[ConnectAssignorSpec, ...] = ()
     assignment: MemberAssignment[Work] = field(default_factory=MemberAssignment.joining)
+    classic: ClassicWorkerMetadata | None = None  # set while it speaks the classic protocol
 
     def snapshot(self) -> ConnectWorkerSnapshot:
         return ConnectWorkerSnapshot(
             self.instance_id, self.url, self.client_id, self.client_host, self.rebalance_timeout_ms,
-            self.assignors,
+            self.assignors, self.classic,
         )  # fmt: skip
 
 
@@ -135,6 +142,11 @@ class ConnectGroup:
         entry = self.target.get(member_id)
         return entry.items if entry is not None else frozenset()
 
+    def computing_pool(self) -> dict[str, tuple[ConnectAssignorSpec, ...]]:
+        """The workers that take part in assignor and computing-worker selection: classic
+        workers (online migration) never compute."""
+        return {m.member_id: m.assignors for m in self.members.values() if m.classic is None}
+
     def target_record(self) -> ConnectTargetRecord:
         members = tuple(sorted(self.target.items()))
         target = ConnectTarget(
@@ -153,6 +165,29 @@ def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 def compute_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("connect-compute", group_id, member_id)
+
+
+def classic_join_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """A classic worker told to rejoin must do so within its rebalance timeout."""
+    return ("connect-classic-join", group_id, member_id)
+
+
+def classic_sync_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """A classic worker that joined must sync within its rebalance timeout."""
+    return ("connect-classic-sync", group_id, member_id)
+
+
+def _classic_assignor(member: Worker) -> ConnectAssignorSpec | None:
+    """How a classic worker appears in ConnectGroupPrepareAssignment: its embedded protocol
+    version and its JoinGroup WorkerState bytes (which are not JSON, unlike our workers'
+    assignor metadata, so the computing worker can tell it apart)."""
+    if member.classic is None:
+        return None
+    version, metadata = next(
+        ((PROTOCOL_VERSIONS[n], m) for n, m in member.classic.protocols if PROTOCOL_VERSIONS.get(n, 0) >= 1),
+        (1, b""),
+    )
+    return ConnectAssignorSpec("classic", version, version, 0, version, metadata)
 
 
 def _invalid(message: str) -> KafkaApiError:
@@ -236,7 +271,7 @@ class ConnectGroups:
             }
         out.reply(request.request_id, {"throttle_time_ms": 0, **fields})
 
-    def _group(self, group_id: str, create: bool) -> ConnectGroup:
+    def _group(self, group_id: str, create: bool, now_ms: int, out: Outcome) -> ConnectGroup:
         group = self.core.groups.get(group_id)
         if isinstance(group, ConnectGroup):
             return group
@@ -244,13 +279,16 @@ class ConnectGroups:
             created = ConnectGroup(group_id)
             self.core.groups[group_id] = created  # type: ignore[assignment]
             return created
+        if create and group is not None:
+            # A non-empty classic group: the online upgrade converts it (or refuses, saying why).
+            return self.core.connect_migration.upgrade(group, now_ms, out)
         if group is None:
             raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Connect group {group_id} has no such member.")
         raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a connect group.")
 
     def _heartbeat(self, request: GroupRequest, now_ms: int, out: Outcome) -> dict[str, Any]:
         body = request.body
-        group = self._group(body.group_id, create=body.member_epoch == 0)
+        group = self._group(body.group_id, body.member_epoch == 0, now_ms, out)
         owned = None if body.owned_connectors_and_tasks is None else work_of(body.owned_connectors_and_tasks)
         member, joined = self._member_for(group, body, owned, now_ms, out)
         before_snapshot = None if joined else member.snapshot()
@@ -266,24 +304,7 @@ class ConnectGroups:
             specs = assignor_specs(body.client_assignors)
             assignors_changed = specs != member.assignors
             member.assignors = specs
-        if member.snapshot() != before_snapshot:
-            out.records.append(ConnectWorkerRecord(group.group_id, member.member_id, member.snapshot()))
-        if joined or assignors_changed:
-            self._bump(group, out)
-        if group.group_epoch > group.assignment_epoch:
-            self._choose_computer(group, now_ms)
-        before = member.assignment
-        self._reconcile(group, member, owned, out)
-        self.core.timers.schedule(
-            session_key(group.group_id, member.member_id), now_ms + self.session_timeout_ms
-        )
-        if member.assignment.state == MemberState.UNREVOKED:
-            if before.state != MemberState.UNREVOKED:
-                self.core.timers.schedule(
-                    rebalance_key(group.group_id, member.member_id), now_ms + member.rebalance_timeout_ms
-                )
-        else:
-            self.core.timers.cancel(rebalance_key(group.group_id, member.member_id))
+        before = self.advance(group, member, before_snapshot, joined or assignors_changed, owned, now_ms, out)
         full = (
             body.url is not None
             and body.rebalance_timeout_ms != -1
@@ -336,7 +357,7 @@ class ConnectGroups:
             return member, False  # a rejoin with the same id: its assignment is sent again
         self._validate_join(body)
         specs = assignor_specs(body.client_assignors)
-        others = [m.assignors for m in group.members.values()]
+        others = list(group.computing_pool().values())
         if others and common_assignor([*others, specs]) is None:
             raise KafkaApiError(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
@@ -351,10 +372,46 @@ class ConnectGroups:
             holder = next((m for m in group.members.values() if m.instance_id == body.instance_id), None)
             if holder is not None:
                 # A restarted static worker replaces its predecessor, which is fenced.
-                self.remove(group, holder.member_id, now_ms, out)
+                self.remove(group, holder.member_id, now_ms, out, may_downgrade=False)
         member = Worker(body.member_id)
         group.members[member.member_id] = member
         return member, True
+
+    def advance(
+        self,
+        group: ConnectGroup,
+        member: Worker,
+        before_snapshot: ConnectWorkerSnapshot | None,
+        bump: bool,
+        owned: frozenset[Work] | None,
+        now_ms: int,
+        out: Outcome,
+    ) -> MemberAssignment[Work]:
+        """After a worker's fields were updated from its request (either protocol): record it,
+        bump the group epoch if asked, choose a computing worker if a target is due, reconcile
+        this worker and re-arm its timers. Returns its previous assignment."""
+        if member.snapshot() != before_snapshot:
+            out.records.append(ConnectWorkerRecord(group.group_id, member.member_id, member.snapshot()))
+        if bump:
+            self._bump(group, out)
+        if group.group_epoch > group.assignment_epoch:
+            self._choose_computer(group, now_ms)
+        before = member.assignment
+        self._reconcile(group, member, owned, out)
+        self.refresh_session(group, member, now_ms)
+        if member.assignment.state == MemberState.UNREVOKED:
+            if before.state != MemberState.UNREVOKED:
+                self.core.timers.schedule(
+                    rebalance_key(group.group_id, member.member_id), now_ms + member.rebalance_timeout_ms
+                )
+        else:
+            self.core.timers.cancel(rebalance_key(group.group_id, member.member_id))
+        return before
+
+    def refresh_session(self, group: ConnectGroup, member: Worker, now_ms: int) -> None:
+        """A classic worker's session is its JoinGroup session timeout; others get the group's."""
+        timeout = member.classic.session_timeout_ms if member.classic is not None else self.session_timeout_ms
+        self.core.timers.schedule(session_key(group.group_id, member.member_id), now_ms + timeout)
 
     def _reconcile(
         self, group: ConnectGroup, member: Worker, owned: frozenset[Work] | None, out: Outcome
@@ -389,10 +446,10 @@ class ConnectGroups:
     # -- choosing the computing worker ----------------------------------------------------
 
     def _selection(self, group: ConnectGroup) -> tuple[str, int, int] | None:
-        return common_assignor([m.assignors for m in group.members.values()])
+        return common_assignor(list(group.computing_pool().values()))
 
     def _choose_computer(self, group: ConnectGroup, now_ms: int) -> None:
-        chosen = choose_computer(group.compute, {m.member_id: m.assignors for m in group.members.values()})
+        chosen = choose_computer(group.compute, group.computing_pool())
         if chosen is not None:
             self.core.timers.schedule(
                 compute_key(group.group_id, chosen[0]), now_ms + group.members[chosen[0]].rebalance_timeout_ms
@@ -418,7 +475,7 @@ class ConnectGroups:
             group.compute.prepared(group.group_epoch, frozenset(group.members))
             members = []
             for m in group.members.values():
-                spec = next(a for a in m.assignors if a.name == name)
+                spec = _classic_assignor(m) or next(a for a in m.assignors if a.name == name)
                 members.append({
                     "member_id": m.member_id,
                     "member_epoch": m.assignment.member_epoch,
@@ -497,7 +554,7 @@ class ConnectGroups:
     # -- leaving, fencing and timers ------------------------------------------------------
 
     def _leave(self, body: Any, now_ms: int, out: Outcome) -> dict[str, Any]:
-        group = self._group(body.group_id, create=False)
+        group = self._group(body.group_id, False, now_ms, out)
         if body.member_id not in group.members:
             raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {body.member_id} is not in the group.")
         self.remove(group, body.member_id, now_ms, out)
@@ -512,11 +569,14 @@ class ConnectGroups:
             "assignment": None,
         }
 
-    def remove(self, group: ConnectGroup, member_id: str, now_ms: int, out: Outcome) -> None:
+    def remove(
+        self, group: ConnectGroup, member_id: str, now_ms: int, out: Outcome, may_downgrade: bool = True
+    ) -> None:
         """A worker leaves or is fenced: its work is free and the group needs a new target.
 
         Its entry stays in the target until the next install, so the computing worker can
-        tell which work was lost (covered, but no present worker's target holds it).
+        tell which work was lost (covered, but no present worker's target holds it). If only
+        classic workers remain, the group may turn classic again (connect_migration.py).
         """
         member = group.members.pop(member_id, None)
         if member is None:
@@ -524,8 +584,7 @@ class ConnectGroups:
         out.records.append(ConnectCurrentAssignmentRecord(group.group_id, member_id, None))
         out.records.append(ConnectWorkerRecord(group.group_id, member_id, None))
         group.ownership.update(member_id, member.assignment, None)
-        for key in (session_key, rebalance_key, compute_key):
-            self.core.timers.cancel(key(group.group_id, member_id))
+        self.cancel_timers(group.group_id, member_id)
         group.compute.forget(member_id)
         self._bump(group, out)
         if not group.members:
@@ -533,6 +592,12 @@ class ConnectGroups:
             out.records.append(group.target_record())
         else:
             self._choose_computer(group, now_ms)
+            if may_downgrade:
+                self.core.connect_migration.maybe_downgrade(group, now_ms, out)
+
+    def cancel_timers(self, group_id: str, member_id: str) -> None:
+        for key in (session_key, rebalance_key, compute_key, classic_join_key, classic_sync_key):
+            self.core.timers.cancel(key(group_id, member_id))
 
     def on_session_expired(self, group_id: str, member_id: str, now_ms: int, out: Outcome) -> None:
         group = self.core.groups.get(group_id)
@@ -663,13 +728,12 @@ class ConnectGroups:
         member.instance_id, member.url = v.instance_id, v.url
         member.client_id, member.client_host = v.client_id, v.client_host
         member.rebalance_timeout_ms, member.assignors = v.rebalance_timeout_ms, v.assignors
+        member.classic = v.classic
 
     def load_complete(self, now_ms: int) -> None:
         for group in list(self.core.groups.values()):
             if isinstance(group, ConnectGroup):
-                for member_id in group.members:
-                    self.core.timers.schedule(
-                        session_key(group.group_id, member_id), now_ms + self.session_timeout_ms
-                    )
+                for member in group.members.values():
+                    self.refresh_session(group, member, now_ms)
                 if group.group_epoch > group.assignment_epoch:
                     self._choose_computer(group, now_ms)

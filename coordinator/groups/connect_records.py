@@ -26,6 +26,17 @@ GROUP_KEY, COVERED_KEY, MEMBER_KEY, TARGET_KEY, CURRENT_KEY = KEY_TYPES
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicWorkerMetadata:
+    """What a worker speaking the classic protocol inside a connect group keeps (online migration):
+    its JoinGroup session timeout and protocols (Kafka Connect's WorkerState bytes), and the
+    work it reported running at its last JoinGroup (its SyncGroup assignment is a delta from it)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+    owned: frozenset[Work] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectWorkerSnapshot:
     instance_id: str | None
     url: str
@@ -33,6 +44,7 @@ class ConnectWorkerSnapshot:
     client_host: str
     rebalance_timeout_ms: int
     assignors: tuple[ConnectAssignorSpec, ...]
+    classic: ClassicWorkerMetadata | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +137,20 @@ def encode_connect_record(record: ConnectRecord) -> tuple[bytes, bytes | None]:
         ).encode()
         w = record.value
         if w is not None:
+            classic = None
+            if w.classic is not None:
+                meta = schemas.ConnectGroupMemberMetadataValue.ClassicWorkerMetadata
+                classic = meta(
+                    session_timeout_ms=w.classic.session_timeout_ms,
+                    supported_protocols=[
+                        meta.ClassicProtocol(name=n, metadata=b) for n, b in w.classic.protocols
+                    ],
+                    owned=work_field(w.classic.owned),
+                )
             value = _encode(
                 schemas.ConnectGroupMemberMetadataValue,
                 {
+                    "classic": classic,
                     "instance_id": w.instance_id,
                     "url": w.url,
                     "client_id": w.client_id,
@@ -211,8 +234,15 @@ def decode_connect_record(key: bytes, value: bytes | None) -> ConnectRecord:
             )
             for a in v.assignors
         )
+        classic = None
+        if v.classic is not None:  # absent from records written before online migration
+            classic = ClassicWorkerMetadata(
+                v.classic.session_timeout_ms,
+                tuple((p.name, bytes(p.metadata)) for p in v.classic.supported_protocols),
+                work_of(v.classic.owned),
+            )
         snapshot = ConnectWorkerSnapshot(
-            v.instance_id, v.url, v.client_id, v.client_host, v.rebalance_timeout_ms, assignors
+            v.instance_id, v.url, v.client_id, v.client_host, v.rebalance_timeout_ms, assignors, classic
         )
         return ConnectWorkerRecord(k.group_id, k.member_id, snapshot)
     if key_type == TARGET_KEY:

@@ -25,6 +25,7 @@ from connect_rebalance.errors import ErrorCode
 
 from .classic import ClassicGroup, ClassicGroups, ClassicState
 from .connect import ConnectGroup, ConnectGroups
+from .connect_migration import ConnectMigration
 from .connect_records import CONNECT_RECORD_TYPES
 from .consumer import ConsumerGroup, ConsumerGroups, TopicsView
 from .group_metrics import GroupMetrics
@@ -77,11 +78,14 @@ class GroupCoordinator:
         self.consumer = ConsumerGroups(self, topics_view) if topics_view is not None else None
         # Online migration between classic and consumer groups needs consumer groups served.
         self.migration = GroupMigration(self, self.consumer) if self.consumer is not None else None
+        self.connect = ConnectGroups(self)
+        # Online migration between classic `connect` groups and connect groups.
+        self.connect_migration = ConnectMigration(self, self.connect)
         self._handlers: dict[int, Callable[[GroupRequest, int, Outcome], None]] = {
-            JOIN_GROUP: self.classic.join,
-            SYNC_GROUP: self.classic.sync,
-            HEARTBEAT: self.classic.heartbeat,
-            LEAVE_GROUP: self.classic.leave,
+            JOIN_GROUP: self._classic_api(self.classic.join, self.connect_migration.join),
+            SYNC_GROUP: self._classic_api(self.classic.sync, self.connect_migration.sync),
+            HEARTBEAT: self._classic_api(self.classic.heartbeat, self.connect_migration.heartbeat),
+            LEAVE_GROUP: self._classic_api(self.classic.leave, self.connect_migration.leave),
             OFFSET_COMMIT: self.offsets.commit,
             OFFSET_FETCH: self.offsets.fetch,
             OFFSET_DELETE: self.offsets.delete,
@@ -89,7 +93,6 @@ class GroupCoordinator:
             DESCRIBE_GROUPS: self.describe_groups,
             DELETE_GROUPS: self.delete_groups,
         }
-        self.connect = ConnectGroups(self)
         self._handlers[CONNECT_GROUP_HEARTBEAT] = self.connect.heartbeat
         self._handlers[CONNECT_GROUP_PREPARE_ASSIGNMENT] = self.connect.prepare
         self._handlers[CONNECT_GROUP_INSTALL_ASSIGNMENT] = self.connect.install
@@ -99,6 +102,19 @@ class GroupCoordinator:
             self._handlers[CONSUMER_GROUP_DESCRIBE] = self.consumer.describe
             self._handlers[CONSUMER_GROUP_PREPARE_ASSIGNMENT] = self.consumer.prepare
             self._handlers[CONSUMER_GROUP_INSTALL_ASSIGNMENT] = self.consumer.install
+
+    def _classic_api(
+        self,
+        classic: Callable[[GroupRequest, int, Outcome], None],
+        connect: Callable[[GroupRequest, int, Outcome], None],
+    ) -> Callable[[GroupRequest, int, Outcome], None]:
+        """A classic-protocol API: a connect group's classic workers go to connect_migration.py."""
+
+        def handle(request: GroupRequest, now_ms: int, out: Outcome) -> None:
+            group = self.groups.get(getattr(request.body, "group_id", None) or "")
+            (connect if isinstance(group, ConnectGroup) else classic)(request, now_ms, out)
+
+        return handle
 
     # -- the state machine's interface ----------------------------------------------------
 
@@ -138,6 +154,8 @@ class GroupCoordinator:
             self.consumer.on_compute_timeout(key[1], key[2], now_ms, out)
         elif kind in ("consumer-classic-join", "consumer-classic-sync") and self.migration is not None:
             self.migration.on_classic_timeout(key[1], key[2], now_ms, out)
+        elif kind in ("connect-classic-join", "connect-classic-sync"):
+            self.connect_migration.on_classic_timeout(key[1], key[2], now_ms, out)
         elif kind == "connect-session":
             self.connect.on_session_expired(key[1], key[2], now_ms, out)
         elif kind == "connect-rebalance":

@@ -37,7 +37,7 @@ Rules (`group.consumer.migration.policy`: bidirectional, upgrade, downgrade, dis
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +75,7 @@ from .records import (
     TargetMemberRecord,
 )
 from .requests import GroupRequest, Outcome
+from .timers import Timers
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -222,46 +223,20 @@ class GroupMigration:
                 CurrentAssignmentRecord(group_id, m.member_id, stable),
             ]
         records.append(TargetEpochRecord(group_id, generation, self.consumer.assignors[0]))
-        self._forget_classic(classic, out)
-        for record in records:
-            out.records.append(record)
-            self.core.replay(record)
+        forget_classic(self.core.timers, classic, out)
+        write(self.core, records, out)
         group = self.core.groups[group_id]
         assert isinstance(group, ConsumerGroup)
         for member in group.members.values():
             self.consumer.refresh_session(group, member, now_ms)
         return group
 
-    def _forget_classic(self, classic: ClassicGroup, out: Outcome) -> None:
-        """Answer the classic group's parked requests and drop its deadlines."""
-        timers, group_id = self.core.timers, classic.group_id
-        for m in classic.members.values():
-            if m.join is not None:
-                out.reply(
-                    m.join.request_id,
-                    join_error(m.join.version, ErrorCode.REBALANCE_IN_PROGRESS, m.member_id),
-                )
-                m.join = None
-            if m.sync is not None:
-                out.reply(m.sync.request_id, sync_response(ErrorCode.REBALANCE_IN_PROGRESS))
-                m.sync = None
-            timers.cancel(classic_session_key(group_id, m.member_id))
-        for member_id in classic.pending_members:
-            timers.cancel(pending_member_key(group_id, member_id))
-        timers.cancel(join_key(group_id))
-        timers.cancel(sync_key(group_id))
-
     # -- downgrade ------------------------------------------------------------------------
 
     def maybe_downgrade(self, group: ConsumerGroup, now_ms: int, out: Outcome) -> None:
         """After a removal: a group of classic members only turns classic again, if allowed."""
         members = list(group.members.values())
-        if (
-            not members
-            or not self.downgrade_enabled
-            or any(m.classic is None for m in members)
-            or len(members) > self.core.settings.max_group_size
-        ):
+        if not downgrade_allowed(members, self.downgrade_enabled, self.core.settings.max_group_size):
             return
         group_id = group.group_id
         classic = ClassicGroup(
@@ -293,14 +268,8 @@ class GroupMigration:
             self.core.timers.cancel(session_key(group_id, m.member_id))
             self.core.timers.cancel(rebalance_key(group_id, m.member_id))
         tombstones += [TargetEpochRecord(group_id, None), ConsumerGroupEpochRecord(group_id, None)]
-        for record in tombstones:
-            out.records.append(record)
-            self.core.replay(record)
-        self.core.groups[group_id] = classic
-        out.records.append(GroupMetadataRecord(group_id, classic.snapshot()))
-        for m in classic.members.values():
-            self.core.classic._refresh_session(classic, m, now_ms)
-        self.core.classic.prepare_rebalance(classic, now_ms, out)
+        write(self.core, tombstones, out)
+        start_classic(self.core, classic, now_ms, out)
 
     # -- JoinGroup ------------------------------------------------------------------------
 
@@ -310,12 +279,11 @@ class GroupMigration:
         assert isinstance(group, ConsumerGroup)
         if group.is_empty():
             # An empty consumer group gives way to a classic group (its offsets stay).
-            for record in (
-                TargetEpochRecord(group.group_id, None),
-                ConsumerGroupEpochRecord(group.group_id, None),
-            ):
-                out.records.append(record)
-                self.core.replay(record)
+            write(
+                self.core,
+                [TargetEpochRecord(group.group_id, None), ConsumerGroupEpochRecord(group.group_id, None)],
+                out,
+            )
             self.core.classic.join(request, now_ms, out)
             return
         member_id = body.member_id or ""
@@ -512,18 +480,12 @@ class GroupMigration:
                 self.consumer.removed(group, now_ms, out)
 
     def _must_rejoin(self, group: ConsumerGroup, member: ConsumerMember) -> bool:
-        """A classic member rejoins to revoke, to learn a newer target, or to pick up freed partitions.
-
-        The group epoch (not only the assignment epoch) counts: with only classic members left,
-        nobody else would trigger the new target a departure calls for.
-        """
-        a = member.assignment
-        if a.member_epoch < group.group_epoch or a.state == MemberState.UNREVOKED:
-            return True
-        if a.state == MemberState.UNRELEASED:
-            held_by_others = group.ownership.held_by_others(member.member_id)
-            return not any(held_by_others(i) for i in group.target.get(member.member_id, frozenset()))
-        return False
+        return must_rejoin(
+            member.assignment,
+            group.group_epoch,
+            group.target.get(member.member_id, frozenset()),
+            group.ownership.held_by_others(member.member_id),
+        )
 
     # -- LeaveGroup -----------------------------------------------------------------------
 
@@ -531,30 +493,106 @@ class GroupMigration:
         body, version = request.body, request.version
         group = self.core.groups[body.group_id]
         assert isinstance(group, ConsumerGroup)
-        identities = (
-            [(m.member_id, m.group_instance_id) for m in body.members]
-            if version >= 3
-            else [(body.member_id, None)]
-        )
-        results, leaving = [], []
-        for member_id, instance_id in identities:
-            error = ErrorCode.NONE
+
+        def find(member_id: str, instance_id: str | None) -> tuple[ErrorCode, str]:
             target = (
                 group.static_member(instance_id) if instance_id is not None else group.members.get(member_id)
             )
             if target is None:
-                error = ErrorCode.UNKNOWN_MEMBER_ID
-            elif instance_id is not None and member_id and target.member_id != member_id:
-                error = ErrorCode.FENCED_INSTANCE_ID
-            else:
-                leaving.append(target.member_id)
-            results.append({"member_id": member_id, "group_instance_id": instance_id, "error_code": error})
-        for member_id in dict.fromkeys(leaving):
+                return ErrorCode.UNKNOWN_MEMBER_ID, member_id
+            if instance_id is not None and member_id and target.member_id != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID, member_id
+            return ErrorCode.NONE, target.member_id
+
+        results, leaving = leave_results(body, version, find)
+        for member_id in leaving:
             self.consumer.remove(group, member_id, out)
         if leaving:
             self.consumer.removed(group, now_ms, out)
         top_error = results[0]["error_code"] if version < 3 and results else ErrorCode.NONE
         out.reply(request.request_id, {"throttle_time_ms": 0, "error_code": top_error, "members": results})
+
+
+def write(core: GroupCoordinator, records: Iterable[Record], out: Outcome) -> None:
+    """State changes are records: each is written and replayed, as a restart would replay it."""
+    for record in records:
+        out.records.append(record)
+        core.replay(record)
+
+
+def downgrade_allowed(members: list[Any], enabled: bool, max_group_size: int) -> bool:
+    """A group may turn classic again once only classic members are left, if allowed and they fit."""
+    return (
+        bool(members)
+        and enabled
+        and all(m.classic is not None for m in members)
+        and len(members) <= max_group_size
+    )
+
+
+def start_classic(core: GroupCoordinator, classic: ClassicGroup, now_ms: int, out: Outcome) -> None:
+    """The downgraded group takes over: recorded, its members' sessions running, and a rebalance
+    prepared at once so they rejoin with the classic protocol and elect a leader."""
+    core.groups[classic.group_id] = classic
+    out.records.append(GroupMetadataRecord(classic.group_id, classic.snapshot()))
+    for m in classic.members.values():
+        core.classic._refresh_session(classic, m, now_ms)
+    core.classic.prepare_rebalance(classic, now_ms, out)
+
+
+def forget_classic(timers: Timers, classic: ClassicGroup, out: Outcome) -> None:
+    """A classic group converted away: answer its parked requests (REBALANCE_IN_PROGRESS, so
+    its members rejoin the group that replaced it) and drop its deadlines."""
+    group_id = classic.group_id
+    for m in classic.members.values():
+        if m.join is not None:
+            out.reply(
+                m.join.request_id,
+                join_error(m.join.version, ErrorCode.REBALANCE_IN_PROGRESS, m.member_id),
+            )
+            m.join = None
+        if m.sync is not None:
+            out.reply(m.sync.request_id, sync_response(ErrorCode.REBALANCE_IN_PROGRESS))
+            m.sync = None
+        timers.cancel(classic_session_key(group_id, m.member_id))
+    for member_id in classic.pending_members:
+        timers.cancel(pending_member_key(group_id, member_id))
+    timers.cancel(join_key(group_id))
+    timers.cancel(sync_key(group_id))
+
+
+def must_rejoin(
+    a: MemberAssignment[Any], group_epoch: int, target: frozenset[Any], held_by_others: Callable[[Any], bool]
+) -> bool:
+    """A classic member rejoins to revoke, to learn a newer target, or to pick up freed items.
+
+    The group epoch (not only the assignment epoch) counts: with only classic members left,
+    nobody else would trigger the new target a departure calls for.
+    """
+    if a.member_epoch < group_epoch or a.state == MemberState.UNREVOKED:
+        return True
+    if a.state == MemberState.UNRELEASED:
+        return not any(held_by_others(i) for i in target)
+    return False
+
+
+def leave_results(
+    body: Any, version: int, find: Callable[[str, str | None], tuple[ErrorCode, str]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """LeaveGroup's per-member results and the member ids that leave; `find(member id,
+    instance id)` says (error, the member id it names)."""
+    identities = (
+        [(m.member_id, m.group_instance_id) for m in body.members]
+        if version >= 3
+        else [(body.member_id, None)]
+    )
+    results, leaving = [], []
+    for member_id, instance_id in identities:
+        error, found = find(member_id, instance_id)
+        if error == ErrorCode.NONE:
+            leaving.append(found)
+        results.append({"member_id": member_id, "group_instance_id": instance_id, "error_code": error})
+    return results, list(dict.fromkeys(leaving))
 
 
 def classic_join_key(group_id: str, member_id: str) -> tuple[str, str, str]:

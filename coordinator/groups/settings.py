@@ -24,3 +24,5 @@ class GroupSettings:
     connect_session_timeout_ms: int = 10000
     connect_heartbeat_interval_ms: int = 3000
     connect_max_size: int = 2147483647
+    # Online migration between classic `connect` groups and connect groups: same four policies.
+    connect_migration_policy: str = "bidirectional"
