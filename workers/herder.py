@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from connect_rebalance.connect_protocol import NO_ERROR, ConnectAssignment, encode_assignment
 from connect_rebalance.protocol.connect_group import ClientAssignor, InstalledMember
 from connect_rebalance.work import CONNECTOR, Work, work_of
 
@@ -240,7 +241,8 @@ class Herder:
         await self.config_log.read_to_end()
         await self.status_log.read_to_end()
         work = self.state.work()
-        members = {m["member_id"]: _worker_id_of(m) for m in prepared["members"]}
+        by_url = self._worker_ids_by_url()
+        members = {m["member_id"]: _worker_id_of(m, by_url) for m in prepared["members"]}
         current = {m["member_id"]: work_of(m["target_connectors_and_tasks"]) for m in prepared["members"]}
         # A worker restarted before its old member's session expired is in the group twice:
         # the member its latest presence record names is the live one, and takes over the
@@ -254,10 +256,15 @@ class Herder:
         target.update(dict.fromkeys(stale, frozenset()))
         self._schedule_rebalance(delay_ms / 1000 if delay_ms else None)
         info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, delay_ms)
+        classic = {
+            m["member_id"]: m["assignor"]["metadata_version"] for m in prepared["members"] if _is_classic(m)
+        }
         declared = frozenset().union(*target.values()) if target else frozenset()
-        return InstallPlan(
-            declared, [InstalledMember(m, items, 1, info.encode()) for m, items in target.items()]
-        )
+        return InstallPlan(declared, [
+            InstalledMember(m, items, 1, info.encode()) if m not in classic
+            else InstalledMember(m, items, classic[m], _classic_header(classic[m], info))
+            for m, items in target.items()
+        ])  # fmt: skip
 
     async def plan_target(
         self,
@@ -295,13 +302,17 @@ class Herder:
         are known by url only: the presence records say which worker id (`worker.id`, which
         may differ from the url) each url belongs to; Kafka Connect's host:port otherwise."""
         await self.status_log.read_to_end()
-        by_url = {
+        by_url = self._worker_ids_by_url()
+        members = {m: by_url.get(url, url.removeprefix("http://")) for m, url in urls.items()}
+        return await self.plan_target(members, owned, work, generation - 1, generation)
+
+    def _worker_ids_by_url(self) -> dict[str, str]:
+        """REST url -> worker id, from the presence records (for members known by url only)."""
+        return {
             value["url"]: key.removeprefix(PRESENCE_PREFIX)
             for key, value in self.statuses.items()
             if key.startswith(PRESENCE_PREFIX) and value.get("url")
         }
-        members = {m: by_url.get(url, url.removeprefix("http://")) for m, url in urls.items()}
-        return await self.plan_target(members, owned, work, generation - 1, generation)
 
     def _schedule_rebalance(self, after_s: float | None) -> None:
         """When held work's delay ends, a new assignor reason starts a new group epoch."""
@@ -591,12 +602,30 @@ class Herder:
         }
 
 
-def _worker_id_of(member: Mapping[str, Any]) -> str:
-    """A member's worker id, from its assignor metadata (or its url)."""
+def _is_classic(member: Mapping[str, Any]) -> bool:
+    """A prepared member speaking the classic protocol (online migration): its assignor metadata
+    is Kafka Connect's WorkerState bytes, not this project's JSON."""
+    return not bytes((member.get("assignor") or {}).get("metadata") or b"{}").startswith(b"{")
+
+
+def _classic_header(version: int, info: LeaderInfo) -> bytes:
+    """What the computing worker installs for a classic worker in the group (online migration):
+    an embedded assignment whose header says what a classic leader would; the coordinator
+    fills in its assigned and revoked deltas."""
+    return encode_assignment(
+        ConnectAssignment(
+            version, NO_ERROR, info.leader, info.leader_url, info.config_offset, delay_ms=info.delay_ms
+        )
+    )
+
+
+def _worker_id_of(member: Mapping[str, Any], by_url: Mapping[str, str]) -> str:
+    """A member's worker id, from its assignor metadata, or its url through the presence records."""
     try:
         return str(json.loads((member.get("assignor") or {}).get("metadata") or b"{}")["worker_id"])
-    except (ValueError, KeyError, TypeError):
-        return str(member.get("url", "")).removeprefix("http://")
+    except (ValueError, KeyError, TypeError):  # a classic worker's WorkerState bytes are not JSON
+        url = str(member.get("url", ""))
+        return by_url.get(url, url.removeprefix("http://"))
 
 
 def _log_failure(future: asyncio.Future[Any]) -> None:
