@@ -29,7 +29,8 @@ Rules (`group.connect.migration.policy`: bidirectional, upgrade, downgrade, disa
   installed for it; assigned = its reconciled assignment minus what it reported running at its
   JoinGroup (Kafka Connect's assignments are deltas); revoked = what it must stop: its pending
   revocation, and anything it reported running that it does not hold. Heartbeat answers
-  REBALANCE_IN_PROGRESS while it must rejoin (migration.must_rejoin). Revoke before assign
+  REBALANCE_IN_PROGRESS while it must rejoin (migration.must_rejoin, against the assignment
+  epoch: a new target must be installed before a rejoin can change anything). Revoke before assign
   holds as for any worker; two deadlines of its rebalance timeout (sync after join, rejoin
   when told) keep a classic worker's holds finite.
 - Downgrade: when a removal leaves only classic workers, the policy allows downgrades, they fit
@@ -420,9 +421,10 @@ class ConnectMigration:
             member = self._classic_member(group, body.member_id, body.generation_id)
             self.connect.refresh_session(group, member, now_ms)
             held_by_others = group.ownership.held_by_others(member.member_id)
-            if must_rejoin(
-                member.assignment, group.group_epoch, group.target_of(member.member_id), held_by_others
-            ):
+            # The assignment epoch, not the group epoch: a classic worker never computes, so
+            # rejoining before the next target is installed would change nothing.
+            target = group.target_of(member.member_id)
+            if must_rejoin(member.assignment, group.assignment_epoch, target, held_by_others):
                 self._expect_rejoin(group, member, now_ms)
                 error = ErrorCode.REBALANCE_IN_PROGRESS
         except KafkaApiError as exc:

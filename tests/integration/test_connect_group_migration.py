@@ -2,7 +2,8 @@
 protocol and back, with real worker processes against a coordinator process: two classic
 workers (`connect.protocol=sessioned`) run a VerifiableSource; a `group.protocol=connect`
 worker joins and the group turns `connect`, with the work balanced over all three; a classic
-worker leaves and another connect worker joins; then the connect workers are replaced one by
+worker leaves and another connect worker joins; the coordinator is killed with SIGKILL and
+restarted and rebuilds the mixed group from its log; then the connect workers are replaced one by
 one by classic workers, and once the last one has left the group is classic again. At every
 settled point every task runs and the work is balanced, and no task ever ran on two workers
 at once (read back from what the source wrote)."""
@@ -145,6 +146,13 @@ def test_a_rolling_upgrade_to_the_connect_protocol_and_back(cluster: WorkerClust
     c2 = start(cluster, "c2", "connect")
     settled(cluster, "the work to balance over w2, c1, c2", "connect")
     assert connect_members(cluster) == {w2.url, c1.url, c2.url}
+
+    # kill -9 of the coordinator: it rebuilds the mixed group, classic worker included, from its log.
+    cluster.coordinator.kill()
+    cluster.coordinator.start()
+    assert group_type(cluster) == ("connect", "connect")
+    assert connect_members(cluster) == {w2.url, c1.url, c2.url}
+    settled(cluster, "the workers to carry on with the restarted coordinator", "connect")
 
     # Downgrade: each connect worker is replaced by a classic one.
     w3 = start(cluster, "w3", "classic")
