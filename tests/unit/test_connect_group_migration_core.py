@@ -392,3 +392,35 @@ def test_the_heartbeat_api_is_answered_for_a_classic_worker_over_the_encoded_res
         HEARTBEAT, 4, group_id=GROUP, generation_id=g, member_id=ids["w1"], group_instance_id=None
     )
     assert answer["error_code"] == ErrorCode.REBALANCE_IN_PROGRESS
+
+
+def test_worker_records_carry_classic_metadata_and_records_written_before_it_still_decode() -> None:
+    from connect_rebalance.protocol import coordinator_records as schemas
+    from coordinator.groups.connect_records import (
+        MEMBER_KEY,
+        ClassicWorkerMetadata,
+        ConnectWorkerRecord,
+        ConnectWorkerSnapshot,
+    )
+
+    classic = ClassicWorkerMetadata(10000, tuple(protocols("w0", "AT0")), work("AC0 AT0"))
+    record = ConnectWorkerRecord(
+        GROUP, "w0-1", ConnectWorkerSnapshot(None, url("w0"), "w0", "/h", 30000, (), classic)
+    )
+    assert decode_record(*encode_record(record)) == record
+    # A value as written before online migration existed: no tagged field at all.
+    key = schemas.ConnectGroupMemberMetadataKey(version=MEMBER_KEY, group_id=GROUP, member_id="c1").encode()
+    old = schemas.ConnectGroupMemberMetadataValue(
+        version=0, instance_id=None, url=url("c1"), client_id="c1", client_host="/h", rebalance_timeout_ms=1,
+        assignors=[],
+    ).encode()  # fmt: skip
+    assert decode_record(bytes(key), bytes(old)).value.classic is None  # type: ignore[union-attr]
+
+
+def test_group_connect_migration_policy_is_validated_by_name() -> None:
+    from coordinator.config import ConfigError, CoordinatorConfig
+
+    assert CoordinatorConfig.from_settings({"group.connect.migration.policy": "Downgrade"}).group_settings() \
+        .connect_migration_policy == "downgrade"  # fmt: skip
+    with pytest.raises(ConfigError, match="group.connect.migration.policy"):
+        CoordinatorConfig.from_settings({"group.connect.migration.policy": "sometimes"})
