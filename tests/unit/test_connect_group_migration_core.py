@@ -424,3 +424,17 @@ def test_group_connect_migration_policy_is_validated_by_name() -> None:
         .connect_migration_policy == "downgrade"  # fmt: skip
     with pytest.raises(ConfigError, match="group.connect.migration.policy"):
         CoordinatorConfig.from_settings({"group.connect.migration.policy": "sometimes"})
+
+
+def test_the_computing_worker_knows_a_classic_worker_by_its_url_and_installs_it_an_embedded_header() -> None:
+    from workers.herder import LeaderInfo, _classic_header, _is_classic, _worker_id_of
+
+    h, d, ids, g = upgraded()
+    prepared = d.prepare("C1")
+    by_member = {m["member_id"]: m for m in prepared["members"]}
+    assert [_is_classic(by_member[m]) for m in (ids["w0"], ids["w1"], "C1")] == [True, True, False]
+    by_url = {url("w0"): "worker-0"}  # from the presence records
+    assert _worker_id_of(by_member[ids["w0"]], by_url) == "worker-0"
+    assert _worker_id_of(by_member[ids["w1"]], by_url) == "w1:8083"  # no presence record: host:port
+    header = decode_assignment(_classic_header(2, LeaderInfo("C1", url("c1"), 12, 3000)))
+    assert header == ConnectAssignment(2, 0, "C1", url("c1"), 12, frozenset(), frozenset(), 3000)
