@@ -118,6 +118,9 @@ class ConnectMembership:
         self.zombie_stops = 0
         self.clock = RebalanceClock()
         self._starting: set[asyncio.Task[None]] = set()
+        self._revoking: frozenset[Work] = frozenset()  # being stopped beside the heartbeats
+        self._computing: asyncio.Task[None] | None = None
+        self._connecting = asyncio.Lock()
 
     # -- what the herder calls ------------------------------------------------------------
 
@@ -143,6 +146,8 @@ class ConnectMembership:
         """Stop all work and leave the group for good (its work is reassigned at once)."""
         self._stopping = True
         self._wake.set()
+        if self._computing is not None:
+            self._computing.cancel()
         await self._stop(self.runs)
         if self._client is not None and self.state not in (MemberState.UNJOINED, MemberState.UNREACHABLE):
             with contextlib.suppress(ConnectionError, asyncio.TimeoutError):
@@ -197,9 +202,10 @@ class ConnectMembership:
         delay = answer["heartbeat_interval_ms"]
         if answer["assignment"] is not None:
             delay = await self._reconcile(answer["assignment"], delay)
-        if answer["should_compute_assignment"]:
-            await self._compute()
-            delay = 0
+        if answer["should_compute_assignment"] and (self._computing is None or self._computing.done()):
+            # Computed beside the heartbeats (reading the config and status topics may take
+            # a while), so the session stays alive meanwhile.
+            self._computing = asyncio.create_task(self._compute_logged())
         return delay
 
     def _heartbeat_fields(self) -> dict[str, Any]:
@@ -227,8 +233,14 @@ class ConnectMembership:
         revoked, added = self.runs - given, given - self.runs
         self.state = MemberState.RECONCILING if revoked or added else MemberState.STABLE
         if revoked:
-            await self._stop(revoked)
-            return 0  # acknowledge at once; new work (if any) comes with the next answer
+            # Stopped beside the heartbeats, as a KIP-848 consumer runs its revocation: the
+            # heartbeats go on reporting the work as owned until it has stopped, and the one
+            # after that acknowledges at once. New work (if any) comes with a later answer.
+            fresh = revoked - self._revoking
+            if fresh:
+                self._revoking |= fresh
+                self._starting.add(asyncio.create_task(self._revoke(fresh)))
+            return interval_ms
         if added:
             # Started in the background: heartbeats go on while connectors and tasks start.
             # (Stopping is awaited: the coordinator must only hear "stopped" once it is true.)
@@ -241,10 +253,27 @@ class ConnectMembership:
         self.state = MemberState.STABLE
         return interval_ms
 
+    async def _revoke(self, work: frozenset[Work]) -> None:
+        try:
+            await self._stop(work)
+        finally:
+            self._revoking -= work
+        self.heartbeat_now()
+
     async def _start(self, work: frozenset[Work], assignment: Assignment) -> None:
         await self.listener.start_work(work, assignment)
         if self.state == MemberState.STABLE:
             self.clock.end(time.monotonic())
+
+    async def _compute_logged(self) -> None:
+        """A failed computation is logged, not raised: the coordinator re-selects a worker
+        (or asks this one again) when no target is installed within the rebalance timeout."""
+        try:
+            await self._compute()
+        except (TimeoutError, ConnectionError, OSError) as exc:
+            log.warning("computing the assignment failed: %s", exc)
+        except Exception:
+            log.exception("computing the assignment failed")
 
     async def _compute(self) -> None:
         prepared = await self._request(lambda api: api.prepare(self.group_id, self.member_id, self.epoch))
@@ -292,9 +321,10 @@ class ConnectMembership:
     # -- the connection -------------------------------------------------------------------
 
     async def _request(self, call: Callable[[ConnectGroupApi], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        if self._client is None or not self._client.connected:
-            connecting = ProtocolClient.connect(self.bootstrap, f"worker-{self.member_id}")
-            self._client = await asyncio.wait_for(connecting, self.request_timeout_ms / 1000)
+        async with self._connecting:  # the heartbeats and a computation share one connection
+            if self._client is None or not self._client.connected:
+                connecting = ProtocolClient.connect(self.bootstrap, f"worker-{self.member_id}")
+                self._client = await asyncio.wait_for(connecting, self.request_timeout_ms / 1000)
         return await asyncio.wait_for(call(ConnectGroupApi(self._client)), self.request_timeout_ms / 1000)
 
     async def _disconnect(self) -> None:

@@ -47,8 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 PRESENCE_PREFIX = "status-worker-"  # status-topic records: a worker's UP or LEFT
 ASSIGNOR_NAME = "sessioned"
-CONFIG_QUIET_S = 0.3  # config changes closer than this are one burst (one rebalance)
-CONFIG_BURST_MAX_S = 2.0  # ... up to this long
+CONFIG_QUIET_S = 1.0  # config changes closer than this are one burst (one rebalance)
+CONFIG_BURST_MAX_S = 5.0  # ... up to this long
 
 
 @dataclass
@@ -382,11 +382,17 @@ class Herder:
             with contextlib.suppress(Exception):  # a task's start reports it, with its trace
                 await asyncio.to_thread(self.spark.session)
         async with self._lock:
-            for item in sorted(work):
-                if self._assigned.get(item) != assigned[item]:
-                    continue  # revoked (or assigned anew) while this start waited
+            # Skipped: revoked (or assigned anew) while this start waited.
+            starting = [item for item in sorted(work) if self._assigned.get(item) == assigned[item]]
+            for item in starting:
                 self.running[item] = Running(item)
-                await self._start(item)
+            # Lightweight connectors and tasks start together (their status writes share
+            # batches: a thousand tasks start in a fraction of the session, so the lock is
+            # free again before a revocation needs it); Spark queries start one at a time.
+            await asyncio.gather(*(self._start(i) for i in starting if not self._is_spark_task(i)))
+            for item in starting:
+                if self._is_spark_task(item):
+                    await self._start(item)
 
     def _reassigned(self, item: Work) -> int:
         """A new assignment or revocation of `item`: starts waiting for an older one skip it."""

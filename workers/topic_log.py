@@ -11,6 +11,7 @@ been read — how a worker catches up before it acts on what the log says.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -47,6 +48,8 @@ class TopicLog:
         self._probe_lock = threading.Lock()
         self._probe: KafkaConsumer | None = None
         self._waiters: list[tuple[dict[int, int], asyncio.Future[None]]] = []
+        self._probe_running: asyncio.Future[dict[int, int]] | None = None
+        self._probe_next: asyncio.Future[dict[int, int]] | None = None
         self._producer: KafkaProducer | None = None
         self._consumer: KafkaConsumer | None = None
         self._partitions: list[TopicPartition] = []
@@ -111,12 +114,28 @@ class TopicLog:
     async def read_to_end(self, timeout: float = 30.0) -> None:
         """Wait until every record written before this call has been handled."""
         assert self._consumer is not None and self._loop is not None
-        ends = await asyncio.to_thread(self._end_offsets)
+        ends = await self._fresh_end_offsets()
         if all(self._positions.get(p, 0) >= end for p, end in ends.items()):
             return
         future: asyncio.Future[None] = self._loop.create_future()
         self._waiters.append((ends, future))
         await asyncio.wait_for(future, timeout)
+
+    async def _fresh_end_offsets(self) -> dict[int, int]:
+        """End offsets read after this call began. Callers arriving while a read is under way
+        share the next one, so a thousand tasks starting at once (each reading its source
+        offset) cost two reads, not a thousand."""
+        if self._probe_next is None:
+            self._probe_next = asyncio.ensure_future(self._probe_after(self._probe_running))
+        return await asyncio.shield(self._probe_next)
+
+    async def _probe_after(self, previous: asyncio.Future[dict[int, int]] | None) -> dict[int, int]:
+        if previous is not None:
+            with contextlib.suppress(Exception):
+                await previous
+        # From here on, new callers arrived after this read began: they wait for the next one.
+        self._probe_running, self._probe_next = self._probe_next, None
+        return await asyncio.to_thread(self._end_offsets)
 
     def _end_offsets(self) -> dict[int, int]:
         with self._probe_lock:
