@@ -121,6 +121,7 @@ class ConnectMembership:
         self._revoking: frozenset[Work] = frozenset()  # being stopped beside the heartbeats
         self._computing: asyncio.Task[None] | None = None
         self._connecting = asyncio.Lock()
+        self._resync = False  # the next heartbeat is a full one (after a zombie stop)
 
     # -- what the herder calls ------------------------------------------------------------
 
@@ -211,11 +212,12 @@ class ConnectMembership:
     def _heartbeat_fields(self) -> dict[str, Any]:
         assignors = self.assignors()
         changed = assignors != self._sent_assignors
+        full, self._resync = self._full or self._resync, False
         fields: dict[str, Any] = {"owned": self.runs}
-        if self._full or changed:
+        if full or changed:
             fields["assignors"] = assignors
             self._sent_assignors = assignors
-        if self._full:
+        if full:
             fields.update(
                 url=self.url, instance_id=self.instance_id, rebalance_timeout_ms=self.rebalance_timeout_ms
             )
@@ -314,9 +316,15 @@ class ConnectMembership:
                 continue
             if self._last_answered_sent_at == sent and self.runs:
                 log.warning("%s: no heartbeat answered for too long; stopping all work", self.member_id)
-                self.epoch, self._full = 0, True
                 self.zombie_stops += 1
                 await self._stop(self.runs)
+                # Heartbeats answered meanwhile may have found nothing to change (the work
+                # was still running), so the next one, sent now that it has stopped, is a
+                # full one: the coordinator answers it with the whole assignment, which is
+                # started again, or with UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH if this
+                # worker's session has expired (then it rejoins with epoch 0).
+                self._resync = True
+                self.heartbeat_now()
 
     # -- the connection -------------------------------------------------------------------
 

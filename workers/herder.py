@@ -448,8 +448,12 @@ class Herder:
             wanted = []
         if wanted == self.state.tasks.get(name):
             return
-        for i, task_config in enumerate(wanted):
-            await self.config_log.write(f"task-{name}-{i}".encode(), encode_json({"properties": task_config}))
+        # Sent together (one producer, in order; a thousand tasks' configs take batches, not
+        # a round trip each); the commit record that makes them visible goes once all are in.
+        await asyncio.gather(*(
+            self.config_log.write(f"task-{name}-{i}".encode(), encode_json({"properties": task_config}))
+            for i, task_config in enumerate(wanted)
+        ))  # fmt: skip
         await self.config_log.write(f"commit-{name}".encode(), encode_json({"tasks": len(wanted)}))
 
     async def _start_task(self, runner: Running) -> None:

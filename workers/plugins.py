@@ -12,6 +12,7 @@ may name a plugin by its entry-point name, its class name, or its dotted path.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
@@ -163,7 +164,10 @@ def indexed_task_configs(shared: Mapping[str, str], max_tasks: int) -> list[dict
     return [{**shared, "task.index": str(i), "task.count": str(max_tasks)} for i in range(max_tasks)]
 
 
+@functools.cache
 def _entry_points() -> dict[str, type[Connector]]:
+    # Scanned once per process, as Kafka Connect scans its plugin path at start-up: a scan
+    # reads every installed distribution's metadata, far too slow to repeat per task.
     found = {}
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         found[entry.name] = entry.load()
@@ -172,7 +176,7 @@ def _entry_points() -> dict[str, type[Connector]]:
 
 def plugins() -> dict[str, type[Connector]]:
     """Every installed connector plugin, by entry-point name."""
-    return _entry_points()
+    return dict(_entry_points())
 
 
 def find_plugin(name: str) -> type[Connector] | None:

@@ -32,7 +32,8 @@ SESSION_MS = 3000
 class Registry:
     """Where every connector and task runs; fails the moment one would run twice."""
 
-    def __init__(self) -> None:
+    def __init__(self, stop_s: float = 0.0) -> None:
+        self.stop_s = stop_s  # how long stopping takes (work runs until it is over)
         self.runner: dict[Work, str] = {}
         self.events: list[tuple[float, str, str, Work]] = []
         self.violations: list[str] = []
@@ -51,6 +52,7 @@ class Registry:
                     registry.events.append((time.monotonic(), "start", name, item))
 
             async def stop_work(self, items: frozenset[Work]) -> None:
+                await asyncio.sleep(registry.stop_s)
                 for item in items:
                     if registry.runner.get(item) == name:
                         del registry.runner[item]
@@ -159,6 +161,35 @@ def test_a_worker_cut_off_from_the_coordinator_stops_its_work_before_its_session
         for n, m in members.items():
             await m.leave()
             await tasks[n]
+        assert not registry.violations, registry.violations
+
+    asyncio.run(scenario())
+
+
+def test_a_worker_answered_again_while_it_stops_for_want_of_answers_gets_its_work_back(
+    coordinator: CoordinatorProcess,
+) -> None:
+    """The coordinator comes back before the session expires, while the worker is still
+    stopping its work: heartbeats answered during the stop find nothing to change (the work
+    still runs), so the one after the stop must ask for the whole assignment again."""
+
+    async def scenario() -> None:
+        registry = Registry(stop_s=1.5)
+        w1 = member(coordinator, registry, "w1")
+        task = asyncio.create_task(w1.run())
+        await until(lambda: registry.on("w1") == ALL, 20, "w1 to run everything")
+        coordinator.pause()
+        await until(lambda: w1.zombie_stops == 1, SESSION_MS / 1000, "the watchdog to stop w1's work")
+        coordinator.resume()  # about 2 s after the last answer: the session (3 s) has not expired
+
+        def runs() -> int:
+            return sum(1 for _, kind, _, _ in registry.events if kind == "start")
+
+        await until(lambda: runs() == 2 * len(ALL) and registry.on("w1") == ALL, 15, "w1 to run it again")
+        stops = [item for _, kind, _, item in registry.events if kind == "stop"]
+        assert sorted(stops) == sorted(ALL) and w1.zombie_stops == 1
+        await w1.leave()
+        await task
         assert not registry.violations, registry.violations
 
     asyncio.run(scenario())
