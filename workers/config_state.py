@@ -3,7 +3,8 @@
 Kafka Connect's config topic records (connect-reference.md §7): `connector-<name>` holds a
 connector's configuration (a tombstone deletes it), `target-state-<name>` its target state,
 `task-<name>-<n>` task configurations that take effect only when `commit-<name>` with the
-task count is read (so a half-written set is never used). `apply` folds one record in;
+task count is read (so a half-written set is never used), `session-key` the key that signs
+requests between workers. `apply` folds one record in;
 `offset` is the config offset (last offset read + 1), which workers compare to agree on
 what they act on.
 """
@@ -17,6 +18,9 @@ from typing import Any
 
 from connect_rebalance.work import CONNECTOR, Work
 
+from .session_key import RECORD_KEY as SESSION_KEY_RECORD
+from .session_key import SessionKey
+
 TASK_KEY = re.compile(r"^task-(?P<name>.+)-(?P<task>\d+)$")
 STARTED, PAUSED, STOPPED = "STARTED", "PAUSED", "STOPPED"
 
@@ -28,6 +32,7 @@ class ConfigState:
     tasks: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     pending_tasks: dict[str, dict[int, dict[str, str]]] = field(default_factory=dict)
     restarts: list[tuple[str, bool, bool]] = field(default_factory=list)
+    session_key: SessionKey | None = None  # signs requests between workers (leader's task configs)
     offset: int = 0
 
     def apply(self, key: str, value: dict[str, Any] | None, offset: int) -> None:
@@ -57,6 +62,9 @@ class ConfigState:
             name = key[len("restart-connector-") :]
             if value is not None:
                 self.restarts.append((name, bool(value.get("include-tasks")), bool(value.get("only-failed"))))
+        elif key == SESSION_KEY_RECORD:
+            if value is not None:
+                self.session_key = SessionKey.from_record(value)
         elif (match := TASK_KEY.match(key)) is not None and value is not None:
             name, task = match["name"], int(match["task"])
             self.pending_tasks.setdefault(name, {})[task] = {

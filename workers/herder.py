@@ -10,8 +10,10 @@ Kafka Connect's DistributedHerder, on the connect group protocol:
   Kafka Connect's words): revoked work is stopped before the heartbeat that acknowledges it;
   assigned work is started once the config has been read up to the offset the target was
   computed from;
-- a connector's owner asks it for task configs and, if they changed, writes them with a
-  commit record, as Kafka Connect's leader does;
+- only the leader writes the config topic: REST writes made on a follower are forwarded to
+  it, and a connector's owner sends the task configs its connector generated to it
+  (`internal_requests`, signed with the session key the leader keeps in the config topic),
+  and the leader writes them with their commit record, as Kafka Connect's leader does;
 - statuses (RUNNING, PAUSED, STOPPED, FAILED with trace, UNASSIGNED) go to the status topic
   and source offsets to the offset topic.
 """
@@ -35,7 +37,10 @@ from connect_rebalance.work import CONNECTOR, Work, work_of
 from . import lost_work
 from .config_state import PAUSED, STOPPED, ConfigState, decode_json, encode_json
 from .connect_membership import Assignment, ConnectMembership, InstallPlan
+from .internal_requests import send_task_configs
 from .plugins import Connector, Task, TaskContext, find_plugin
+from .session_key import RECORD_KEY as SESSION_KEY_RECORD
+from .session_key import SessionKey
 from .spark_runtime import SparkRuntime
 from .spark_task import SparkTask
 from .topic_log import TopicLog, ensure_topic
@@ -103,6 +108,9 @@ class Herder:
         # The computing worker's memory: who last ran each item, and work held for lost workers.
         self._memory = lost_work.ComputingMemory()
         self._rebalance_timer: asyncio.TimerHandle | None = None
+        self._key_timer: asyncio.TimerHandle | None = None  # the leader's next session-key check
+        self._background: set[asyncio.Future[None]] = set()
+        self._senders: dict[str, asyncio.Future[None]] = {}  # task configs on their way to the leader
         self._assigned: dict[Work, int] = {}  # times each item was assigned or revoked
         # One SparkSession per worker for every Spark task (started in `start` if warm-up is on).
         self.spark = SparkRuntime(
@@ -150,9 +158,11 @@ class Herder:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._write_presence("LEFT"), 5)
         await self.membership.leave()
-        for task in self._tasks:
+        if self._key_timer is not None:
+            self._key_timer.cancel()
+        for task in [*self._tasks, *self._background]:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._background, return_exceptions=True)
         for topic_log in (self.config_log, self.status_log, self.offset_log):
             await topic_log.close()
         await asyncio.to_thread(self.spark.close)
@@ -373,6 +383,8 @@ class Herder:
 
     async def start_work(self, work: frozenset[Work], assignment: Assignment) -> None:
         self.leader = LeaderInfo.decode(assignment.metadata)
+        if self.signs_requests and self.is_leader() and self._key_timer is None:
+            self._spawn(self._keep_session_key())
         assigned = {item: self._reassigned(item) for item in work}
         if self.state.offset < self.leader.config_offset:
             await self.config_log.read_to_end()
@@ -448,13 +460,68 @@ class Herder:
             wanted = []
         if wanted == self.state.tasks.get(name):
             return
+        if self.is_leader() or not self.leader.leader_url:
+            await self.put_task_configs(name, wanted)
+            return
+        # Sent in the background (the leader may be moving; this start must not wait on it),
+        # replacing configs of this connector still on their way.
+        previous = self._senders.pop(name, None)
+        if previous is not None:
+            previous.cancel()
+        self._senders[name] = self._spawn(send_task_configs(self, name, wanted))
+
+    async def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """The leader's write of a connector's task configs (its own connector's, or those a
+        worker running the connector sent it)."""
+        await self.config_log.read_to_end()
+        if configs == self.state.tasks.get(name):
+            return
         # Sent together (one producer, in order; a thousand tasks' configs take batches, not
         # a round trip each); the commit record that makes them visible goes once all are in.
         await asyncio.gather(*(
             self.config_log.write(f"task-{name}-{i}".encode(), encode_json({"properties": task_config}))
-            for i, task_config in enumerate(wanted)
+            for i, task_config in enumerate(configs)
         ))  # fmt: skip
-        await self.config_log.write(f"commit-{name}".encode(), encode_json({"tasks": len(wanted)}))
+        await self.config_log.write(f"commit-{name}".encode(), encode_json({"tasks": len(configs)}))
+
+    @property
+    def signs_requests(self) -> bool:
+        """Requests between workers are signed on the connect protocol and on `sessioned`."""
+        return self.config.group_protocol == "connect" or self.config.connect_protocol == "sessioned"
+
+    async def _keep_session_key(self) -> None:
+        """The leader keeps a session key younger than `inter.worker.key.ttl.ms` in the config topic."""
+        await self.config_log.read_to_end()
+        if not self.is_leader():
+            return
+        ttl_ms, now_ms = self.config.inter_worker_key_ttl_ms, int(time.time() * 1000)
+        key = self.state.session_key
+        if key is None or key.expired(now_ms, ttl_ms):
+            key = SessionKey.new(now_ms)
+            await self.config_log.write(SESSION_KEY_RECORD.encode(), encode_json(key.record()))
+        if self._key_timer is not None:
+            self._key_timer.cancel()
+
+        def due() -> None:
+            self._key_timer = None
+            self._spawn(self._keep_session_key())
+
+        self._key_timer = asyncio.get_running_loop().call_later(
+            max(key.created_ms + ttl_ms - now_ms, 0) / 1000, due
+        )
+
+    def _spawn(self, work: Any) -> asyncio.Future[None]:
+        """Runs `work` in the background, keeping a reference and logging its failure."""
+        future = asyncio.ensure_future(work)
+        self._background.add(future)
+
+        def done(f: asyncio.Future[None]) -> None:
+            self._background.discard(f)
+            if not f.cancelled() and f.exception() is not None:
+                log.warning("%s failed: %s", work, f.exception())
+
+        future.add_done_callback(done)
+        return future
 
     async def _start_task(self, runner: Running) -> None:
         name, index = runner.item

@@ -23,6 +23,7 @@ from connect_rebalance.work import CONNECTOR
 from .config_state import PAUSED, STARTED, STOPPED, encode_json
 from .herder import Herder
 from .plugins import Task, find_plugin, plugins
+from .session_key import ALGORITHM_HEADER, SIGNATURE_HEADER
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -73,6 +74,7 @@ class RestApi:
             web.put("/connectors/{name}/stop", self.stop),
             web.post("/connectors/{name}/restart", self.restart_connector),
             web.get("/connectors/{name}/tasks", self.get_tasks),
+            web.post("/connectors/{name}/tasks", self.put_task_configs),
             web.get("/connectors/{name}/tasks/{task}/status", self.get_task_status),
             web.post("/connectors/{name}/tasks/{task}/restart", self.restart_task),
             web.get("/connectors/{name}/offsets", self.get_offsets),
@@ -157,7 +159,14 @@ class RestApi:
                 url,
                 params=query,
                 data=body or None,
-                headers={"Content-Type": "application/json"},
+                headers={  # a signed request stays signed
+                    "Content-Type": "application/json",
+                    **{
+                        h: request.headers[h]
+                        for h in (SIGNATURE_HEADER, ALGORITHM_HEADER)
+                        if h in request.headers
+                    },
+                },
             ) as answer,
         ):
             payload = await answer.read()
@@ -383,6 +392,32 @@ class RestApi:
         return web.json_response(
             [{"id": {"connector": name, "task": i}, "config": c} for i, c in enumerate(tasks)]
         )
+
+    async def put_task_configs(self, request: web.Request) -> web.StreamResponse:
+        """Kafka Connect's internal endpoint: the worker running a connector sends its task
+        configs here, and the leader writes them (signed where requests between workers are)."""
+        forwarded = await self._leader_only(request)
+        if forwarded is not None:
+            return forwarded
+        name = request.match_info["name"]
+        body = await request.read()
+        herder = self.herder
+        if herder.signs_requests:
+            key = herder.state.session_key
+            if key is None:
+                raise RestError(503, "Request cannot be verified: the leader has no session key yet")
+            problem = key.check(body, request.headers)
+            if problem is not None:
+                raise RestError(*problem)
+        try:
+            configs = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise RestError(400, f"Invalid JSON in the request body: {exc}") from exc
+        if not isinstance(configs, list) or not all(isinstance(c, dict) for c in configs):
+            raise RestError(400, "Task configs must be a JSON array of objects, one per task")
+        self._known(name)
+        await herder.put_task_configs(name, [{str(k): str(v) for k, v in c.items()} for c in configs])
+        return web.Response(status=204)
 
     def _task(self, request: web.Request) -> tuple[str, int]:
         name = request.match_info["name"]

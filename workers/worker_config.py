@@ -38,6 +38,7 @@ class WorkerConfig(BaseModel):
     heartbeat_interval_ms: int = Field(3000, alias="heartbeat.interval.ms", ge=1)
     session_timeout_ms: int = Field(10000, alias="session.timeout.ms", ge=1)
     rebalance_timeout_ms: int = Field(60000, alias="rebalance.timeout.ms", ge=1)
+    inter_worker_key_ttl_ms: int = Field(3600000, alias="inter.worker.key.ttl.ms", ge=1000, le=2147483647)
     task_shutdown_graceful_timeout_ms: int = Field(5000, alias="task.shutdown.graceful.timeout.ms", ge=0)
     worker_id_override: str | None = Field(None, alias="worker.id")
     # Task runtime: where Spark runs tasks' streaming queries, and where their checkpoints live

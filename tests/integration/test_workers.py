@@ -118,6 +118,24 @@ def test_rest_api_with_a_kafka_connect_client_and_curl(cluster: WorkerCluster) -
     assert [c["value"]["name"] for c in validated["configs"] if c["value"]["errors"]] == ["topic"]
     assert rest("GET", f"{w3.url}/health")[1]["status"] == "healthy"
 
+    # Task configs are the leader's to write: a worker running a connector sends them to the
+    # leader signed with the session key. Unsigned or wrongly signed ones are refused,
+    # wherever they arrive (a follower forwards them), and change nothing.
+    tasks_before = rest("GET", f"{w1.url}/connectors/orders/tasks")[1]
+    forged = [{"topic": "elsewhere", "throughput": "1"}]
+    for worker in (w1, w2, w3):
+        code, body = curl("POST", f"{worker.url}/connectors/orders/tasks", forged)
+        assert code == 400 and "missing required signature" in body["message"], body
+        signed = subprocess.run(
+            ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+             f"{worker.url}/connectors/orders/tasks", "-H", "Content-Type: application/json",
+             "-H", "X-Connect-Authorization: bm90IGEgc2lnbmF0dXJl",
+             "-H", "X-Connect-Request-Signature-Algorithm: HmacSHA256", "-d", json.dumps(forged)],
+            capture_output=True, text=True, timeout=60, check=True,
+        ).stdout  # fmt: skip
+        assert signed == "403"
+    assert rest("GET", f"{w2.url}/connectors/orders/tasks")[1] == tasks_before
+
     # A task restarted through a worker that does not run it restarts where it runs.
     owner_id = cluster.placement("orders")["0"]
     owner = next(w for w in cluster.running() if w.worker_id == owner_id)

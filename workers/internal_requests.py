@@ -1,0 +1,62 @@
+"""Requests one worker makes of another: a connector's task configs, sent to the leader.
+
+Only the leader writes the config topic (Kafka Connect's rule: one writer, with the latest
+view of the config). A worker whose connector generated new task configs therefore sends
+them to the leader, `POST /connectors/{name}/tasks` as Kafka Connect's workers do, signed
+with the session key where requests are signed; the leader writes them with their commit
+record. If the leader moves or the key is rotated meanwhile, the worker catches up with the
+config topic and sends again, for as long as it still runs the connector. The sending runs
+in the background, so starting the connector never waits on the leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import TYPE_CHECKING
+
+from aiohttp import ClientError, ClientSession, ClientTimeout
+
+from connect_rebalance.work import CONNECTOR
+
+if TYPE_CHECKING:
+    from .herder import Herder
+
+log = logging.getLogger(__name__)
+FIRST_RETRY_S, MAX_RETRY_S = 0.25, 5.0
+
+
+async def send_task_configs(herder: Herder, name: str, configs: list[dict[str, str]]) -> None:
+    """Until the leader has written `configs` for connector `name`, or this worker no longer
+    runs the connector; retried with a growing back-off, as Kafka Connect does."""
+    body = json.dumps(configs).encode()
+    backoff, why = FIRST_RETRY_S, "no leader known"
+    while (name, CONNECTOR) in herder.running:
+        if herder.is_leader():
+            await herder.put_task_configs(name, configs)
+            return
+        key = herder.state.session_key
+        leader_url = herder.leader.leader_url
+        if leader_url and (key is not None or not herder.signs_requests):
+            headers = {"Content-Type": "application/json", **(key.headers(body) if key else {})}
+            status, why = await _post(f"{leader_url}/connectors/{name}/tasks?forward=true", body, headers)
+            if status == 204:
+                return
+        elif leader_url:
+            why = "no session key read yet"
+        log.info("task configs of %s not taken (%s); trying again in %.2f s", name, why, backoff)
+        await herder.config_log.read_to_end()
+        await asyncio.sleep(backoff)
+        backoff = min(backoff * 2, MAX_RETRY_S)
+
+
+async def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+    try:
+        async with (
+            ClientSession(timeout=ClientTimeout(total=30)) as session,
+            session.post(url, data=body, headers=headers) as answer,
+        ):
+            return answer.status, (await answer.text())[:500]
+    except (ClientError, TimeoutError, OSError) as exc:
+        return 0, f"{url}: {exc}"
