@@ -607,10 +607,14 @@ class Herder:
     def _on_status(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
         if key is None:
             return
+        name = key.decode()
         if value is None:
-            self.statuses.pop(key.decode(), None)
-        else:
-            self.statuses[key.decode()] = json.loads(value)
+            self.statuses.pop(name, None)
+            return
+        status = json.loads(value)
+        if not name.startswith(PRESENCE_PREFIX) and _stale(status, self.statuses.get(name)):
+            return
+        self.statuses[name] = status
 
     async def _write_status(self, item: Work, state: str, trace: str | None = None) -> None:
         name, task = item
@@ -703,6 +707,15 @@ def _worker_id_of(member: Mapping[str, Any], by_url: Mapping[str, str]) -> str:
     except (ValueError, KeyError, TypeError):  # a classic worker's WorkerState bytes are not JSON
         url = str(member.get("url", ""))
         return by_url.get(url, url.removeprefix("http://"))
+
+
+def _stale(status: dict[str, Any], current: dict[str, Any] | None) -> bool:
+    """A connector's or task's status from another worker at an older generation than the one
+    recorded: its former owner's report (UNASSIGNED on revocation) landing after the new
+    owner's RUNNING. Ignored, so the status names who runs it now."""
+    if current is None or status.get("worker_id") == current.get("worker_id"):
+        return False
+    return int(status.get("generation", -1)) < int(current.get("generation", -1))
 
 
 def _log_failure(future: asyncio.Future[Any]) -> None:
