@@ -216,7 +216,8 @@ class ClassicMembership:
         self._joining = True
         self.clock.begin(time.monotonic())
         try:
-            if protocol_version(self.protocol) == 0:
+            previous = self.protocol
+            if protocol_version(previous) == 0:
                 await self._stop_all()  # eager: give everything up before joining
             self._rejoin = False  # a request from here on asks for another round
             sent = time.monotonic()
@@ -241,7 +242,7 @@ class ClassicMembership:
             assignments: list[dict[str, Any]] = []
             if join["leader"] == self.member_id:
                 try:
-                    computed = await self._lead(join["members"])
+                    computed = await self._lead(join["members"], protocol_version(previous) > 0)
                 except Exception as exc:  # noqa: BLE001 - still sync, so no one waits out the timeout
                     log.warning("%s: computing the assignment failed: %s", self.member_id, exc)
                     computed = {}  # every member reads an empty assignment and rejoins
@@ -313,9 +314,19 @@ class ClassicMembership:
         if not self._rejoin and not self._joining:
             self.clock.end(time.monotonic())
 
-    async def _lead(self, members: list[dict[str, Any]]) -> dict[str, bytes]:
-        """The elected leader's job: every member's assignment, against the config's end."""
+    async def _lead(self, members: list[dict[str, Any]], was_incremental: bool) -> dict[str, bytes]:
+        """The elected leader's job: every member's assignment, against the config's end.
+
+        A round in which the group turned eager (a worker offering only `default` joined an
+        incremental cooperative group) was joined by members still running their work, which
+        an eager assignment would hand to others at once. So that round assigns nothing: every
+        member stops everything (an eager assignment revokes all) and the leader asks for the
+        next round, which every member joins having stopped.
+        """
         version = protocol_version(self.protocol)
+        if version == 0 and was_incremental:
+            self._rejoin = True
+            log.info("%s: the group turned eager; everyone stops before work is assigned", self.member_id)
         states: dict[str, WorkerState] = {}
         for member in members:
             try:
@@ -331,6 +342,7 @@ class ClassicMembership:
             mismatch = ConnectAssignment(version, CONFIG_MISMATCH, self.member_id, self.url, highest)
             return {member: encode_assignment(mismatch) for member in states}
         if version == 0:
+            work = frozenset() if was_incremental else work
             plan = Plan(
                 {m: (items, frozenset()) for m, items in eager_round_robin(sorted(states), work).items()}
             )

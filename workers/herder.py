@@ -103,6 +103,8 @@ class Herder:
         self._producer_send: Any = None
         self._config_changed = asyncio.Event()
         self._announced_offset: int | None = None  # the config offset the last burst ended at
+        self._announced_connectors: set[str] = set()  # the connectors at that offset
+        self._placed: set[str] = set()  # connectors new at that offset (their tasks are due next)
         self._tasks: list[asyncio.Task[Any]] = []
         self._lock = asyncio.Lock()  # one lifecycle change at a time
         # The computing worker's memory: who last ran each item, and work held for lost workers.
@@ -145,6 +147,7 @@ class Herder:
         for topic_log in (self.config_log, self.status_log, self.offset_log):
             await topic_log.start()
         self._announced_offset = self.state.offset  # what this worker joins with
+        self._announced_connectors = set(self.state.connectors)
         await self._write_presence("UP")  # before joining: a bounce is not a departure
         self._tasks.append(asyncio.create_task(self.membership.run()))
         self._tasks.append(asyncio.create_task(self._report_config_changes()))
@@ -197,9 +200,12 @@ class Herder:
         """The leader tells the group when the work changed: once per burst of changes.
 
         A burst (a script creating connectors one after another, connectors writing their
-        task configs) ends once the config topic has been quiet for CONFIG_QUIET_S, or after
+        task configs) ends once the config topic has been quiet for CONFIG_QUIET_S and every
+        connector placed by the previous announcement has written its task configs, or after
         CONFIG_BURST_MAX_S; only then is the new config offset announced (connect protocol:
-        in the assignor metadata, which starts a new epoch; classic: a rejoin).
+        in the assignor metadata, which starts a new epoch; classic: a rejoin). Waiting for
+        the placed connectors' task configs makes their tasks one epoch, however the
+        workers' heartbeats and connector starts are spread in time.
         """
         loop = asyncio.get_running_loop()
         while True:
@@ -213,10 +219,23 @@ class Herder:
                 try:
                     await asyncio.wait_for(self._config_changed.wait(), quiet)
                 except TimeoutError:
-                    break
+                    if not self._tasks_pending():
+                        break
+                    with contextlib.suppress(TimeoutError):  # a placed connector's tasks are due
+                        await asyncio.wait_for(self._config_changed.wait(), until - loop.time())
+            self._placed = set(self.state.connectors) - self._announced_connectors
+            self._announced_connectors = set(self.state.connectors)
             self._announced_offset = self.state.offset
             if self.is_leader():
                 self.membership.heartbeat_now()
+
+    def _tasks_pending(self) -> bool:
+        """A connector the last announcement placed has not written its task configs yet."""
+        state = self.state
+        return any(
+            name in state.connectors and name not in state.tasks and state.target_state(name) != STOPPED
+            for name in self._placed
+        )
 
     def is_leader(self) -> bool:
         return bool(self.leader.leader) and self.leader.leader == self.membership.member_id
