@@ -164,7 +164,9 @@ def test_classic_members_upgrade_to_a_consumer_group_and_back_consuming_each_rec
 def test_an_upgraded_group_survives_a_kill9_restart_with_its_classic_members(
     group_coordinator, fleets, tmp_path: Path
 ) -> None:
-    total = 6000
+    # Produced for 80 s: still under way after the upgrade and the restart, however slowly
+    # they go, so both kinds of members have records to consume beside each other.
+    total = 20000
     mixed = MixedGroup(group_coordinator, fleets, tmp_path, "restarted")
     producer = ContinuousProducer(mixed.bootstrap, "events", total, per_second=250).start()
     mixed.start_classic_then_upgrade()
