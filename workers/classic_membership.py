@@ -324,9 +324,6 @@ class ClassicMembership:
         next round, which every member joins having stopped.
         """
         version = protocol_version(self.protocol)
-        if version == 0 and was_incremental:
-            self._rejoin = True
-            log.info("%s: the group turned eager; everyone stops before work is assigned", self.member_id)
         states: dict[str, WorkerState] = {}
         for member in members:
             try:
@@ -342,7 +339,9 @@ class ClassicMembership:
             mismatch = ConnectAssignment(version, CONFIG_MISMATCH, self.member_id, self.url, highest)
             return {member: encode_assignment(mismatch) for member in states}
         if version == 0:
-            work = frozenset() if was_incremental else work
+            if was_incremental:
+                log.info("%s: the group turned eager; everyone stops before work is assigned", self.member_id)
+                self._rejoin, work = True, frozenset()
             plan = Plan(
                 {m: (items, frozenset()) for m, items in eager_round_robin(sorted(states), work).items()}
             )

@@ -110,7 +110,7 @@ class Herder:
         # The computing worker's memory: who last ran each item, and work held for lost workers.
         self._memory = lost_work.ComputingMemory()
         self._rebalance_timer: asyncio.TimerHandle | None = None
-        self._key_timer: asyncio.TimerHandle | None = None  # the leader's next session-key check
+        self._key_keeper: asyncio.Future[None] | None = None  # the leader's session-key renewal
         self._background: set[asyncio.Future[None]] = set()
         self._senders: dict[str, asyncio.Future[None]] = {}  # task configs on their way to the leader
         self._assigned: dict[Work, int] = {}  # times each item was assigned or revoked
@@ -161,8 +161,6 @@ class Herder:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._write_presence("LEFT"), 5)
         await self.membership.leave()
-        if self._key_timer is not None:
-            self._key_timer.cancel()
         for task in [*self._tasks, *self._background]:
             task.cancel()
         await asyncio.gather(*self._tasks, *self._background, return_exceptions=True)
@@ -402,8 +400,9 @@ class Herder:
 
     async def start_work(self, work: frozenset[Work], assignment: Assignment) -> None:
         self.leader = LeaderInfo.decode(assignment.metadata)
-        if self.signs_requests and self.is_leader() and self._key_timer is None:
-            self._spawn(self._keep_session_key())
+        keeping = self._key_keeper is not None and not self._key_keeper.done()
+        if self.signs_requests and self.is_leader() and not keeping:
+            self._key_keeper = self._spawn(self._keep_session_key())
         assigned = {item: self._reassigned(item) for item in work}
         if self.state.offset < self.leader.config_offset:
             await self.config_log.read_to_end()
@@ -420,10 +419,10 @@ class Herder:
             # Lightweight connectors and tasks start together (their status writes share
             # batches: a thousand tasks start in a fraction of the session, so the lock is
             # free again before a revocation needs it); Spark queries start one at a time.
-            await asyncio.gather(*(self._start(i) for i in starting if not self._is_spark_task(i)))
-            for item in starting:
-                if self._is_spark_task(item):
-                    await self._start(item)
+            spark = [item for item in starting if self._is_spark_task(item)]
+            await asyncio.gather(*(self._start(item) for item in starting if item not in spark))
+            for item in spark:
+                await self._start(item)
 
     def _reassigned(self, item: Work) -> int:
         """A new assignment or revocation of `item`: starts waiting for an older one skip it."""
@@ -509,25 +508,19 @@ class Herder:
         return self.config.group_protocol == "connect" or self.config.connect_protocol == "sessioned"
 
     async def _keep_session_key(self) -> None:
-        """The leader keeps a session key younger than `inter.worker.key.ttl.ms` in the config topic."""
-        await self.config_log.read_to_end()
-        if not self.is_leader():
-            return
-        ttl_ms, now_ms = self.config.inter_worker_key_ttl_ms, int(time.time() * 1000)
-        key = self.state.session_key
-        if key is None or key.expired(now_ms, ttl_ms):
-            key = SessionKey.new(now_ms)
-            await self.config_log.write(SESSION_KEY_RECORD.encode(), encode_json(key.record()))
-        if self._key_timer is not None:
-            self._key_timer.cancel()
-
-        def due() -> None:
-            self._key_timer = None
-            self._spawn(self._keep_session_key())
-
-        self._key_timer = asyncio.get_running_loop().call_later(
-            max(key.created_ms + ttl_ms - now_ms, 0) / 1000, due
-        )
+        """While this worker leads, a session key younger than `inter.worker.key.ttl.ms` is in
+        the config topic."""
+        ttl_ms = self.config.inter_worker_key_ttl_ms
+        while True:
+            await self.config_log.read_to_end()
+            if not self.is_leader():
+                return
+            now_ms = int(time.time() * 1000)
+            key = self.state.session_key
+            if key is None or key.expired(now_ms, ttl_ms):
+                key = SessionKey.new(now_ms)
+                await self.config_log.write(SESSION_KEY_RECORD.encode(), encode_json(key.record()))
+            await asyncio.sleep(max(key.created_ms + ttl_ms - now_ms, 0) / 1000)
 
     def _spawn(self, work: Any) -> asyncio.Future[None]:
         """Runs `work` in the background, keeping a reference and logging its failure."""
