@@ -18,8 +18,8 @@ from typing import Any
 from connect_rebalance.protocol import coordinator_records as schemas
 from connect_rebalance.work import Work, work_field, work_of
 
-from .client_assignment import ClientAssignorSpec as ConnectAssignorSpec
-from .reconciliation import MemberAssignment, MemberState
+from .client_assignment import ClientAssignorSpec
+from .reconciliation import MemberAssignment, MemberState, TargetMember
 
 KEY_TYPES = range(10000, 10005)
 GROUP_KEY, COVERED_KEY, MEMBER_KEY, TARGET_KEY, CURRENT_KEY = KEY_TYPES
@@ -43,16 +43,8 @@ class ConnectWorkerSnapshot:
     client_id: str
     client_host: str
     rebalance_timeout_ms: int
-    assignors: tuple[ConnectAssignorSpec, ...]
+    client_assignors: tuple[ClientAssignorSpec, ...]
     classic: ClassicWorkerMetadata | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectTargetMember:
-    items: frozenset[Work]
-    error: int = 0
-    metadata_version: int = 0
-    metadata: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +53,7 @@ class ConnectTarget:
     error: int
     assignor: str
     computed_by: str
-    members: tuple[tuple[str, ConnectTargetMember], ...]
+    members: tuple[tuple[str, TargetMember[Work]], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +157,7 @@ def encode_connect_record(record: ConnectRecord) -> tuple[bytes, bytes | None]:
                             "metadata_version": a.metadata_version,
                             "metadata": a.metadata,
                         }
-                        for a in w.assignors
+                        for a in w.client_assignors
                     ],
                 },
             )
@@ -229,7 +221,7 @@ def decode_connect_record(key: bytes, value: bytes | None) -> ConnectRecord:
             return ConnectWorkerRecord(k.group_id, k.member_id, None)
         v = schemas.ConnectGroupMemberMetadataValue.decode(value)
         assignors = tuple(
-            ConnectAssignorSpec(
+            ClientAssignorSpec(
                 a.name, a.minimum_version, a.maximum_version, a.reason, a.metadata_version, bytes(a.metadata)
             )
             for a in v.assignors
@@ -253,9 +245,7 @@ def decode_connect_record(key: bytes, value: bytes | None) -> ConnectRecord:
         members = tuple(
             (
                 m.member_id,
-                ConnectTargetMember(
-                    work_of(m.connectors_and_tasks), m.error, m.metadata_version, bytes(m.metadata)
-                ),
+                TargetMember(work_of(m.connectors_and_tasks), m.error, m.metadata_version, bytes(m.metadata)),
             )
             for m in v.members
         )

@@ -97,7 +97,7 @@ class ConsumerMemberSnapshot:
     rack_id: str | None
     client_id: str
     client_host: str
-    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_names: frozenset[str]
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
@@ -203,7 +203,7 @@ def _encode_consumer_record(record: Record) -> tuple[bytes, bytes | None]:
                 rack_id=m.rack_id,
                 client_id=m.client_id,
                 client_host=m.client_host,
-                subscribed_topic_names=list(m.subscribed_topic_names),
+                subscribed_topic_names=sorted(m.subscribed_topic_names),
                 subscribed_topic_regex=m.subscribed_topic_regex,
                 rebalance_timeout_ms=m.rebalance_timeout_ms,
                 server_assignor=m.server_assignor,
@@ -284,7 +284,7 @@ def _decode_consumer_record(key_version: int, key: bytes, value: bytes | None) -
                 v.rack_id,
                 v.client_id,
                 v.client_host,
-                tuple(v.subscribed_topic_names),
+                frozenset(v.subscribed_topic_names),
                 v.subscribed_topic_regex,
                 v.rebalance_timeout_ms,
                 v.server_assignor,

@@ -141,7 +141,7 @@ def test_a_regex_subscription_picks_up_a_topic_created_later() -> None:
 
 def consumer_state(core) -> dict:  # type: ignore[no-untyped-def]
     """What a consumer group persists: epochs, targets, members and their assignments."""
-    from coordinator.groups.consumer import ConsumerGroup, _snapshot
+    from coordinator.groups.consumer import ConsumerGroup
 
     return {
         group_id: (
@@ -149,7 +149,7 @@ def consumer_state(core) -> dict:  # type: ignore[no-untyped-def]
             group.assignment_epoch,
             group.assignor_name,
             dict(group.target),
-            {m.member_id: (_snapshot(m), m.assignment) for m in group.members.values()},
+            {m.member_id: (m.profile, m.assignment) for m in group.members.values()},
             group.ownership.snapshot(),
         )  # fmt: skip
         for group_id, group in core.groups.items()
