@@ -22,8 +22,9 @@ from typing import Any
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from .broker import Broker
+from .group_record_codec import decode_record, encode_record
 from .groups import GroupCoordinator, GroupRequest, Outcome
-from .groups.records import GroupMetadataRecord, Record, decode_record, encode_record
+from .groups.records import GroupMetadataRecord, Record
 from .storage import batches
 from .storage.partition_log import PartitionLog, now_ms
 

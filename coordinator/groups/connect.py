@@ -51,7 +51,6 @@ from .client_assignment import (
     assignors_problem,
     common_assignor,
     install_problem,
-    installed_epoch,
 )
 from .connect_records import (
     ClassicWorkerMetadata,
@@ -66,7 +65,7 @@ from .connect_records import (
 from .context import GroupContext
 from .modern.engine import LEAVE_EPOCH, ModernGroups, invalid
 from .modern.group import Member, ModernGroup
-from .reconciliation import MemberAssignment, MemberState, TargetMember
+from .reconciliation import MemberState, TargetMember
 from .requests import GroupRequest
 
 STATE_NAMES = {MemberState.STABLE: "Stable", MemberState.UNREVOKED: "Unrevoked",
@@ -104,6 +103,11 @@ class ConnectGroups(ModernGroups[Work]):
     group_class = ConnectGroup
     kind = "Connect group"
     prepare_epoch_error = ErrorCode.FENCED_MEMBER_EPOCH
+    prepare_api = "ConnectGroupPrepareAssignment"
+    unprepared: ClassVar[dict[str, Any]] = {"target_connectors_and_tasks": work_field(()), "members": []}
+    undescribed: ClassVar[dict[str, Any]] = {
+        "computing_member_id": None, "target_connectors_and_tasks": work_field(()), "members": [],
+    }  # fmt: skip
     epoch_record = ConnectGroupEpochRecord
     member_record = ConnectWorkerRecord
     assignment_record = ConnectCurrentAssignmentRecord
@@ -116,6 +120,10 @@ class ConnectGroups(ModernGroups[Work]):
             settings.connect_heartbeat_interval_ms,
             settings.connect_max_size,
         )
+        self.answer_fields = {
+            "session_timeout_ms": self.session_timeout_ms,
+            "should_compute_assignment": False,
+        }
 
     # -- validation -----------------------------------------------------------------------
 
@@ -181,22 +189,8 @@ class ConnectGroups(ModernGroups[Work]):
         return None if owned is None else work_of(owned)
 
     def profile_from(self, request: GroupRequest, profile: ConnectWorkerSnapshot) -> ConnectWorkerSnapshot:
-        body = request.body
-        return replace(
-            profile,
-            client_id=request.client_id,
-            client_host=request.client_host,
-            instance_id=profile.instance_id if body.instance_id is None else body.instance_id,
-            url=profile.url if body.url is None else body.url,
-            rebalance_timeout_ms=(
-                profile.rebalance_timeout_ms if body.rebalance_timeout_ms == -1 else body.rebalance_timeout_ms
-            ),
-            client_assignors=(
-                profile.client_assignors
-                if body.client_assignors is None
-                else assignor_specs(body.client_assignors)
-            ),
-        )
+        url = request.body.url
+        return replace(super().profile_from(request, profile), url=profile.url if url is None else url)
 
     def bumps(self, before: ConnectWorkerSnapshot, after: ConnectWorkerSnapshot) -> bool:
         return before.client_assignors != after.client_assignors
@@ -213,35 +207,16 @@ class ConnectGroups(ModernGroups[Work]):
 
     # -- answers --------------------------------------------------------------------------
 
-    def heartbeat_fields(
-        self, group: Any, member: Member[Work], before: MemberAssignment[Work], request: GroupRequest
-    ) -> dict[str, Any]:
+    def full_request(self, request: GroupRequest) -> bool:
         body = request.body
-        full = (
+        return (
             body.url is not None
             and body.rebalance_timeout_ms != -1
             and body.client_assignors is not None
             and body.owned_connectors_and_tasks is not None
         )
-        send = (
-            body.member_epoch == 0
-            or full
-            or member.assignment.assigned != before.assigned
-            or member.assignment.member_epoch != before.member_epoch
-        )
-        return {
-            "error_code": ErrorCode.NONE,
-            "member_id": member.member_id,
-            "member_epoch": member.assignment.member_epoch,
-            "heartbeat_interval_ms": self.heartbeat_interval(group, member),
-            "session_timeout_ms": self.session_timeout_ms,
-            "should_compute_assignment": group.compute.should_compute(
-                member.member_id, group.group_epoch, group.assignment_epoch
-            ),
-            "assignment": self._assignment_field(group, member) if send else None,
-        }
 
-    def _assignment_field(self, group: Any, member: Member[Work]) -> dict[str, Any]:
+    def assignment_answer(self, group: Any, member: Member[Work]) -> dict[str, Any]:
         target = group.target.get(member.member_id)
         return {
             "error": group.target_error or (target.error if target else 0),
@@ -249,16 +224,6 @@ class ConnectGroups(ModernGroups[Work]):
             "metadata_version": target.metadata_version if target else 0,
             "metadata": target.metadata if target else b"",
         }
-
-    def error_fields(self, exc: KafkaApiError) -> dict[str, Any]:
-        return {"error_code": exc.code, "error_message": exc.message, "member_id": None, "member_epoch": -1,
-                "heartbeat_interval_ms": 0, "session_timeout_ms": self.session_timeout_ms,
-                "should_compute_assignment": False, "assignment": None}  # fmt: skip
-
-    def leave_fields(self, body: Any) -> dict[str, Any]:
-        return {"error_code": ErrorCode.NONE, "member_id": body.member_id, "member_epoch": LEAVE_EPOCH,
-                "heartbeat_interval_ms": 0, "session_timeout_ms": self.session_timeout_ms,
-                "should_compute_assignment": False, "assignment": None}  # fmt: skip
 
     # -- the target -----------------------------------------------------------------------
 
@@ -299,88 +264,42 @@ class ConnectGroups(ModernGroups[Work]):
 
     # -- ConnectGroupPrepareAssignment / InstallAssignment --------------------------------
 
-    def prepare(self, request: GroupRequest, now_ms: int) -> None:
-        try:
-            group, _ = self.computing(request.body)
-            selection = self.selection(group)
-            assert selection is not None, "a chosen computing member implies a common assignor"
-            name, lowest, highest = selection
-            self.ctx.journal.keep(group.compute)
-            group.compute.prepared(group.group_epoch, frozenset(group.members))
-            members = []
-            for m in group.members.values():
-                spec = classic_assignor(m) or next(a for a in m.profile.client_assignors if a.name == name)
-                members.append({
-                    "member_id": m.member_id,
-                    "member_epoch": m.assignment.member_epoch,
-                    "instance_id": m.profile.instance_id,
-                    "url": m.profile.url,
-                    "assignor": {"metadata_version": spec.metadata_version, "reason": spec.reason,
-                                 "metadata": spec.metadata},
-                    "target_connectors_and_tasks": work_field(group.target_of(m.member_id)),
-                    "owned_connectors_and_tasks": work_field(m.assignment.held),
-                })  # fmt: skip
-            fields: dict[str, Any] = {
-                "error_code": ErrorCode.NONE, "error_message": None, "group_epoch": group.group_epoch,
-                "assignment_epoch": group.assignment_epoch, "assignor_name": name,
-                "assignor_minimum_version": lowest, "assignor_maximum_version": highest,
-                "target_connectors_and_tasks": work_field(group.covered), "members": members,
-            }  # fmt: skip
-        except KafkaApiError as exc:
-            fields = {"error_code": exc.code, "error_message": exc.message, "group_epoch": -1,
-                      "assignment_epoch": -1, "assignor_name": "", "assignor_minimum_version": -1,
-                      "assignor_maximum_version": -1, "target_connectors_and_tasks": work_field(()),
-                      "members": []}  # fmt: skip
-        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, **fields})
+    def prepared(self, group: Any, assignor: str) -> dict[str, Any]:
+        group.compute.prepared(group.group_epoch, frozenset(group.members))
+        members = []
+        for m in group.members.values():
+            spec = classic_assignor(m) or next(a for a in m.profile.client_assignors if a.name == assignor)
+            members.append({
+                "member_id": m.member_id, "member_epoch": m.assignment.member_epoch,
+                "instance_id": m.profile.instance_id, "url": m.profile.url,
+                "assignor": {"metadata_version": spec.metadata_version, "reason": spec.reason,
+                             "metadata": spec.metadata},
+                "target_connectors_and_tasks": work_field(group.target_of(m.member_id)),
+                "owned_connectors_and_tasks": work_field(m.assignment.held),
+            })  # fmt: skip
+        return {"target_connectors_and_tasks": work_field(group.covered), "members": members}
 
-    def install(self, request: GroupRequest, now_ms: int) -> None:
-        body = request.body
-        try:
-            group, member = self.computing(body)
-            prepared = installed_epoch(group.compute, body, "ConnectGroupPrepareAssignment")
-            target = None
-            if body.error == 0:
-                items = {m.member_id: work_of(m.connectors_and_tasks) for m in body.members}
-                covered = work_of(body.connectors_and_tasks)
-                problem = install_problem(covered, items, group.compute.prepared_members)  # type: ignore[arg-type]
-                if problem is not None:
-                    raise KafkaApiError(ErrorCode.INVALID_ASSIGNMENT, f"Invalid assignment: {problem}.")
-                target = {
-                    m.member_id: TargetMember(
-                        items[m.member_id], m.error, m.metadata_version, bytes(m.metadata)
-                    )
-                    for m in body.members
-                    if m.member_id in group.members
-                }
-                self.ctx.emit(ConnectCoveredRecord(group.group_id, prepared, covered))
-            # An assignor error keeps the current target; its epoch advances with the error set.
-            selection = self.selection(group)
-            assignor = selection[0] if selection else group.assignor_name
-            self.write_target(group, prepared, target, assignor, body.error, member.member_id)
-            self.installed(group, member, prepared, now_ms)
-            fields: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None}
-        except KafkaApiError as exc:
-            fields = {"error_code": exc.code, "error_message": exc.message}
-        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, **fields})
+    def install_target(self, group: Any, member: Member[Work], body: Any, epoch: int) -> None:
+        target = None
+        if body.error == 0:
+            items = {m.member_id: work_of(m.connectors_and_tasks) for m in body.members}
+            covered = work_of(body.connectors_and_tasks)
+            problem = install_problem(covered, items, group.compute.prepared_members)  # type: ignore[arg-type]
+            if problem is not None:
+                raise KafkaApiError(ErrorCode.INVALID_ASSIGNMENT, f"Invalid assignment: {problem}.")
+            target = {
+                m.member_id: TargetMember(items[m.member_id], m.error, m.metadata_version, bytes(m.metadata))
+                for m in body.members
+                if m.member_id in group.members
+            }
+            self.ctx.emit(ConnectCoveredRecord(group.group_id, epoch, covered))
+        selection = self.selection(group)
+        assignor = selection[0] if selection else group.assignor_name
+        self.write_target(group, epoch, target, assignor, body.error, member.member_id)
 
     # -- ConnectGroupDescribe -------------------------------------------------------------
 
-    def describe(self, request: GroupRequest, now_ms: int) -> None:
-        described = [self._describe(group_id) for group_id in request.body.group_ids]
-        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "groups": described})
-
-    def _describe(self, group_id: str) -> dict[str, Any]:
-        group = self.ctx.groups.get(group_id)
-        if not isinstance(group, ConnectGroup):
-            return {
-                "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                "error_message": f"Group {group_id} is not a connect group."
-                if group is not None
-                else f"Group {group_id} not found.",
-                "group_id": group_id, "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1,
-                "assignor_name": "", "computing_member_id": None,
-                "target_connectors_and_tasks": work_field(()), "members": [],
-            }  # fmt: skip
+    def described(self, group: Any) -> dict[str, Any]:
         members = [
             {
                 "member_id": m.member_id,
@@ -406,13 +325,8 @@ class ConnectGroups(ModernGroups[Work]):
             }
             for m in group.members.values()
         ]
-        return {
-            "error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
-            "group_state": group.state.value, "group_epoch": group.group_epoch,
-            "assignment_epoch": group.assignment_epoch, "assignor_name": self.described_assignor(group),
-            "computing_member_id": group.compute.member_id,
-            "target_connectors_and_tasks": work_field(group.covered), "members": members,
-        }  # fmt: skip
+        return {"computing_member_id": group.compute.member_id,
+                "target_connectors_and_tasks": work_field(group.covered), "members": members}  # fmt: skip
 
 
 def incremental(protocols: list[tuple[str, bytes]]) -> list[str]:

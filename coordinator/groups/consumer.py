@@ -48,12 +48,11 @@ from .client_assignment import (
     assignors_problem,
     common_assignor,
     install_problem,
-    installed_epoch,
 )
 from .context import GroupContext
 from .modern.engine import LEAVE_EPOCH, ModernGroups, invalid
 from .modern.group import TEMPORARY_LEAVE_EPOCH, Member, ModernGroup
-from .reconciliation import MemberAssignment, TargetMember
+from .reconciliation import TargetMember
 from .records import (
     ClassicMemberMetadata,
     ConsumerGroupEpochRecord,
@@ -98,6 +97,9 @@ class ConsumerGroups(ModernGroups[Item]):
     group_class = ConsumerGroup
     kind = "Consumer group"
     prepare_epoch_error = ErrorCode.STALE_MEMBER_EPOCH
+    prepare_api = "ConsumerGroupPrepareAssignment"
+    unprepared: ClassVar[dict[str, Any]] = {"members": [], "topics": []}
+    undescribed: ClassVar[dict[str, Any]] = {"members": []}
     leave_epochs = frozenset({LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH})
     epoch_record = ConsumerGroupEpochRecord
     member_record = ConsumerMemberRecord
@@ -214,28 +216,14 @@ class ConsumerGroups(ModernGroups[Item]):
     def profile_from(self, request: GroupRequest, profile: ConsumerMemberSnapshot) -> ConsumerMemberSnapshot:
         body = request.body
         regex = body.subscribed_topic_regex if request.version >= REGEX_FROM_VERSION else None
+        names = body.subscribed_topic_names
         return replace(
-            profile,
-            client_id=request.client_id,
-            client_host=request.client_host,
+            super().profile_from(request, profile),
             classic=None,  # a member heartbeating with this protocol no longer speaks the classic one
-            instance_id=profile.instance_id if body.instance_id is None else body.instance_id,
             rack_id=profile.rack_id if body.rack_id is None else body.rack_id,
-            rebalance_timeout_ms=(
-                profile.rebalance_timeout_ms if body.rebalance_timeout_ms == -1 else body.rebalance_timeout_ms
-            ),
-            subscribed_topic_names=(
-                profile.subscribed_topic_names
-                if body.subscribed_topic_names is None
-                else frozenset(body.subscribed_topic_names)
-            ),
+            subscribed_topic_names=profile.subscribed_topic_names if names is None else frozenset(names),
             subscribed_topic_regex=profile.subscribed_topic_regex if regex is None else (regex or None),
             server_assignor=profile.server_assignor if body.server_assignor is None else body.server_assignor,
-            client_assignors=(
-                profile.client_assignors
-                if body.client_assignors is None
-                else assignor_specs(body.client_assignors)
-            ),
         )
 
     def bumps(self, before: ConsumerMemberSnapshot, after: ConsumerMemberSnapshot) -> bool:
@@ -272,11 +260,9 @@ class ConsumerGroups(ModernGroups[Item]):
 
     # -- answers --------------------------------------------------------------------------
 
-    def heartbeat_fields(
-        self, group: Any, member: Member[Item], before: MemberAssignment[Item], request: GroupRequest
-    ) -> dict[str, Any]:
+    def full_request(self, request: GroupRequest) -> bool:
         body, version = request.body, request.version
-        full = (
+        return (
             body.rebalance_timeout_ms != -1
             and (
                 body.subscribed_topic_names is not None
@@ -284,23 +270,12 @@ class ConsumerGroups(ModernGroups[Item]):
             )
             and body.topic_partitions is not None
         )
-        result = self._assignor_result(group, member)
-        send = (
-            body.member_epoch == 0
-            or full
-            or member.assignment.assigned != before.assigned
-            or (bool(result) and member.assignment.member_epoch != before.member_epoch)
-        )
-        return {
-            "error_code": ErrorCode.NONE,
-            "member_id": member.member_id,
-            "member_epoch": member.assignment.member_epoch,
-            "heartbeat_interval_ms": self.heartbeat_interval(group, member),
-            "should_compute_assignment": group.compute.should_compute(
-                member.member_id, group.group_epoch, group.assignment_epoch
-            ),
-            "assignment": {**assignment_field(member.assignment.assigned), **result} if send else None,
-        }
+
+    def news_at_epoch(self, group: Any, member: Member[Item]) -> bool:
+        return bool(self._assignor_result(group, member))
+
+    def assignment_answer(self, group: Any, member: Member[Item]) -> dict[str, Any]:
+        return {**assignment_field(member.assignment.assigned), **self._assignor_result(group, member)}
 
     def _assignor_result(self, group: Any, member: Member[Item]) -> dict[str, Any]:
         """A client-side assignor's error and this member's metadata, for its heartbeat's
@@ -312,14 +287,6 @@ class ConsumerGroups(ModernGroups[Item]):
         if not at_target or (not group.target_error and (version, metadata) == NO_METADATA):
             return {}
         return {"error": group.target_error, "metadata_version": version, "metadata_bytes": metadata}
-
-    def error_fields(self, exc: KafkaApiError) -> dict[str, Any]:
-        return {"error_code": exc.code, "error_message": exc.message, "member_id": None, "member_epoch": -1,
-                "heartbeat_interval_ms": 0, "assignment": None}  # fmt: skip
-
-    def leave_fields(self, body: Any) -> dict[str, Any]:
-        return {"error_code": ErrorCode.NONE, "member_id": body.member_id, "member_epoch": body.member_epoch,
-                "heartbeat_interval_ms": 0, "assignment": None}  # fmt: skip
 
     # -- the target -----------------------------------------------------------------------
 
@@ -424,89 +391,51 @@ class ConsumerGroups(ModernGroups[Item]):
 
     # -- client-side assignment (ConsumerGroupPrepareAssignment / InstallAssignment) -------
 
-    def prepare(self, request: GroupRequest, now_ms: int) -> None:
-        try:
-            group, _ = self.computing(request.body)
-            selection = self.selection(group)
-            if selection is None:  # not expected: leaving client-side assignment ends the round
-                raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, "The target is computed server-side.")
-            name, lowest, highest = selection
-            partitions = dict(group.subscribed_metadata)
-            view = PreparedGroup(
-                group.group_epoch,
-                {
-                    m.member_id: self.subscribed_ids(m.profile) & partitions.keys()
-                    for m in group.members.values()
-                },
-                partitions,
-            )
-            self.ctx.journal.keep(group.compute)
-            group.compute.prepared(view.epoch, frozenset(view.subscriptions))
-            self.ctx.journal.set_attr(group, "prepared", view)
-            members = []
-            for m in group.members.values():
-                spec = next(a for a in m.profile.client_assignors if a.name == name)
-                members.append({
-                    "member_id": m.member_id,
-                    "member_epoch": m.assignment.member_epoch,
-                    "instance_id": m.profile.instance_id,
-                    "rack_id": m.profile.rack_id,
-                    "subscribed_topic_ids": sorted(view.subscriptions[m.member_id]),
-                    "assignor": {"reason": spec.reason, "metadata_version": spec.metadata_version,
-                                 "metadata_bytes": spec.metadata},
-                    "topic_partitions": assignment_field(group.target_of(m.member_id))["topic_partitions"],
-                })  # fmt: skip
-            fields: dict[str, Any] = {
-                "error_code": ErrorCode.NONE,
-                "group_epoch": view.epoch,
-                "assignment_epoch": group.assignment_epoch,
-                "assignor_name": name,
-                "assignor_minimum_version": lowest,
-                "assignor_maximum_version": highest,
-                "members": members,
-                "topics": [
-                    {"topic_id": t, "topic_name": self.topics.name_of(t) or "", "num_partitions": n}
-                    for t, n in group.subscribed_metadata
-                ],
-            }
-        except KafkaApiError as exc:
-            fields = {"error_code": exc.code, "error_message": exc.message, "group_epoch": -1,
-                      "assignment_epoch": -1, "assignor_name": "", "assignor_minimum_version": -1,
-                      "assignor_maximum_version": -1, "members": [], "topics": []}  # fmt: skip
-        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "error_message": None, **fields})
+    def prepared(self, group: Any, assignor: str) -> dict[str, Any]:
+        partitions = dict(group.subscribed_metadata)
+        view = PreparedGroup(
+            group.group_epoch,
+            {m.member_id: self.subscribed_ids(m.profile) & partitions.keys() for m in group.members.values()},
+            partitions,
+        )
+        group.compute.prepared(view.epoch, frozenset(view.subscriptions))
+        self.ctx.journal.set_attr(group, "prepared", view)
+        members = []
+        for m in group.members.values():
+            spec = next(a for a in m.profile.client_assignors if a.name == assignor)
+            members.append({
+                "member_id": m.member_id, "member_epoch": m.assignment.member_epoch,
+                "instance_id": m.profile.instance_id, "rack_id": m.profile.rack_id,
+                "subscribed_topic_ids": sorted(view.subscriptions[m.member_id]),
+                "assignor": {"reason": spec.reason, "metadata_version": spec.metadata_version,
+                             "metadata_bytes": spec.metadata},
+                "topic_partitions": assignment_field(group.target_of(m.member_id))["topic_partitions"],
+            })  # fmt: skip
+        topics = [
+            {"topic_id": t, "topic_name": self.topics.name_of(t) or "", "num_partitions": n}
+            for t, n in group.subscribed_metadata
+        ]
+        return {"members": members, "topics": topics}
 
-    def install(self, request: GroupRequest, now_ms: int) -> None:
-        body = request.body
-        try:
-            group, member = self.computing(body)
-            prepared = installed_epoch(group.compute, body, "ConsumerGroupPrepareAssignment")
-            view = group.prepared
-            if view is None or view.epoch != prepared:  # not expected: a round keeps its view
-                raise invalid("Call ConsumerGroupPrepareAssignment before installing an assignment.")
-            # An assignor error keeps the current target; its epoch advances so the group does not spin.
-            target, assignor = None, group.assignor_name
-            if body.error == 0:
-                items = {m.member_id: items_of(m.partitions) or frozenset() for m in body.members}
-                self._validate_install(view, items)
-                computed = {m.member_id: m for m in body.members}
-                target = {
-                    member_id: TargetMember(
-                        items.get(member_id, frozenset()),
-                        0,
-                        *((computed[member_id].metadata_version, bytes(computed[member_id].metadata_bytes))
-                          if member_id in computed else NO_METADATA),
-                    )
-                    for member_id in group.members
-                }  # fmt: skip
-                selection = self.selection(group)
-                assignor = selection[0] if selection else assignor
-            self.write_target(group, view.epoch, target, assignor, body.error)
-            self.ctx.journal.set_attr(group, "prepared", None)
-            self.installed(group, member, view.epoch, now_ms)
-            fields: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None}
-        except KafkaApiError as exc:
-            fields = {"error_code": exc.code, "error_message": exc.message}
-        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, **fields})
+    def install_target(self, group: Any, member: Member[Item], body: Any, epoch: int) -> None:
+        view = group.prepared
+        if view is None or view.epoch != epoch:  # not expected: a round keeps its view of the group
+            raise invalid("Call ConsumerGroupPrepareAssignment before installing an assignment.")
+        target, assignor = None, group.assignor_name
+        if body.error == 0:
+            items = {m.member_id: items_of(m.partitions) or frozenset() for m in body.members}
+            self._validate_install(view, items)
+            computed = {m.member_id: (m.metadata_version, bytes(m.metadata_bytes)) for m in body.members}
+            target = {
+                member_id: TargetMember(
+                    items.get(member_id, frozenset()), 0, *computed.get(member_id, NO_METADATA)
+                )
+                for member_id in group.members
+            }
+            selection = self.selection(group)
+            assignor = selection[0] if selection else assignor
+        self.write_target(group, epoch, target, assignor, body.error)
+        self.ctx.journal.set_attr(group, "prepared", None)
 
     def _validate_install(self, view: PreparedGroup, targets: dict[str, frozenset[Item]]) -> None:
         """INVALID_ASSIGNMENT unless the targets fit the group as it was prepared."""
@@ -534,42 +463,27 @@ class ConsumerGroups(ModernGroups[Item]):
 
     # -- ConsumerGroupDescribe ------------------------------------------------------------
 
-    def describe(self, request: GroupRequest, now_ms: int) -> None:
-        described = []
-        for group_id in request.body.group_ids:
-            group = self.ctx.groups.get(group_id)
-            if not isinstance(group, ConsumerGroup):
-                described.append({
-                    "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                    "error_message": f"Group {group_id} is not a consumer group." if group is not None
-                    else f"Group {group_id} not found.",
-                    "group_id": group_id, "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1,
-                    "assignor_name": "", "members": [],
-                })  # fmt: skip
-                continue
-            members = [
-                {
-                    "member_id": m.member_id,
-                    "instance_id": m.profile.instance_id,
-                    "rack_id": m.profile.rack_id,
-                    "member_epoch": m.assignment.member_epoch,
-                    "client_id": m.profile.client_id,
-                    "client_host": m.profile.client_host,
-                    "subscribed_topic_names": sorted(m.profile.subscribed_topic_names),
-                    "subscribed_topic_regex": m.profile.subscribed_topic_regex,
-                    "assignment": self._described(m.assignment.held),
-                    "target_assignment": self._described(group.target_of(m.member_id)),
-                    "member_type": 0 if m.classic is not None else 1,
-                }
-                for m in group.members.values()
-            ]
-            described.append({
-                "error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
-                "group_state": group.state.value, "group_epoch": group.group_epoch,
-                "assignment_epoch": group.assignment_epoch,
-                "assignor_name": self.described_assignor(group) or self.assignors[0], "members": members,
-            })  # fmt: skip
-        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "groups": described})
+    def described_assignor(self, group: Any) -> str:
+        return super().described_assignor(group) or self.assignors[0]
+
+    def described(self, group: Any) -> dict[str, Any]:
+        members = [
+            {
+                "member_id": m.member_id,
+                "instance_id": m.profile.instance_id,
+                "rack_id": m.profile.rack_id,
+                "member_epoch": m.assignment.member_epoch,
+                "client_id": m.profile.client_id,
+                "client_host": m.profile.client_host,
+                "subscribed_topic_names": sorted(m.profile.subscribed_topic_names),
+                "subscribed_topic_regex": m.profile.subscribed_topic_regex,
+                "assignment": self._described(m.assignment.held),
+                "target_assignment": self._described(group.target_of(m.member_id)),
+                "member_type": 0 if m.classic is not None else 1,
+            }
+            for m in group.members.values()
+        ]
+        return {"members": members}
 
     def _described(self, items: frozenset[Item]) -> dict[str, Any]:
         described = assignment_field(items)

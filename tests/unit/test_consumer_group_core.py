@@ -158,8 +158,8 @@ def consumer_state(core) -> dict:  # type: ignore[no-untyped-def]
 
 
 def assert_replay_rebuilds(h: GroupHarness) -> None:
+    from coordinator.group_record_codec import decode_record, encode_record
     from coordinator.groups import GroupCoordinator, GroupSettings
-    from coordinator.groups.records import decode_record, encode_record
 
     replayed = GroupCoordinator(GroupSettings(), h.topics.get, topics_view=h.metadata)
     for record in h.records:

@@ -33,7 +33,14 @@ from typing import Any, ClassVar, Generic, Protocol
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
-from ..client_assignment import AssignorVersions, choose_computer, common_assignor, computing_member
+from ..client_assignment import (
+    AssignorVersions,
+    assignor_specs,
+    choose_computer,
+    common_assignor,
+    computing_member,
+    installed_epoch,
+)
 from ..context import GroupContext
 from ..reconciliation import Item, MemberAssignment, MemberState, fenced_reason, reconcile
 from ..requests import GroupRequest
@@ -87,9 +94,24 @@ class ModernGroups(ABC, Generic[Item]):
     @abstractmethod
     def empty_profile(self) -> Any: ...
 
-    @abstractmethod
     def profile_from(self, request: GroupRequest, profile: Any) -> Any:
-        """The member's profile updated from the request's non-null fields."""
+        """The member's profile updated from the request: who sent it, and the non-null fields
+        every flavour has (a flavour adds its own)."""
+        body = request.body
+        return replace(
+            profile,
+            client_id=request.client_id,
+            client_host=request.client_host,
+            instance_id=profile.instance_id if body.instance_id is None else body.instance_id,
+            rebalance_timeout_ms=(
+                profile.rebalance_timeout_ms if body.rebalance_timeout_ms == -1 else body.rebalance_timeout_ms
+            ),
+            client_assignors=(
+                profile.client_assignors
+                if body.client_assignors is None
+                else assignor_specs(body.client_assignors)
+            ),
+        )
 
     @abstractmethod
     def bumps(self, before: Any, after: Any) -> bool:
@@ -126,15 +148,48 @@ class ModernGroups(ABC, Generic[Item]):
     def member_tombstones(self, group_id: str, member_id: str) -> list[Any]: ...
 
     @abstractmethod
+    def full_request(self, request: GroupRequest) -> bool:
+        """Whether the heartbeat carries every field (a client that lost its state sends all)."""
+
+    @abstractmethod
+    def assignment_answer(self, group: Any, member: Member[Item]) -> dict[str, Any]: ...
+
+    def news_at_epoch(self, group: Any, member: Member[Item]) -> bool:
+        """Whether reaching a new epoch alone is news for the member (the answer says it then)."""
+        return True
+
     def heartbeat_fields(
         self, group: Any, member: Member[Item], before: MemberAssignment[Item], request: GroupRequest
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """The answer carries the assignment when the member joined, sent a full request, its
+        assignment changed, or it reached an epoch that is news to it."""
+        send = (
+            request.body.member_epoch == 0
+            or self.full_request(request)
+            or member.assignment.assigned != before.assigned
+            or (member.assignment.member_epoch != before.member_epoch and self.news_at_epoch(group, member))
+        )
+        return {
+            **self.answer_fields,
+            "error_code": ErrorCode.NONE,
+            "member_id": member.member_id,
+            "member_epoch": member.assignment.member_epoch,
+            "heartbeat_interval_ms": self.heartbeat_interval(group, member),
+            "should_compute_assignment": group.compute.should_compute(
+                member.member_id, group.group_epoch, group.assignment_epoch
+            ),
+            "assignment": self.assignment_answer(group, member) if send else None,
+        }
 
-    @abstractmethod
-    def error_fields(self, exc: KafkaApiError) -> dict[str, Any]: ...
+    answer_fields: ClassVar[dict[str, Any]] = {}  # the flavour's fields in every heartbeat answer
 
-    @abstractmethod
-    def leave_fields(self, body: Any) -> dict[str, Any]: ...
+    def error_fields(self, exc: KafkaApiError) -> dict[str, Any]:
+        return {"error_code": exc.code, "error_message": exc.message, "member_id": None, "member_epoch": -1,
+                "heartbeat_interval_ms": 0, "assignment": None, **self.answer_fields}  # fmt: skip
+
+    def leave_fields(self, body: Any) -> dict[str, Any]:
+        return {"error_code": ErrorCode.NONE, "member_id": body.member_id, "member_epoch": body.member_epoch,
+                "heartbeat_interval_ms": 0, "assignment": None, **self.answer_fields}  # fmt: skip
 
     def check_request(self, group: Any, member_id: str, body: Any) -> None:
         """Checks of a heartbeat against the group, before its member is looked up."""
@@ -426,6 +481,80 @@ class ModernGroups(ABC, Generic[Item]):
         group.compute.installed(member.member_id)
         if group.group_epoch > group.assignment_epoch:
             self.choose_computer(group, now_ms)
+
+    # -- Prepare, Install, Describe: the envelopes (the flavour fills them) -----------------
+
+    prepare_api: ClassVar[str]  # "ConsumerGroupPrepareAssignment": named when Install comes first
+    unprepared: ClassVar[dict[str, Any]]  # a refused Prepare's flavour fields
+    undescribed: ClassVar[dict[str, Any]]  # Describe's flavour fields for a group not found
+
+    def prepare(self, request: GroupRequest, now_ms: int) -> None:
+        try:
+            group, _ = self.computing(request.body)
+            selection = self.selection(group)
+            if selection is None:  # not expected: leaving client-side assignment ends the round
+                raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, "The target is computed server-side.")
+            name, lowest, highest = selection
+            self.ctx.journal.keep(group.compute)
+            fields = {
+                "error_code": ErrorCode.NONE, "group_epoch": group.group_epoch,
+                "assignment_epoch": group.assignment_epoch, "assignor_name": name,
+                "assignor_minimum_version": lowest, "assignor_maximum_version": highest,
+                **self.prepared(group, name),
+            }  # fmt: skip
+        except KafkaApiError as exc:
+            fields = {"error_code": exc.code, "error_message": exc.message, "group_epoch": -1,
+                      "assignment_epoch": -1, "assignor_name": "", "assignor_minimum_version": -1,
+                      "assignor_maximum_version": -1, **self.unprepared}  # fmt: skip
+        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "error_message": None, **fields})
+
+    def prepared(self, group: Any, assignor: str) -> dict[str, Any]:
+        """The group as the computing member reads it (and as its install is checked against)."""
+        raise NotImplementedError
+
+    def install(self, request: GroupRequest, now_ms: int) -> None:
+        body = request.body
+        try:
+            group, member = self.computing(body)
+            epoch = installed_epoch(group.compute, body, self.prepare_api)
+            self.install_target(group, member, body, epoch)
+            self.installed(group, member, epoch, now_ms)
+            fields: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None}
+        except KafkaApiError as exc:
+            fields = {"error_code": exc.code, "error_message": exc.message}
+        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, **fields})
+
+    def install_target(self, group: Any, member: Member[Item], body: Any, epoch: int) -> None:
+        """Validate the installed target against the prepared group and write it (an assignor
+        error keeps the current target; its epoch still advances so the group does not spin)."""
+        raise NotImplementedError
+
+    def describe(self, request: GroupRequest, now_ms: int) -> None:
+        described = []
+        for group_id in request.body.group_ids:
+            group = self.ctx.groups.get(group_id)
+            if isinstance(group, self.group_class):
+                described.append({
+                    "error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
+                    "group_state": group.state.value, "group_epoch": group.group_epoch,
+                    "assignment_epoch": group.assignment_epoch,
+                    "assignor_name": self.described_assignor(group), **self.described(group),
+                })  # fmt: skip
+                continue
+            missing = (
+                f"Group {group_id} not found."
+                if group is None
+                else f"Group {group_id} is not a {self.kind.lower()}."
+            )
+            described.append({
+                "error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": missing, "group_id": group_id,
+                "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
+                **self.undescribed,
+            })  # fmt: skip
+        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "groups": described})
+
+    def described(self, group: Any) -> dict[str, Any]:
+        raise NotImplementedError
 
     def described_assignor(self, group: Any) -> str:
         selection = self.selection(group)
