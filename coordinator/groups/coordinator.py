@@ -2,7 +2,7 @@
 
     handle(request, now_ms) -> Outcome     answers (maybe for other, parked requests) + records
     on_timer(now_ms)        -> Outcome     what deadlines up to now_ms caused
-    rollback(outcome)                      its records could not be written: take it all back
+    write_failed(outcome, ...)             its records could not be written: take it all back
     next_deadline()         -> int | None  when on_timer should next be called
     replay(record)                         rebuild persistent state from the log
     load_complete(now_ms)                  after replay: restart the clocks of loaded members
@@ -133,13 +133,26 @@ class GroupCoordinator:
         self.metrics.observe_groups(self.groups, touched - {""}, now_ms)
         return outcome
 
-    def rollback(self, outcome: Outcome, now_ms: int) -> None:
-        """The outcome's records could not be written: memory goes back to what the log says."""
+    def write_failed(
+        self,
+        outcome: Outcome,
+        api_of: Callable[[int], tuple[int, int] | None],
+        code: int,
+        message: str,
+        now_ms: int,
+    ) -> None:
+        """The outcome's records could not be written: memory goes back to what the log says and
+        every answer of the outcome becomes its API's error (`api_of(request id)` gives the
+        request's API key and version). Nothing of it is visible afterwards."""
         assert outcome.journal is not None, "only the core's own outcomes can be taken back"
         outcome.journal.undo()
-        self.metrics.observe_groups(
-            self.groups, {getattr(r, "group_id", "") for r in outcome.records}, now_ms
-        )
+        touched = {getattr(record, "group_id", "") for record in outcome.records}
+        self.metrics.observe_groups(self.groups, touched, now_ms)
+        outcome.records = []
+        for request_id, fields in list(outcome.replies.items()):
+            api = api_of(request_id)
+            if api is not None:
+                outcome.replies[request_id] = self.failed_reply(*api, fields, code, message)
 
     def next_deadline(self) -> int | None:
         return self.ctx.timers.next_deadline()
