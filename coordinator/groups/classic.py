@@ -28,8 +28,9 @@ A group moves through Empty -> PreparingRebalance -> CompletingRebalance -> Stab
 Membership details real clients depend on: JoinGroup v4+ with an empty member id is answered
 MEMBER_ID_REQUIRED with a generated id, held as a *pending member* for a session timeout;
 static members (`group.instance.id`) keep their place across restarts, a rejoin with a new
-member id replaces the old one (whose parked requests are answered FENCED_INSTANCE_ID), and
-a request naming an instance id with another member id is FENCED_INSTANCE_ID. A member
+member id replaces the old one (whose parked requests are answered FENCED_INSTANCE_ID) and,
+in a Stable group, is answered at once unless the protocol the group would select changes,
+and a request naming an instance id with another member id is FENCED_INSTANCE_ID. A member
 awaiting its join response is kept alive; otherwise a member that does not heartbeat within
 its session timeout is removed, which starts a rebalance.
 
@@ -426,10 +427,21 @@ class ClassicGroups:
     def _replace_static_member(
         self, group: ClassicGroup, candidate: ClassicMember, request: GroupRequest, now_ms: int, out: Outcome
     ) -> None:
-        """A static member rejoined with a fresh member id: it takes the old member's place."""
+        """A static member rejoined with a fresh member id: it takes the old member's place.
+
+        As in Kafka's GroupMetadataManager, the new member keeps the old one's assignment and
+        brings its own protocols (metadata bytes included) and timeouts. In a Stable group
+        the join is answered at once, at the same generation, unless the protocol the group
+        would now select differs from the one it runs: the bytes are not compared, because
+        clients put changing data in them (the Java consumer's generation and owned
+        partitions, the cooperative-sticky assignor's user data). The member then gets its old
+        assignment through SyncGroup and nobody else notices. In any other state the member
+        takes part in the rebalance (one starts if the group was completing one, since the
+        leader may be assigning to the old member id).
+        """
         assert candidate.group_instance_id is not None
         old_id = group.static_members[candidate.group_instance_id]
-        old = group.members.pop(old_id)
+        old = group.members[old_id]
         self.core.timers.cancel(session_key(group.group_id, old_id))
         for parked in (old.join, old.sync):
             if parked is not None:
@@ -441,16 +453,20 @@ class ClassicGroups:
                 out.reply(parked.request_id, fields)
         leader_before = group.leader_id
         candidate.assignment = old.assignment
-        group.members[candidate.member_id] = candidate
+        # In the old member's place: the order breaks ties in the protocol vote.
+        group.members = {
+            (candidate.member_id if member_id == old_id else member_id): (
+                candidate if member_id == old_id else member
+            )
+            for member_id, member in group.members.items()
+        }
         group.static_members[candidate.group_instance_id] = candidate.member_id
         if group.leader_id == old_id:
             group.leader_id = candidate.member_id
         if old_id in group.pending_sync:
             group.pending_sync.discard(old_id)
             group.pending_sync.add(candidate.member_id)
-        unchanged = old.protocols == candidate.protocols
-        if group.state == ClassicState.STABLE and unchanged:
-            # Same subscription: no rebalance; it gets its old assignment through SyncGroup.
+        if group.state == ClassicState.STABLE and group.select_protocol() == group.protocol_name:
             self._refresh_session(group, candidate, now_ms)
             answer = self._join_response(group, candidate, request.version, static_rejoin=True)
             if request.version < 9:

@@ -1,0 +1,161 @@
+"""Classic-group rules real clients meet, over TCP against a coordinator process, as Apache
+Kafka 4.x has them: a static member restarted under production (confluent-kafka and
+kafka-python) gets its partitions back at the same generation while the others never stop."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from connect_rebalance.processes import CoordinatorProcess
+from tests.support.group_scenario import (
+    ContinuousProducer,
+    MemberFleet,
+    create_topic,
+    groups_describe,
+    wait_until,
+)
+from tests.support.worker_cluster import metrics
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 12
+# Records arrive on every partition about every 30 ms (400 records/s over 12 partitions) and
+# members poll every 0.2 s; a member stopped by a rebalance would stand still for at least a
+# heartbeat interval and a join round. The bound leaves room for a loaded 2-core machine.
+MAX_GAP_S = 2.5
+
+
+def group_figures(coordinator: CoordinatorProcess, group: str) -> tuple[float, float]:
+    """The group's generation and how many generations the coordinator has counted."""
+    samples = metrics(coordinator.admin_url)
+    labels = f'{{group="{group}",type="classic"}}'
+    return (
+        samples[f"connect_rebalance_group_epoch{labels}"],
+        samples[f"connect_rebalance_group_rebalances_total{labels}"],
+    )
+
+
+def described_members(shown: str) -> tuple[str, dict[str, list[str]]]:
+    """`connect-rebalance groups describe`'s header line, and each member's row by instance id
+    (or member id for a dynamic member): [member id, client id, assignment]."""
+    lines = shown.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("MEMBER-ID"))
+    rows: dict[str, list[str]] = {}
+    for line in lines[at + 1 :]:
+        if not line.strip():
+            break
+        member_id, instance_id, client_id, _host, assignment = line.split()
+        rows[member_id if instance_id == "-" else instance_id] = [member_id, client_id, assignment]
+    return lines[0], rows
+
+
+def assert_consumed_without_pause(fleet: MemberFleet, member: str, since: float, until: float) -> float:
+    """`member` had no rebalance callback between `since` and `until`, and consumed each of its
+    partitions throughout, no gap between records longer than MAX_GAP_S; returns the longest."""
+    events = [e for e in fleet.held_events(member) if since < e["t"] <= until]
+    assert not events, f"{member} went through a rebalance: {events}"
+    held = fleet.holding(member, since)
+    times: dict[int, list[float]] = {p: [] for p in held}
+    longest = 0.0
+    for row in fleet.records(member):
+        if row["p"] in held:
+            times[row["p"]].append(row["t"])
+    for partition, seen in times.items():
+        assert any(t > until for t in seen), f"{member} stopped consuming partition {partition}"
+        gaps = [b - a for a, b in zip(seen, seen[1:], strict=False) if b >= since and a <= until]
+        assert gaps and max(gaps) <= MAX_GAP_S, (
+            f"{member} paused partition {partition} for {max(gaps, default=0):.2f}s around the restart"
+        )
+        longest = max(longest, *gaps)
+    return longest
+
+
+@pytest.mark.parametrize(
+    ("client", "assignor"),
+    [
+        ("confluent-kafka", "range"),
+        ("confluent-kafka", "cooperative-sticky"),
+        ("kafka-python", "cooperative-sticky"),
+    ],
+)
+def test_a_static_member_restarted_under_production_keeps_the_generation_and_nobody_stops(
+    group_coordinator: CoordinatorProcess,
+    fleets: list[MemberFleet],
+    tmp_path: Path,
+    client: str,
+    assignor: str,
+) -> None:
+    """The static leader (first to join) is restarted: a new process with the same
+    group.instance.id. Its subscription bytes differ (a fresh client owns nothing, and the Java
+    clients name no generation); the group would select the same protocol, so no rebalance."""
+    b = group_coordinator.bootstrap
+    create_topic(b, "events", PARTITIONS)
+    fleet = MemberFleet(tmp_path, b, "statics", "events", client, assignor)
+    fleets.append(fleet)
+    producer = ContinuousProducer(b, "events", 1_000_000, per_second=400).start()
+    try:
+        restart_the_static_leader(group_coordinator, fleet)
+    finally:
+        producer.finish()
+
+
+def restart_the_static_leader(group_coordinator: CoordinatorProcess, fleet: MemberFleet) -> None:
+    fleet.start("s1", instance_id="host-1")
+    wait_until(lambda: len(fleet.holding("s1")) == PARTITIONS, 60, "s1 to hold every partition")
+    fleet.start("s2", instance_id="host-2")
+    fleet.start("d1")  # a dynamic member: nobody, static or not, may notice the restart
+    members = ["s1", "s2", "d1"]
+
+    def settled(names: list[str]) -> bool:
+        fleet.consumed_at_least(0)  # fails at once if a member died
+        held = [fleet.holding(m) for m in names]
+        return sorted(p for ps in held for p in ps) == list(range(PARTITIONS)) and all(
+            len(ps) == 4 for ps in held
+        )
+
+    wait_until(lambda: settled(members), 60, "three members with four partitions each", interval=0.2)
+    settled_at = time.time()
+    wait_until(lambda: all(fleet.holding(m) <= {r["p"] for r in fleet.records(m) if r["t"] > settled_at}
+                           for m in members), 60, "every member consuming what it holds")  # fmt: skip
+    generation, rebalances = group_figures(group_coordinator, "statics")
+    shown_before = groups_describe(group_coordinator.bootstrap, "statics")
+    header_before, before = described_members(shown_before)
+    assert "STATE Stable" in header_before and len(before) == 3 and {"host-1", "host-2"} <= set(before)
+    s1_partitions = fleet.holding("s1")
+
+    since = time.time()
+    fleet.stop("s1")
+    fleet.start("s1b", instance_id="host-1")
+    wait_until(
+        lambda: fleet.holding("s1b") == s1_partitions, 60, "the restarted member to get its partitions back"
+    )
+    wait_until(
+        lambda: s1_partitions <= {r["p"] for r in fleet.records("s1b")},
+        60,
+        "the restarted member to consume them",
+    )
+    until = time.time()
+    wait_until(
+        lambda: all(
+            fleet.holding(m) <= {r["p"] for r in fleet.records(m) if r["t"] > until} for m in ("s2", "d1")
+        ),
+        30,
+        "the others' records after the restart",
+    )
+
+    assert group_figures(group_coordinator, "statics") == (generation, rebalances), "no new generation"
+    shown_after = groups_describe(group_coordinator.bootstrap, "statics")
+    header_after, after = described_members(shown_after)
+    assert header_after == header_before, "same state, protocol and member count"
+    assert after["host-1"][0] != before["host-1"][0], "the restarted process is a new member id"
+    assert after["host-1"][1:] == ["s1b", before["host-1"][2]], "with the old member's assignment"
+    assert {k: v for k, v in after.items() if k != "host-1"} == {
+        k: v for k, v in before.items() if k != "host-1"
+    }
+    gaps = {member: assert_consumed_without_pause(fleet, member, since, until) for member in ("s2", "d1")}
+    print(f"generation {generation:.0f} before and after, {rebalances:.0f} rebalances counted; restart took "
+          f"{until - since:.2f}s; longest gap between records of s2, d1: "
+          f"{', '.join(f'{g:.2f}s' for g in gaps.values())}\n{shown_before}\n{shown_after}")  # fmt: skip
