@@ -169,6 +169,29 @@ class ClassicGroup:
     def all_members_joined(self) -> bool:
         return not self.pending_members and all(m.join is not None for m in self.members.values())
 
+    def described(self) -> dict[str, object]:
+        """DescribeGroups' view, as Kafka 4.x gives it: the chosen protocol and each member's
+        metadata for it only while Stable (empty in every other state, CompletingRebalance
+        included: the generation's protocol and subscriptions are not settled until the leader
+        has assigned); each member's assignment as it holds it."""
+        stable = self.state == ClassicState.STABLE
+        return {
+            "group_state": self.state.value,
+            "protocol_type": self.protocol_type or "",
+            "protocol_data": (self.protocol_name or "") if stable else "",
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_metadata": m.metadata(self.protocol_name) if stable else b"",
+                    "member_assignment": m.assignment,
+                }
+                for m in self.members.values()
+            ],
+        }
+
     def snapshot(self) -> ClassicGroupSnapshot:
         return ClassicGroupSnapshot(
             self.protocol_type or "",

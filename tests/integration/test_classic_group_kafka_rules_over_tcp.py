@@ -1,11 +1,14 @@
 """Classic-group rules real clients meet, over TCP against a coordinator process, as Apache
 Kafka 4.x has them: a static member restarted under production (confluent-kafka and
-kafka-python) gets its partitions back at the same generation while the others never stop."""
+kafka-python) gets its partitions back at the same generation while the others never stop;
+DescribeGroups by state."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +20,7 @@ from tests.support.group_scenario import (
     groups_describe,
     wait_until,
 )
+from tests.support.wire import RawConnection
 from tests.support.worker_cluster import metrics
 
 pytestmark = pytest.mark.integration
@@ -26,6 +30,7 @@ PARTITIONS = 12
 # members poll every 0.2 s; a member stopped by a rebalance would stand still for at least a
 # heartbeat interval and a join round. The bound leaves room for a loaded 2-core machine.
 MAX_GAP_S = 2.5
+JOIN, SYNC, DESCRIBE = 11, 14, 15
 
 
 def group_figures(coordinator: CoordinatorProcess, group: str) -> tuple[float, float]:
@@ -159,3 +164,75 @@ def restart_the_static_leader(group_coordinator: CoordinatorProcess, fleet: Memb
     print(f"generation {generation:.0f} before and after, {rebalances:.0f} rebalances counted; restart took "
           f"{until - since:.2f}s; longest gap between records of s2, d1: "
           f"{', '.join(f'{g:.2f}s' for g in gaps.values())}\n{shown_before}\n{shown_after}")  # fmt: skip
+
+
+# -- raw requests: exact states and bytes ------------------------------------------------------
+
+
+def join_fields(
+    member_id: str = "", instance_id: str | None = None, metadata: bytes = b"m"
+) -> dict[str, Any]:
+    return {"group_id": "g", "session_timeout_ms": 30000, "rebalance_timeout_ms": 30000,
+            "member_id": member_id, "group_instance_id": instance_id, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": metadata}]}  # fmt: skip
+
+
+class HeldRequest:
+    """A request on its own connection whose answer the coordinator holds back."""
+
+    def __init__(self, bootstrap: str, api_key: int, version: int, fields: dict[str, Any]) -> None:
+        self.connection = RawConnection(bootstrap, timeout=30)
+        self.answer: Any = None
+        self._thread = threading.Thread(
+            target=lambda: setattr(self, "answer", self.connection.request(api_key, version, fields)),
+            daemon=True,
+        )
+        self._thread.start()
+
+    def result(self) -> Any:
+        self._thread.join(30)
+        assert not self._thread.is_alive(), "never answered"
+        self.connection.close()
+        return self.answer
+
+
+def describe_group(connection: RawConnection) -> Any:
+    [group] = connection.request(
+        DESCRIBE, 5, {"groups": ["g"], "include_authorized_operations": False}
+    ).groups
+    return group
+
+
+def test_describe_groups_reports_protocol_and_metadata_only_for_a_stable_group(
+    group_coordinator: CoordinatorProcess,
+) -> None:
+    admin = RawConnection(group_coordinator.bootstrap)
+    a = RawConnection(group_coordinator.bootstrap)
+    try:
+        joined = a.request(JOIN, 5, join_fields(instance_id="a", metadata=b"a's subscription"))
+        assert joined.error_code == 0 and joined.generation_id == 1
+        completing = describe_group(admin)
+        assert (completing.group_state, completing.protocol_type, completing.protocol_data) == (
+            "CompletingRebalance", "consumer", "")  # fmt: skip
+        assert [bytes(m.member_metadata) for m in completing.members] == [b""]
+
+        assignments = [{"member_id": joined.member_id, "assignment": b"a's partitions"}]
+        a.request(SYNC, 3, {"group_id": "g", "generation_id": 1, "member_id": joined.member_id,
+                            "group_instance_id": "a", "assignments": assignments})  # fmt: skip
+        stable = describe_group(admin)
+        assert (stable.group_state, stable.protocol_data) == ("Stable", "range")
+        assert [(bytes(m.member_metadata), bytes(m.member_assignment)) for m in stable.members] == [
+            (b"a's subscription", b"a's partitions")]  # fmt: skip
+
+        newcomer = HeldRequest(group_coordinator.bootstrap, JOIN, 5, join_fields(instance_id="b"))
+        wait_until(lambda: describe_group(admin).group_state == "PreparingRebalance", 10, "the rebalance")
+        preparing = describe_group(admin)
+        assert (preparing.protocol_type, preparing.protocol_data) == ("consumer", "")
+        assert [(bytes(m.member_metadata), bytes(m.member_assignment)) for m in preparing.members] == [
+            (b"", b"a's partitions"), (b"", b"")]  # fmt: skip
+        a.request(JOIN, 5, join_fields(joined.member_id, instance_id="a", metadata=b"a's subscription"))
+        assert newcomer.result().generation_id == 2
+        assert describe_group(admin).protocol_data == "", "CompletingRebalance again"
+    finally:
+        admin.close()
+        a.close()

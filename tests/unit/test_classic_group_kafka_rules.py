@@ -1,6 +1,7 @@
 """Classic-group rules real clients meet, as Apache Kafka 4.x's GroupMetadataManager has them:
-a static member restarting into a Stable group, decided by the protocol the group would
-select, not by the metadata bytes, which the Java consumer changes on every restart."""
+a static member restarting into a Stable group (decided by the protocol the group would
+select, not by the metadata bytes, which the Java consumer changes on every restart) and
+DescribeGroups by state."""
 
 from __future__ import annotations
 
@@ -222,3 +223,42 @@ def test_a_static_restart_while_the_group_completes_a_rebalance_starts_another()
     restarted = h.join(client_id="x", instance_id=follower, protocols=java_protocols())
     assert h.answer(waiting)["error_code"] == ErrorCode.FENCED_INSTANCE_ID, "the old member is fenced"
     assert h.answer(restarted) is None and h.core.groups["g"].state == ClassicState.PREPARING_REBALANCE
+
+
+# -- DescribeGroups by state -----------------------------------------------------------------
+
+
+def test_describe_shows_protocol_and_metadata_only_while_stable() -> None:
+    h = GroupHarness()
+    a, b = h.form_group(2)
+    stable = described(h)
+    assert (stable["group_state"], stable["protocol_type"], stable["protocol_data"]) == (
+        "Stable",
+        "consumer",
+        "range",
+    )
+    assert all(m["member_metadata"] for m in stable["members"])
+    held = {m["member_id"]: m["member_assignment"] for m in stable["members"]}
+    assert held == {a: f"assign-{a}".encode(), b: f"assign-{b}".encode()}
+
+    h.join(a, client_id="c0", protocols=[("range", b"a again")])
+    preparing = described(h)
+    assert (preparing["group_state"], preparing["protocol_type"], preparing["protocol_data"]) == (
+        "PreparingRebalance", "consumer", "")  # fmt: skip
+    assert [m["member_metadata"] for m in preparing["members"]] == [b"", b""]
+    assert {m["member_id"]: m["member_assignment"] for m in preparing["members"]} == held, (
+        "members hold their assignment until the next one (Kafka 4.x describes it)"
+    )
+
+    h.join(b, client_id="c1", protocols=[("range", b"b again")])
+    waiting = h.sync(b, 2)
+    completing = described(h)
+    assert (completing["group_state"], completing["protocol_data"]) == ("CompletingRebalance", "")
+    assert [m["member_metadata"] for m in completing["members"]] == [b"", b""]
+
+    h.sync(a, 2, {a: b"A2", b: b"B2"})
+    assert h.answer(waiting)["assignment"] == b"B2"
+    again = described(h)
+    assert (again["group_state"], again["protocol_data"]) == ("Stable", "range")
+    assert [(m["member_metadata"], m["member_assignment"]) for m in again["members"]] == [
+        (b"a again", b"A2"), (b"b again", b"B2")]  # fmt: skip
