@@ -30,9 +30,11 @@ MEMBER_ID_REQUIRED with a generated id, held as a *pending member* for a session
 static members (`group.instance.id`) keep their place across restarts, a rejoin with a new
 member id replaces the old one (whose parked requests are answered FENCED_INSTANCE_ID) and,
 in a Stable group, is answered at once unless the protocol the group would select changes,
-and a request naming an instance id with another member id is FENCED_INSTANCE_ID. A member
-awaiting its join response is kept alive; otherwise a member that does not heartbeat within
-its session timeout is removed, which starts a rebalance.
+and a request naming an instance id with another member id is FENCED_INSTANCE_ID. A join
+that would grow the group beyond group.max.size is GROUP_MAX_SIZE_REACHED, counted as
+Kafka's `acceptJoiningMember` counts (`ClassicGroups._has_room_for`). A member awaiting its
+join response is kept alive; otherwise a member that does not heartbeat within its session
+timeout is removed, which starts a rebalance.
 
 Classic requests to a consumer group (online migration, migration.py) are handed over by
 `_migrated`: its classic members speak this protocol but live by the consumer group's rules.
@@ -327,6 +329,8 @@ class ClassicGroups:
             return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if existing is None and member_id:
             return fail(ErrorCode.UNKNOWN_MEMBER_ID)
+        if existing is not None and not self._has_room_for(existing, member_id):
+            return self._refuse_joining_member(existing, member_id, request, now_ms, out)
         if not body.protocol_type or not protocols:
             return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         group = existing or ClassicGroup(body.group_id, state_timestamp_ms=now_ms)
@@ -350,9 +354,6 @@ class ClassicGroups:
         self, group: ClassicGroup, candidate: ClassicMember, request: GroupRequest, now_ms: int, out: Outcome
     ) -> None:
         version = request.version
-        if len(group.members) + len(group.pending_members) >= self.settings.max_group_size:
-            out.reply(request.request_id, join_error(version, ErrorCode.GROUP_MAX_SIZE_REACHED))
-            return
         candidate.member_id = self.core.new_member_id(request.client_id)
         if candidate.group_instance_id is not None and candidate.group_instance_id in group.static_members:
             self._replace_static_member(group, candidate, request, now_ms, out)
@@ -367,6 +368,37 @@ class ClassicGroups:
             )
             return
         self._add_member_and_rebalance(group, candidate, request, now_ms, out)
+
+    def _has_room_for(self, group: ClassicGroup, member_id: str) -> bool:
+        """Kafka's `acceptJoiningMember`: whether group.max.size lets this join in.
+
+        An Empty group takes every join. While preparing a rebalance, a member already awaiting
+        its join answer is in; anyone else counts against the members awaiting theirs (not all
+        members: those that do not rejoin are about to be removed, and a lowered limit then
+        leaves out the last to rejoin). Otherwise members are in and newcomers count against
+        the members. Members still to rejoin after MEMBER_ID_REQUIRED do not count.
+        """
+        limit = self.settings.max_group_size
+        if group.state in (ClassicState.EMPTY, ClassicState.DEAD) or len(group.members) < limit:
+            return True  # nobody awaits a join answer without being a member
+        member = group.members.get(member_id)
+        if group.state == ClassicState.PREPARING_REBALANCE:
+            if member is not None and member.join is not None:
+                return True
+            return sum(1 for m in group.members.values() if m.join is not None) < limit
+        return member is not None
+
+    def _refuse_joining_member(
+        self, group: ClassicGroup, member_id: str, request: GroupRequest, now_ms: int, out: Outcome
+    ) -> None:
+        """GROUP_MAX_SIZE_REACHED, and the member (or pending member) named is out of the group."""
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            self.core.timers.cancel(pending_member_key(group.group_id, member_id))
+        else:
+            self.remove_member(group, member_id, out)
+        out.reply(request.request_id, join_error(request.version, ErrorCode.GROUP_MAX_SIZE_REACHED))
+        self._try_complete_join(group, now_ms, out)
 
     def _join_known_member(
         self, group: ClassicGroup, candidate: ClassicMember, request: GroupRequest, now_ms: int, out: Outcome

@@ -1,7 +1,7 @@
 """Classic-group rules real clients meet, over TCP against a coordinator process, as Apache
 Kafka 4.x has them: a static member restarted under production (confluent-kafka and
 kafka-python) gets its partitions back at the same generation while the others never stop;
-DescribeGroups by state."""
+DescribeGroups by state; and group.max.size counted as Kafka's `acceptJoiningMember`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from connect_rebalance.errors import ErrorCode
 from connect_rebalance.processes import CoordinatorProcess
 from tests.support.group_scenario import (
     ContinuousProducer,
@@ -236,3 +237,32 @@ def test_describe_groups_reports_protocol_and_metadata_only_for_a_stable_group(
     finally:
         admin.close()
         a.close()
+
+
+def test_group_max_size_counts_as_kafka_does(tmp_path: Path) -> None:
+    """group.max.size=2: an Empty group takes three joins (each given a member id); of the three
+    rejoining, the last is refused and dropped; the full group then takes its members' rejoins
+    and refuses a newcomer."""
+    coordinator = CoordinatorProcess(
+        tmp_path / "data", {"group.initial.rebalance.delay.ms": "300", "group.max.size": "2"}
+    ).start()
+    connection = RawConnection(coordinator.bootstrap)
+    try:
+        first = [connection.request(JOIN, 5, join_fields()) for _ in range(3)]
+        assert [f.error_code for f in first] == [ErrorCode.MEMBER_ID_REQUIRED] * 3, "Empty: all accepted"
+        parked = [HeldRequest(coordinator.bootstrap, JOIN, 5, join_fields(f.member_id)) for f in first[:2]]
+        wait_until(lambda: describe_group(connection).group_state != "Empty", 10, "the first join")
+        wait_until(lambda: len(describe_group(connection).members) == 2, 10, "the second join")
+        refused = connection.request(JOIN, 5, join_fields(first[2].member_id))
+        assert (refused.error_code, refused.member_id) == (ErrorCode.GROUP_MAX_SIZE_REACHED, "")
+        answers = [p.result() for p in parked]
+        assert [(a.error_code, a.generation_id) for a in answers] == [(0, 1), (0, 1)]
+        again = connection.request(JOIN, 5, join_fields(first[2].member_id))
+        assert again.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED, "refused, not pending any more"
+        rejoin = connection.request(JOIN, 5, join_fields(answers[1].member_id))
+        assert (rejoin.error_code, rejoin.generation_id) == (0, 1), "a member rejoins a full group"
+        newcomer = connection.request(JOIN, 5, join_fields())
+        assert newcomer.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
+    finally:
+        connection.close()
+        coordinator.kill()

@@ -1,7 +1,7 @@
 """Classic-group rules real clients meet, as Apache Kafka 4.x's GroupMetadataManager has them:
 a static member restarting into a Stable group (decided by the protocol the group would
-select, not by the metadata bytes, which the Java consumer changes on every restart) and
-DescribeGroups by state."""
+select, not by the metadata bytes, which the Java consumer changes on every restart),
+DescribeGroups by state, and the group.max.size check of `acceptJoiningMember`."""
 
 from __future__ import annotations
 
@@ -262,3 +262,64 @@ def test_describe_shows_protocol_and_metadata_only_while_stable() -> None:
     assert (again["group_state"], again["protocol_data"]) == ("Stable", "range")
     assert [(m["member_metadata"], m["member_assignment"]) for m in again["members"]] == [
         (b"a again", b"A2"), (b"b again", b"B2")]  # fmt: skip
+
+
+# -- group.max.size: Kafka's acceptJoiningMember ----------------------------------------------
+
+
+def test_an_empty_group_takes_every_join_and_the_last_to_rejoin_over_the_limit_is_refused() -> None:
+    """Kafka's testDynamicMembersJoinGroupWithMaxSizeAndRequiredKnownMember, with a limit of 3."""
+    h = harness(max_group_size=3)
+    first = [h.answer(h.join(client_id=f"m{i}")) for i in range(4)]
+    assert [a["error_code"] for a in first] == [ErrorCode.MEMBER_ID_REQUIRED] * 4, "Empty: all accepted"
+    ids = [a["member_id"] for a in first]
+    assert h.core.groups["g"].state == ClassicState.EMPTY and len(h.core.groups["g"].pending_members) == 4
+
+    second = [h.join(m, client_id=f"m{i}") for i, m in enumerate(ids)]
+    refused = h.answer(second[3])
+    assert refused["error_code"] == ErrorCode.GROUP_MAX_SIZE_REACHED and refused["member_id"] == ""
+    assert ids[3] not in h.core.groups["g"].pending_members, "refused: no longer pending"
+    h.advance(2 * DELAY_MS)  # the initial delay, extended once: then the generation forms
+    answers = [h.answer(r) for r in second[:3]]
+    assert {a["generation_id"] for a in answers} == {1} and len(h.core.groups["g"].members) == 3
+
+    third = [h.answer(h.join(m, client_id=f"m{i}")) for i, m in enumerate(ids)]
+    refused = (ErrorCode.GROUP_MAX_SIZE_REACHED, -1)
+    assert [(a["error_code"], a["generation_id"]) for a in third] == [(0, 1)] * 3 + [refused], (
+        "members rejoin a full group, others are refused"
+    )
+
+
+def test_members_still_to_rejoin_after_member_id_required_do_not_count() -> None:
+    """A Stable group of 1 with a limit of 2: two newcomers are both given a member id; while
+    preparing the rebalance the limit counts members awaiting their join answer, so the last
+    member to rejoin (here the old one) is the one left out."""
+    h = harness(max_group_size=2)
+    group = StaticGroup(h, ["a"])
+    group.rebalance({"a": java_protocols()})
+    old = group.member_ids["a"]
+    newcomers = [h.answer(h.join(client_id=f"n{i}")) for i in range(2)]
+    assert [a["error_code"] for a in newcomers] == [ErrorCode.MEMBER_ID_REQUIRED] * 2
+    joins = [h.join(a["member_id"], client_id=f"n{i}") for i, a in enumerate(newcomers)]
+    assert h.core.groups["g"].state == ClassicState.PREPARING_REBALANCE
+    left_out = h.answer(h.join(old, client_id="a", instance_id="a", protocols=java_protocols()))
+    assert left_out["error_code"] == ErrorCode.GROUP_MAX_SIZE_REACHED
+    answers = [h.answer(r) for r in joins]
+    assert [a["error_code"] for a in answers] == [0, 0] and answers[0]["generation_id"] == 2
+    assert set(h.core.groups["g"].members) == {a["member_id"] for a in newcomers}
+    assert "a" not in h.core.groups["g"].static_members
+
+
+def test_a_full_stable_group_takes_its_members_but_no_newcomer_nor_a_static_restart() -> None:
+    """Kafka counts a static member that restarts (no member id) as a newcomer."""
+    h = harness(max_group_size=2)
+    group = StaticGroup(h, ["a", "b"])
+    generation = group.rebalance(dict(group.protocols))
+    assert h.answer(h.join(client_id="n"))["error_code"] == ErrorCode.GROUP_MAX_SIZE_REACHED
+    restart = h.answer(h.join(client_id="a", instance_id="a", protocols=java_protocols()))
+    assert restart["error_code"] == ErrorCode.GROUP_MAX_SIZE_REACHED
+    follower = next(i for i in "ab" if i != group.leader())
+    again = h.answer(h.join(group.member_ids[follower], client_id=follower, instance_id=follower,
+                            protocols=group.protocols[follower]))  # fmt: skip
+    assert again["error_code"] == 0 and again["generation_id"] == generation, "a member is always in"
+    assert set(h.core.groups["g"].members) == set(group.member_ids.values())
