@@ -238,26 +238,11 @@ class GroupCoordinator:
                 "members": [],
                 "authorized_operations": None,  # not requested: encodes as INT32_MIN
             }
-        chosen = group.state in (ClassicState.STABLE, ClassicState.COMPLETING_REBALANCE)
-        members = [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "member_metadata": m.metadata(group.protocol_name) if chosen else b"",
-                "member_assignment": m.assignment if group.state == ClassicState.STABLE else b"",
-            }
-            for m in group.members.values()
-        ]
         return {
             "error_code": ErrorCode.NONE,
             "error_message": None,
             "group_id": group_id,
-            "group_state": group.state.value,
-            "protocol_type": group.protocol_type or "",
-            "protocol_data": (group.protocol_name or "") if chosen else "",
-            "members": members,
+            **group.described(),
             "authorized_operations": None,  # not requested: encodes as INT32_MIN
         }
 
