@@ -28,10 +28,13 @@ A group moves through Empty -> PreparingRebalance -> CompletingRebalance -> Stab
 Membership details real clients depend on: JoinGroup v4+ with an empty member id is answered
 MEMBER_ID_REQUIRED with a generated id, held as a *pending member* for a session timeout;
 static members (`group.instance.id`) keep their place across restarts, a rejoin with a new
-member id replaces the old one (whose parked requests are answered FENCED_INSTANCE_ID), and
-a request naming an instance id with another member id is FENCED_INSTANCE_ID. A member
-awaiting its join response is kept alive; otherwise a member that does not heartbeat within
-its session timeout is removed, which starts a rebalance.
+member id replaces the old one (whose parked requests are answered FENCED_INSTANCE_ID) and,
+in a Stable group, is answered at once unless the protocol the group would select changes,
+and a request naming an instance id with another member id is FENCED_INSTANCE_ID. A join
+that would grow the group beyond group.max.size is GROUP_MAX_SIZE_REACHED, counted as
+Kafka's `acceptJoiningMember` counts (`ClassicGroups._has_room_for`). A member awaiting its
+join response is kept alive; otherwise a member that does not heartbeat within its session
+timeout is removed, which starts a rebalance.
 
 Classic requests for a consumer or connect group never reach this module: the dispatcher
 hands them to that group's classic bridge (classic_bridge.py).
@@ -215,6 +218,29 @@ class ClassicGroup:
     def all_members_joined(self) -> bool:
         return not self.pending_members and all(m.join is not None for m in self.members.values())
 
+    def described(self) -> dict[str, object]:
+        """DescribeGroups' view, as Kafka 4.x gives it: the chosen protocol and each member's
+        metadata for it only while Stable (empty in every other state, CompletingRebalance
+        included: the generation's protocol and subscriptions are not settled until the leader
+        has assigned); each member's assignment as it holds it."""
+        stable = self.state == ClassicState.STABLE
+        return {
+            "group_state": self.state.value,
+            "protocol_type": self.protocol_type or "",
+            "protocol_data": (self.protocol_name or "") if stable else "",
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_metadata": m.metadata(self.protocol_name) if stable else b"",
+                    "member_assignment": m.assignment,
+                }
+                for m in self.members.values()
+            ],
+        }
+
     def snapshot(self) -> ClassicGroupSnapshot:
         return ClassicGroupSnapshot(
             self.protocol_type or "",
@@ -356,6 +382,8 @@ class ClassicGroups:
             self.ctx.journal.keep(existing)
         if existing is None and member_id:
             return fail(ErrorCode.UNKNOWN_MEMBER_ID)
+        if existing is not None and not self._has_room_for(existing, member_id):
+            return self._refuse_joining_member(existing, member_id, request, now_ms)
         if not body.protocol_type or not protocols:
             return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         group = existing or ClassicGroup(body.group_id, state_timestamp_ms=now_ms)
@@ -379,9 +407,6 @@ class ClassicGroups:
         self, group: ClassicGroup, candidate: ClassicMember, request: GroupRequest, now_ms: int
     ) -> None:
         version = request.version
-        if len(group.members) + len(group.pending_members) >= self.ctx.settings.max_group_size:
-            self.ctx.reply(request.request_id, join_error(version, ErrorCode.GROUP_MAX_SIZE_REACHED))
-            return
         candidate.member_id = self.ctx.new_member_id(request.client_id)
         if candidate.group_instance_id is not None and candidate.group_instance_id in group.static_members:
             self._replace_static_member(group, candidate, request, now_ms)
@@ -399,6 +424,37 @@ class ClassicGroups:
             )
             return
         self._add_member_and_rebalance(group, candidate, request, now_ms)
+
+    def _has_room_for(self, group: ClassicGroup, member_id: str) -> bool:
+        """Kafka's `acceptJoiningMember`: whether group.max.size lets this join in.
+
+        An Empty group takes every join. While preparing a rebalance, a member already awaiting
+        its join answer is in; anyone else counts against the members awaiting theirs (not all
+        members: those that do not rejoin are about to be removed, and a lowered limit then
+        leaves out the last to rejoin). Otherwise members are in and newcomers count against
+        the members. Members still to rejoin after MEMBER_ID_REQUIRED do not count.
+        """
+        limit = self.ctx.settings.max_group_size
+        if group.state in (ClassicState.EMPTY, ClassicState.DEAD) or len(group.members) < limit:
+            return True  # nobody awaits a join answer without being a member
+        member = group.members.get(member_id)
+        if group.state == ClassicState.PREPARING_REBALANCE:
+            if member is not None and member.join is not None:
+                return True
+            return sum(1 for m in group.members.values() if m.join is not None) < limit
+        return member is not None
+
+    def _refuse_joining_member(
+        self, group: ClassicGroup, member_id: str, request: GroupRequest, now_ms: int
+    ) -> None:
+        """GROUP_MAX_SIZE_REACHED, and the member (or pending member) named is out of the group."""
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            self.ctx.cancel(pending_member_key(group.group_id, member_id))
+        else:
+            self.remove_member(group, member_id)
+        self.ctx.reply(request.request_id, join_error(request.version, ErrorCode.GROUP_MAX_SIZE_REACHED))
+        self._try_complete_join(group, now_ms)
 
     def _join_known_member(
         self, group: ClassicGroup, candidate: ClassicMember, request: GroupRequest, now_ms: int
@@ -479,10 +535,21 @@ class ClassicGroups:
     def _replace_static_member(
         self, group: ClassicGroup, candidate: ClassicMember, request: GroupRequest, now_ms: int
     ) -> None:
-        """A static member rejoined with a fresh member id: it takes the old member's place."""
+        """A static member rejoined with a fresh member id: it takes the old member's place.
+
+        As in Kafka's GroupMetadataManager, the new member keeps the old one's assignment and
+        brings its own protocols (metadata bytes included) and timeouts. In a Stable group
+        the join is answered at once, at the same generation, unless the protocol the group
+        would now select differs from the one it runs: the bytes are not compared, because
+        clients put changing data in them (the Java consumer's generation and owned
+        partitions, the cooperative-sticky assignor's user data). The member then gets its old
+        assignment through SyncGroup and nobody else notices. In any other state the member
+        takes part in the rebalance (one starts if the group was completing one, since the
+        leader may be assigning to the old member id).
+        """
         assert candidate.group_instance_id is not None
         old_id = group.static_members[candidate.group_instance_id]
-        old = group.members.pop(old_id)
+        old = group.members[old_id]
         self.ctx.cancel(session_key(group.group_id, old_id))
         for parked in (old.join, old.sync):
             if parked is not None:
@@ -494,16 +561,20 @@ class ClassicGroups:
                 self.ctx.reply(parked.request_id, fields)
         leader_before = group.leader_id
         candidate.assignment = old.assignment
-        group.members[candidate.member_id] = candidate
+        # In the old member's place: the order breaks ties in the protocol vote.
+        group.members = {
+            (candidate.member_id if member_id == old_id else member_id): (
+                candidate if member_id == old_id else member
+            )
+            for member_id, member in group.members.items()
+        }
         group.static_members[candidate.group_instance_id] = candidate.member_id
         if group.leader_id == old_id:
             group.leader_id = candidate.member_id
         if old_id in group.pending_sync:
             group.pending_sync.discard(old_id)
             group.pending_sync.add(candidate.member_id)
-        unchanged = old.protocols == candidate.protocols
-        if group.state == ClassicState.STABLE and unchanged:
-            # Same subscription: no rebalance; it gets its old assignment through SyncGroup.
+        if group.state == ClassicState.STABLE and group.select_protocol() == group.protocol_name:
             self.refresh_session(group, candidate, now_ms)
             answer = self._join_response(group, candidate, request.version, static_rejoin=True)
             if request.version < 9:
@@ -846,38 +917,18 @@ class ClassicGroups:
 
     def describe(self, group_id: str, version: int) -> dict[str, Any]:
         group = self.ctx.groups.get(group_id)
-        if not isinstance(group, ClassicGroup) or group.state == ClassicState.DEAD:
-            missing = f"group {group_id!r} is not a classic group" if group is not None else (
-                f"group {group_id!r} does not exist")  # fmt: skip
-            return {
-                "error_code": ErrorCode.GROUP_ID_NOT_FOUND if version >= 6 else ErrorCode.NONE,
-                "error_message": missing if version >= 6 else None,
-                "group_id": group_id, "group_state": ClassicState.DEAD.value, "protocol_type": "",
-                "protocol_data": "", "members": [],
-                "authorized_operations": None,  # not requested: encodes as INT32_MIN
-            }  # fmt: skip
-        chosen = group.state in (ClassicState.STABLE, ClassicState.COMPLETING_REBALANCE)
-        members = [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "member_metadata": m.metadata(group.protocol_name) if chosen else b"",
-                "member_assignment": m.assignment if group.state == ClassicState.STABLE else b"",
-            }
-            for m in group.members.values()
-        ]
+        if isinstance(group, ClassicGroup) and group.state != ClassicState.DEAD:
+            return {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
+                    **group.described(), "authorized_operations": None}  # fmt: skip
+        missing = f"group {group_id!r} is not a classic group" if group is not None else (
+            f"group {group_id!r} does not exist")  # fmt: skip
         return {
-            "error_code": ErrorCode.NONE,
-            "error_message": None,
-            "group_id": group_id,
-            "group_state": group.state.value,
-            "protocol_type": group.protocol_type or "",
-            "protocol_data": (group.protocol_name or "") if chosen else "",
-            "members": members,
+            "error_code": ErrorCode.GROUP_ID_NOT_FOUND if version >= 6 else ErrorCode.NONE,
+            "error_message": missing if version >= 6 else None,
+            "group_id": group_id, "group_state": ClassicState.DEAD.value, "protocol_type": "",
+            "protocol_data": "", "members": [],
             "authorized_operations": None,  # not requested: encodes as INT32_MIN
-        }
+        }  # fmt: skip
 
 
 def leave_identities(body: Any, version: int) -> list[tuple[str, str | None]]:

@@ -201,7 +201,9 @@ class ConsumerGroups(ModernGroups[Item]):
                 return Member(member_id, self.empty_profile()), True
             if holder.member_id == member_id:
                 return holder, False
-            if holder.assignment.member_epoch != TEMPORARY_LEAVE_EPOCH:
+            # A classic static member never leaves temporarily: a restart into the consumer
+            # protocol (a rolling upgrade) replaces it, as in Kafka.
+            if holder.assignment.member_epoch != TEMPORARY_LEAVE_EPOCH and holder.classic is None:
                 raise KafkaApiError(
                     ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Static member {instance_id} has not released its place.",
