@@ -28,8 +28,9 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 
 from .broker import Broker
 from .group_record_codec import decode_record, encode_record
-from .groups import GroupCoordinator, GroupRequest, Outcome
+from .groups.coordinator import GroupCoordinator
 from .groups.records import GroupMetadataRecord, Record
+from .groups.requests import GroupRequest, Outcome
 from .storage import batches
 from .storage.partition_log import PartitionLog, now_ms
 

@@ -8,8 +8,10 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol import codec
-from coordinator.groups import GroupCoordinator, GroupRequest, GroupSettings, Outcome
+from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.records import Record
+from coordinator.groups.requests import GroupRequest, Outcome
+from coordinator.groups.settings import GroupSettings
 
 JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH = 11, 14, 12, 13, 8, 9
 LIST, DESCRIBE, DELETE, OFFSET_DELETE = 16, 15, 42, 47

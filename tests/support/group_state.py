@@ -8,7 +8,7 @@ from typing import Any
 
 from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.group_record_codec import decode_record, encode_record
-from coordinator.groups import GroupCoordinator
+from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.modern.group import ModernGroup
 from tests.support.group_harness import GroupHarness
 

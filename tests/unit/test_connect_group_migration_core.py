@@ -21,10 +21,11 @@ from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.connect_group import InstalledMember, install_fields
 from connect_rebalance.work import work_of
 from coordinator.group_record_codec import decode_record, encode_record
-from coordinator.groups import GroupCoordinator, GroupSettings
 from coordinator.groups.classic import ClassicGroup, ClassicState
 from coordinator.groups.connect import ConnectGroup
+from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.records import GroupMetadataRecord
+from coordinator.groups.settings import GroupSettings
 from tests.support.connect_driver import ConnectDriver, notation, work
 from tests.support.group_harness import HEARTBEAT, LEAVE, LIST, GroupHarness
 

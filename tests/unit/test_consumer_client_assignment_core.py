@@ -305,7 +305,8 @@ def test_an_installed_target_is_reconciled_revoke_before_assign() -> None:
 
 def test_after_a_restart_the_group_asks_a_member_to_compute_again() -> None:
     from coordinator.group_record_codec import decode_record, encode_record
-    from coordinator.groups import GroupCoordinator, GroupSettings
+    from coordinator.groups.coordinator import GroupCoordinator
+    from coordinator.groups.settings import GroupSettings
 
     g = ClientGroup()
     g.alone("A")
@@ -357,7 +358,8 @@ def test_the_tagged_fields_leave_kafkas_heartbeat_bytes_unchanged_for_real_clien
 
 def test_members_receive_the_metadata_and_error_their_assignor_computed_and_they_survive_replay() -> None:
     from coordinator.group_record_codec import decode_record, encode_record
-    from coordinator.groups import GroupCoordinator, GroupSettings
+    from coordinator.groups.coordinator import GroupCoordinator
+    from coordinator.groups.settings import GroupSettings
 
     g = ClientGroup()
     g.alone("A")

@@ -159,7 +159,8 @@ def consumer_state(core) -> dict:  # type: ignore[no-untyped-def]
 
 def assert_replay_rebuilds(h: GroupHarness) -> None:
     from coordinator.group_record_codec import decode_record, encode_record
-    from coordinator.groups import GroupCoordinator, GroupSettings
+    from coordinator.groups.coordinator import GroupCoordinator
+    from coordinator.groups.settings import GroupSettings
 
     replayed = GroupCoordinator(GroupSettings(), h.topics.get, topics_view=h.metadata)
     for record in h.records:

@@ -11,10 +11,11 @@ from connect_rebalance.consumer_protocol import decode_assignment, encode_assign
 from connect_rebalance.errors import ErrorCode
 from coordinator.config import ConfigError, CoordinatorConfig
 from coordinator.group_record_codec import decode_record, encode_record
-from coordinator.groups import GroupCoordinator, GroupSettings
 from coordinator.groups.classic import ClassicGroup, ClassicState
 from coordinator.groups.consumer import ConsumerGroup
+from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.records import GroupMetadataRecord
+from coordinator.groups.settings import GroupSettings
 from tests.support.group_harness import LEAVE, LIST, GroupHarness
 
 pytestmark = pytest.mark.unit

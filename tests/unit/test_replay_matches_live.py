@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from connect_rebalance.consumer_protocol import encode_assignment, encode_subscription
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.api_keys import ApiKey
-from coordinator.groups import GroupSettings
+from coordinator.groups.settings import GroupSettings
 from tests.support.connect_driver import ConnectDriver
 from tests.support.group_harness import GroupHarness
 from tests.support.group_state import persisted, replayed
