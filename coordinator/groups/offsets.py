@@ -35,7 +35,14 @@ class Offsets:
         self.committed: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
 
     def replay(self, record: OffsetCommitRecord) -> None:
+        """Apply a commit or its deletion. A commit for a group that does not exist (a simple
+        commit) creates an empty classic group, live and at start-up alike, as Kafka does."""
         journal = self.ctx.journal
+        if record.value is not None and record.group_id not in self.ctx.groups:
+            since = record.value.commit_timestamp_ms
+            journal.set_item(
+                self.ctx.groups, record.group_id, ClassicGroup(record.group_id, state_timestamp_ms=since)
+            )
         offsets = self.committed.get(record.group_id)
         if offsets is None:
             if record.value is None:
@@ -94,8 +101,6 @@ class Offsets:
                 if error is None and len(metadata.encode()) > self.ctx.settings.offset_metadata_max_bytes:
                     error = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 if error is None:
-                    if body.group_id not in self.ctx.groups:  # a simple commit creates its group
-                        self.ctx.add_group(ClassicGroup(body.group_id, state_timestamp_ms=now_ms))
                     commit_ts = (
                         part.commit_timestamp if version == 1 and part.commit_timestamp >= 0 else now_ms
                     )

@@ -47,8 +47,11 @@ class Actors:
             h.consumer_heartbeat(name, -1, group_id=GROUP)
             self._forget(name)
             return
-        if op == "commit" and epoch is not None:
-            self._commit(name, epoch, 9)
+        if op == "commit":
+            if epoch is None:  # a simple commit, as an admin or a standalone consumer makes
+                self._commit("", -1, 9, group_id=f"standalone-{name}")
+            else:
+                self._commit(name, epoch, 9)
             return
         if epoch is None:
             answer = h.consumer_heartbeat(name, 0, topics=["orders"], owned={}, rebalance_timeout_ms=20000,
@@ -69,9 +72,9 @@ class Actors:
         self.epochs.pop(name, None)
         self.owned.pop(name, None)
 
-    def _commit(self, member_id: str, generation: int, version: int) -> None:
+    def _commit(self, member_id: str, generation: int, version: int, group_id: str = GROUP) -> None:
         self.h.call(
-            ApiKey.OFFSET_COMMIT, version, group_id=GROUP, generation_id_or_member_epoch=generation,
+            ApiKey.OFFSET_COMMIT, version, group_id=group_id, generation_id_or_member_epoch=generation,
             member_id=member_id, group_instance_id=None, topics=[{"name": "orders", "partitions": [
                 {"partition_index": 0, "committed_offset": generation, "committed_leader_epoch": -1,
                  "committed_metadata": ""}]}],
