@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, MutableMapping
 from typing import Any, Protocol
 
+from .group_type import Group
 from .requests import Outcome
 from .settings import GroupSettings
 from .timers import Operation, Timers
@@ -120,7 +121,7 @@ class GroupContext:
         self.partitions_of = partitions_of
         self.new_member_id = new_member_id
         self.topics = topics
-        self.groups: dict[str, Any] = {}
+        self.groups: dict[str, Group] = {}
         self.timers = Timers()
         self._replay = replay
         self._loading = Outcome(journal=Journal(recording=False))  # start-up replay keeps nothing
