@@ -20,7 +20,7 @@ API_VERSIONS, METADATA, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 18, 3, 32, 60
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 ENDPOINT_BROKER = 1
 NO_AUTHORIZED_OPERATIONS = -(2**31)
-_SOFTWARE_FIELD = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+_SOFTWARE_FIELD = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def advertised_api_versions() -> list[dict[str, int]]:
@@ -34,8 +34,8 @@ def advertised_api_versions() -> list[dict[str, int]]:
 async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     error = ErrorCode.NONE
     if ctx.version >= 3 and not (
-        _SOFTWARE_FIELD.match(request.client_software_name or "")
-        and _SOFTWARE_FIELD.match(request.client_software_version or "")
+        _SOFTWARE_FIELD.fullmatch(request.client_software_name or "")
+        and _SOFTWARE_FIELD.fullmatch(request.client_software_version or "")
     ):
         error = ErrorCode.INVALID_REQUEST
     return {"error_code": error, "api_keys": advertised_api_versions(), "throttle_time_ms": 0}
