@@ -11,6 +11,7 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
+from ..security.settings import secret_setting
 from ..storage.partition_log import LEADER_EPOCH
 from ..storage.topic_store import Topic
 from ..topic_configs import STATIC_BROKER_CONFIG, STRING, TOPIC_CONFIGS, effective_configs
@@ -69,7 +70,7 @@ def _topic_metadata(ctx: RequestContext, topic: Topic) -> dict[str, Any]:
 @handles(METADATA, 0, 13)
 async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
-    host, port = broker.advertised_address
+    host, port = ctx.advertised_address
     wanted = request.topics
     if wanted is None or (ctx.version == 0 and not wanted):
         topics = [_topic_metadata(ctx, t) for t in broker.topics.topics.values()]
@@ -102,7 +103,7 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
 @handles(DESCRIBE_CLUSTER, 0, 2)
 async def describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
-    host, port = broker.advertised_address
+    host, port = ctx.advertised_address
     response: dict[str, Any] = {
         "throttle_time_ms": 0,
         "error_code": 0,
@@ -124,7 +125,7 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 def _config_entry(
     name: str,
-    value: str,
+    value: str | None,
     source: int,
     config_type: int,
     read_only: bool,
@@ -138,7 +139,7 @@ def _config_entry(
         "read_only": read_only,
         "config_source": source,
         "is_default": source == 5,
-        "is_sensitive": False,
+        "is_sensitive": secret_setting(name),
         "synonyms": [{"name": name, "value": value, "source": source}] if request.include_synonyms else [],
         "config_type": config_type,
         "documentation": doc if version >= 3 and request.include_documentation else None,
