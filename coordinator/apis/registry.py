@@ -16,6 +16,7 @@ from connect_rebalance.protocol import codec
 from connect_rebalance.protocol.codec import RequestHeader
 
 from ..broker import Broker
+from ..security.acls import AclOperation, ResourceType
 from ..security.session import Session
 from ..security.tls import ANONYMOUS
 
@@ -35,6 +36,20 @@ class RequestContext:
     @property
     def principal(self) -> str:
         return self.session.principal if self.session is not None else ANONYMOUS
+
+    def authorized(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        """Whether this connection's principal may do `operation` on the resource; always
+        true without an authorizer (authorizer.class.name unset)."""
+        authorizer = self.broker.authorizer
+        return authorizer is None or authorizer.authorize(
+            self.principal, self.client_host, operation, resource_type, name
+        )
+
+    def authorized_any(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        authorizer = self.broker.authorizer
+        return authorizer is None or authorizer.authorize_any(
+            self.principal, self.client_host, operation, resource_type
+        )
 
     @property
     def advertised_address(self) -> tuple[str, int]:

@@ -110,8 +110,6 @@ def check_security(config: CoordinatorConfig) -> None:
         if listener.protocol.uses_tls:
             check_tls_settings(tls_settings(config, listener.name), where)
         if listener.protocol.uses_sasl:
-            raise ValueError(f"{where}: SASL listeners are not offered yet")
-        if listener.protocol.uses_sasl:
             mechanisms = sasl_mechanisms(config, listener.name)
             unknown = [m for m in mechanisms if m not in SASL_MECHANISMS]
             if not mechanisms or unknown:
@@ -123,6 +121,8 @@ def check_security(config: CoordinatorConfig) -> None:
     if config.admin_uses_tls:
         check_tls_settings(tls_settings(config, None), "the admin port (admin.listeners)")
     authorizer = config.authorizer_class_name.strip()
+    if authorizer == STANDARD_AUTHORIZER:
+        raise ValueError("authorizer.class.name: ACLs are not enforced yet")
     if authorizer and authorizer != STANDARD_AUTHORIZER:
         raise ValueError(
             f"authorizer.class.name {authorizer!r} is not offered; use {STANDARD_AUTHORIZER} "
