@@ -121,8 +121,6 @@ def check_security(config: CoordinatorConfig) -> None:
     if config.admin_uses_tls:
         check_tls_settings(tls_settings(config, None), "the admin port (admin.listeners)")
     authorizer = config.authorizer_class_name.strip()
-    if authorizer == STANDARD_AUTHORIZER:
-        raise ValueError("authorizer.class.name: ACLs are not enforced yet")
     if authorizer and authorizer != STANDARD_AUTHORIZER:
         raise ValueError(
             f"authorizer.class.name {authorizer!r} is not offered; use {STANDARD_AUTHORIZER} "
