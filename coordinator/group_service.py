@@ -22,8 +22,6 @@ import struct
 import uuid
 from typing import Any
 
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
-
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
 from .broker import Broker
@@ -31,8 +29,8 @@ from .group_record_codec import decode_record, encode_record
 from .groups.coordinator import GroupCoordinator
 from .groups.records import GroupMetadataRecord, Record
 from .groups.requests import GroupRequest, Outcome
-from .storage import batches
 from .storage.partition_log import PartitionLog, now_ms
+from .storage.record_log import append_records, read_records
 
 log = logging.getLogger(__name__)
 
@@ -136,20 +134,8 @@ class GroupService:
 
     def _read_records(self):  # type: ignore[no-untyped-def]
         assert self._log is not None
-        offset = self._log.log_start_offset
-        while offset < self._log.log_end_offset:
-            data = self._log.read(offset, 4 * 1024 * 1024)
-            position = 0
-            while position < len(data):
-                header = batches.read_header(data, position)
-                batch = DefaultRecordBatch(bytearray(data[position : position + header.size]))
-                for record in batch:
-                    if record.offset >= offset:
-                        yield decode_record(
-                            bytes(record.key), None if record.value is None else bytes(record.value)
-                        )
-                position += header.size
-                offset = header.next_offset
+        for key, value in read_records(self._log):
+            yield decode_record(key, value)
 
     # -- requests -------------------------------------------------------------------------
 
@@ -187,14 +173,9 @@ class GroupService:
         return None if pending is None else pending[1:]
 
     def _persist(self, records: list[Record]) -> None:
-        """All of an outcome's records in one batch: recovery keeps a batch whole or drops it."""
+        """All of an outcome's records in one batch: in the log together or not at all."""
         assert self._log is not None
-        timestamp = now_ms()
-        builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 31)
-        for count, record in enumerate(records):
-            key, value = encode_record(record)
-            builder.append(count, timestamp, key, value, [])
-        self._log.append(batches.split_batches(builder.build()), timestamp)
+        append_records(self._log, [encode_record(record) for record in records], now_ms())
 
     def _log_changes(self, records: list[Record]) -> None:
         for record in records:
