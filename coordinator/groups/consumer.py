@@ -78,10 +78,28 @@ class PreparedGroup:
     partitions: dict[str, int]  # topic id -> partition count
 
 
+@dataclass(frozen=True)
+class ComputeTarget:
+    """An effect the core asks the IO shell for: run a server-side assignor on another thread
+    and hand the result back (`GroupCoordinator.target_computed`). Its inputs are plain values,
+    taken when it was asked for."""
+
+    group_id: str
+    epoch: int
+    assignor: str
+    members: dict[str, AssignmentMember]
+    partitions: dict[str, int]
+
+    def run(self) -> dict[str, frozenset[Item]]:
+        return dict(ASSIGNORS[self.assignor].assign(self.members, self.partitions))
+
+
 @dataclass
 class ConsumerGroup(ModernGroup[Item]):
     subscribed_metadata: tuple[tuple[str, int], ...] = ()  # (topic id, partitions) the last epoch saw
     subscribed_names: frozenset[str] = frozenset()  # the topic names behind them
+    computing: int | None = None  # the epoch an offloaded server-side computation is under way for
+    metadata_seen: tuple[int, int] | None = None  # (topics version, profiles version) last looked at
     prepared: PreparedGroup | None = None
 
     type_name: ClassVar[str] = "consumer"
@@ -304,7 +322,13 @@ class ConsumerGroups(ModernGroups[Item]):
         return frozenset(i for i in ids if i is not None)
 
     def metadata_changed(self, group: Any) -> bool:
-        """Subscribed topics created, deleted or grown since the last epoch."""
+        """Subscribed topics created, deleted or grown since the last epoch. Looked at again only
+        when the cluster's topics or the members' subscriptions changed since the last look, so
+        a settled group's heartbeat does not walk its members."""
+        seen = (self.topics.version, group.profiles_version)
+        if seen == group.metadata_seen:
+            return False
+        self.ctx.journal.set_attr(group, "metadata_seen", seen)
         names = frozenset(n for m in group.members.values() for n in self.subscribed_names(m.profile))
         ids = sorted(i for i in map(self.topics.topic_id, names) if i is not None)
         current = tuple((i, self.topics.partition_count(i) or 0) for i in ids)
@@ -334,12 +358,22 @@ class ConsumerGroups(ModernGroups[Item]):
         return {m.member_id: m.profile.client_assignors for m in members}
 
     def target_due(self, group: Any, now_ms: int) -> None:
-        if self.computing_pool(group) is None:
-            self._compute_target(group)
-        else:
+        if self.computing_pool(group) is not None:
             self.choose_computer(group, now_ms)
+        elif not self.ctx.settings.consumer_assignor_offload:
+            computation = self._computation(group)
+            self._write_computed(group, computation.assignor, computation.run())
+        elif group.computing is None:  # one at a time: a stale result is discarded and rerun
+            key = self.key("assign", group.group_id, "")
+            interval = self.ctx.settings.consumer_assignment_interval_ms
+            if interval == 0:
+                self._start_computation(group)
+            elif self.ctx.timers.deadline(key) is None:
+                group_id = group.group_id
+                self.ctx.schedule(key, now_ms + interval, lambda now: self._start_computation_of(group_id))
 
-    def _compute_target(self, group: Any) -> None:
+    def _computation(self, group: Any) -> ComputeTarget:
+        """What the server-side assignor needs, as plain values (it may run on another thread)."""
         if group.compute.member_id is not None:  # the group left client-side assignment
             self.ctx.cancel(self.key("compute", group.group_id, group.compute.member_id))
             self.ctx.journal.keep(group.compute)
@@ -358,11 +392,36 @@ class ConsumerGroups(ModernGroups[Item]):
             )
             for m in group.members.values()
         }
-        assigned = ASSIGNORS[name].assign(specs, dict(group.subscribed_metadata))
-        target = {
-            member_id: TargetMember(assigned.get(member_id, frozenset())) for member_id in group.members
-        }
-        self.write_target(group, group.group_epoch, target, name, 0)
+        return ComputeTarget(group.group_id, group.group_epoch, name, specs, dict(group.subscribed_metadata))
+
+    def _start_computation_of(self, group_id: str) -> None:
+        """The assignment interval is over: compute if a target is still due server-side."""
+        group = self._live(group_id)
+        due = group is not None and group.computing is None and group.group_epoch > group.assignment_epoch
+        if due and self.computing_pool(group) is None:
+            self._start_computation(group)
+
+    def _start_computation(self, group: Any) -> None:
+        computation = self._computation(group)
+        self.ctx.journal.set_attr(group, "computing", computation.epoch)
+        self.ctx.effect(computation)
+
+    def target_computed(self, computation: ComputeTarget, assigned: Any, now_ms: int) -> None:
+        """An offloaded computation's result (None if it failed). Written only if the group is
+        still at the epoch it was computed for; otherwise discarded and computed again."""
+        group = self._live(computation.group_id)
+        if group is None or group.computing != computation.epoch:
+            return  # deleted, converted, or not the round under way
+        self.ctx.journal.set_attr(group, "computing", None)
+        fresh = group.group_epoch == computation.epoch and self.computing_pool(group) is None
+        if assigned is not None and fresh:
+            self._write_computed(group, computation.assignor, assigned)
+        elif group.group_epoch > group.assignment_epoch:
+            self.target_due(group, now_ms)
+
+    def _write_computed(self, group: Any, assignor: str, assigned: Any) -> None:
+        target = {m: TargetMember(assigned.get(m, frozenset())) for m in group.members}
+        self.write_target(group, group.group_epoch, target, assignor, 0)
 
     def write_target(
         self,

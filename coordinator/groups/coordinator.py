@@ -3,6 +3,8 @@
     handle(request, now_ms) -> Outcome     answers (maybe for other, parked requests) + records
     on_timer(now_ms)        -> Outcome     what deadlines up to now_ms caused
     write_failed(outcome, ...)             its records could not be written: take it all back
+    target_computed(effect, result, now)   -> Outcome  an effect's result (a target computed
+                                           off the event loop) comes back
     next_deadline()         -> int | None  when on_timer should next be called
     replay(record)                         rebuild persistent state from the log
     load_complete(now_ms)                  after replay: restart the clocks of loaded members
@@ -133,6 +135,17 @@ class GroupCoordinator:
         self.metrics.observe_groups(self.groups, touched - {""}, now_ms)
         return outcome
 
+    def target_computed(self, computation: Any, assigned: Any, now_ms: int) -> Outcome:
+        """The result of an effect the core asked for (a server-side target), or None if it failed."""
+        outcome = self.ctx.begin()
+        try:
+            if self.consumer is not None:
+                self.consumer.target_computed(computation, assigned, now_ms)
+        finally:
+            self.ctx.end()
+        self.metrics.observe_groups(self.groups, {computation.group_id}, now_ms)
+        return outcome
+
     def write_failed(
         self,
         outcome: Outcome,
@@ -148,7 +161,7 @@ class GroupCoordinator:
         outcome.journal.undo()
         touched = {getattr(record, "group_id", "") for record in outcome.records}
         self.metrics.observe_groups(self.groups, touched, now_ms)
-        outcome.records = []
+        outcome.records, outcome.effects = [], []
         for request_id, fields in list(outcome.replies.items()):
             api = api_of(request_id)
             if api is not None:
