@@ -143,6 +143,7 @@ class GroupCoordinator:
                 self.consumer.target_computed(computation, assigned, now_ms)
         finally:
             self.ctx.end()
+        self.metrics.target_computed(computation.group_id)
         self.metrics.observe_groups(self.groups, {computation.group_id}, now_ms)
         return outcome
 

@@ -8,6 +8,8 @@ each request or timer that concerns it, on its virtual clock:
 - *reconcile time* runs from the first new epoch while the group was settled until it is
   settled again: every member at the target's epoch with nothing pending (Stable), or, for a
   classic group, Stable after its SyncGroup round;
+- *target computations* counts server-side targets computed off the event loop whose result
+  came back to the core, used or discarded because the group had moved on;
 - *moved* counts items (partitions; connectors and tasks) whose owner at one settled point
   differs from their owner at the previous one. Classic groups count moves when their
   assignments are in ConsumerProtocol bytes; other classic protocols are opaque here.
@@ -34,6 +36,7 @@ class GroupFigures:
     reconciles: int = 0
     reconcile_ms_total: int = 0
     last_reconcile_ms: int = 0
+    target_computations: int = 0
     started_ms: int | None = None  # when the rebalance under way began
     # Each item's last owner seen at a settled point. An item nobody holds now (a lost worker's
     # work waiting out the scheduled delay, a partition between a cooperative revoke and its
@@ -56,6 +59,11 @@ class GroupMetrics:
     def observe_groups(self, groups: dict[str, Any], group_ids: Any, now_ms: int) -> None:
         for group_id in sorted(group_ids):
             self.observe(group_id, groups.get(group_id), now_ms)
+
+    def target_computed(self, group_id: str) -> None:
+        figures = self.groups.get(group_id)
+        if figures is not None:
+            figures.target_computations += 1
 
     def forget(self, group_id: str) -> None:
         self.groups.pop(group_id, None)
