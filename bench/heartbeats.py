@@ -81,14 +81,11 @@ CONSUMER_GROUP, CONNECT_GROUP, BIG_GROUP, PROBE_GROUP = "bench-hb", "bench-conne
 ERROR_AT = {API_VERSIONS: 4, CONSUMER_GROUP_HEARTBEAT: 9, CONNECT_GROUP_HEARTBEAT: 9}
 
 
-def frame(api_key: int, version: int, fields: dict[str, Any], correlation: int = 1) -> bytes:
+def frame(api_key: int, version: int, fields: dict[str, Any], client_id: str = "bench") -> bytes:
+    """A request frame, encoded once. A member's frames carry the client id it joined with (a
+    changed client id is a changed member profile, which the coordinator records)."""
     body = codec.build_request(api_key, version, fields)
-    return codec.encode_request_frame(RequestHeader(api_key, version, correlation, "bench"), body)
-
-
-def consumer_heartbeat(group: str, member_id: str, epoch: int) -> dict[str, Any]:
-    """A settled member's heartbeat: every optional field null ("unchanged")."""
-    return heartbeat_fields(group, member_id, epoch)
+    return codec.encode_request_frame(RequestHeader(api_key, version, 1, client_id), body)
 
 
 # -- the load generator --------------------------------------------------------------------
@@ -282,9 +279,20 @@ class ConsumerFleet:
         self.tasks: list[asyncio.Task[None]] = []
         self.stop = asyncio.Event()
 
+    def client_id(self, index: int) -> str:
+        """The client id member `index` speaks with (that of its connection)."""
+        return f"{self.group}-{index % self.connections}"
+
+    def heartbeat_frames(self) -> list[bytes]:
+        """Each member's settled heartbeat at its current epoch, as it would send it."""
+        return [
+            frame(CONSUMER_GROUP_HEARTBEAT, 1, heartbeat_fields(self.group, m.member_id, m.epoch), self.client_id(i))
+            for i, m in enumerate(self.members)
+        ]
+
     async def start(self, cap_ms: float = 1000) -> None:
         for i in range(self.connections):
-            self.clients.append(await ProtocolClient.connect(self.bootstrap, f"member-{i}"))
+            self.clients.append(await ProtocolClient.connect(self.bootstrap, self.client_id(i)))
         for i, member in enumerate(self.members):
             api = ConsumerGroupApi(self.clients[i % self.connections])
             self.tasks.append(asyncio.create_task(reconcile(api, self.group, member, self.stop, cap_ms)))
@@ -365,10 +373,7 @@ async def stable_consumer_group(bootstrap: str, pid: int, members: int, seconds:
         await fleet.start()
         formed = await fleet.wait_stable(admin, timeout=600)
         await fleet.halt()
-        frames = [
-            frame(CONSUMER_GROUP_HEARTBEAT, 1, consumer_heartbeat(CONSUMER_GROUP, m.member_id, m.epoch))
-            for m in fleet.members
-        ]
+        frames = fleet.heartbeat_frames()
         result = await load(bootstrap, frames, CONSUMER_GROUP_HEARTBEAT, pid, seconds=seconds)
         result["still_stable"] = await group_state(admin, CONSUMER_GROUP) == "Stable"
         result["members"], result["partitions"], result["formed_s"] = members, sum(topics.values()), round(formed, 1)
@@ -391,7 +396,7 @@ async def stable_connect_group(bootstrap: str, pid: int, workers: int, seconds: 
         epochs = {name: worker.epoch for name, (worker, _) in cluster.workers.items()}
         await cluster.close()
         frames = [
-            frame(CONNECT_GROUP_HEARTBEAT, 0, connect_heartbeat(CONNECT_GROUP, name, epoch))
+            frame(CONNECT_GROUP_HEARTBEAT, 0, connect_heartbeat(CONNECT_GROUP, name, epoch), name)
             for name, epoch in epochs.items()
         ]
         result = await load(bootstrap, frames, CONNECT_GROUP_HEARTBEAT, pid, seconds=seconds)
@@ -471,10 +476,7 @@ async def _forming(
         await probe.start()
         await probe.wait_stable(admin, timeout=60)
         await probe.halt()
-        frames = [
-            frame(CONSUMER_GROUP_HEARTBEAT, 1, consumer_heartbeat(PROBE_GROUP, m.member_id, m.epoch))
-            for m in probe.members
-        ]
+        frames = probe.heartbeat_frames()
         process = context.Process(target=probe_process, args=(bootstrap, frames, 0.1, stop, results))
         process.start()
         await asyncio.sleep(seconds_before)
