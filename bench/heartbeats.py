@@ -47,8 +47,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -195,7 +194,12 @@ async def load(
         pipe.start()
     await asyncio.sleep(warmup)
     run.recording = True
-    answered, wall, own, theirs = run.answered, time.perf_counter(), time.process_time(), cpu_seconds(coordinator_pid)
+    answered, wall, own, theirs = (
+        run.answered,
+        time.perf_counter(),
+        time.process_time(),
+        cpu_seconds(coordinator_pid),
+    )
     await asyncio.sleep(seconds)
     run.recording = False
     answered = run.answered - answered
@@ -286,7 +290,12 @@ class ConsumerFleet:
     def heartbeat_frames(self) -> list[bytes]:
         """Each member's settled heartbeat at its current epoch, as it would send it."""
         return [
-            frame(CONSUMER_GROUP_HEARTBEAT, 1, heartbeat_fields(self.group, m.member_id, m.epoch), self.client_id(i))
+            frame(
+                CONSUMER_GROUP_HEARTBEAT,
+                1,
+                heartbeat_fields(self.group, m.member_id, m.epoch),
+                self.client_id(i),
+            )
             for i, m in enumerate(self.members)
         ]
 
@@ -376,7 +385,11 @@ async def stable_consumer_group(bootstrap: str, pid: int, members: int, seconds:
         frames = fleet.heartbeat_frames()
         result = await load(bootstrap, frames, CONSUMER_GROUP_HEARTBEAT, pid, seconds=seconds)
         result["still_stable"] = await group_state(admin, CONSUMER_GROUP) == "Stable"
-        result["members"], result["partitions"], result["formed_s"] = members, sum(topics.values()), round(formed, 1)
+        result["members"], result["partitions"], result["formed_s"] = (
+            members,
+            sum(topics.values()),
+            round(formed, 1),
+        )
         await fleet.leave()
         await wait_empty(admin, CONSUMER_GROUP)
         return result
@@ -528,7 +541,10 @@ def target_computations(admin_url: str, group: str) -> int | None:
     with urllib.request.urlopen(f"{admin_url}/metrics", timeout=10) as response:
         text = response.read().decode()
     for line in text.splitlines():
-        if line.startswith("connect_rebalance_group_target_computations_total{") and f'group="{group}"' in line:
+        if (
+            line.startswith("connect_rebalance_group_target_computations_total{")
+            and f'group="{group}"' in line
+        ):
             return int(float(line.rsplit(" ", 1)[1]))
     return None
 
@@ -602,9 +618,7 @@ def render(results: dict[str, Any], baseline: dict[str, Any] | None) -> str:
             ("target computations", "target_computations", "", "bounded, not one per join"),
         ):
             values = [stall_before, stall] if stall_before else [stall]
-            cells = " | ".join(
-                "" if v is None or v.get(key) is None else f"{v[key]:,}{unit}" for v in values
-            )
+            cells = " | ".join("" if v is None or v.get(key) is None else f"{v[key]:,}{unit}" for v in values)
             lines.append(f"| {label} | {cells} | {goal} |")
     return "\n".join(lines)
 
@@ -626,7 +640,9 @@ async def tcp_runs(args: argparse.Namespace) -> dict[str, Any]:
                 coordinator.bootstrap, pid, args.members, args.seconds
             )
             print(f"consumer: {results['consumer']}", flush=True)
-            results["connect"] = await stable_connect_group(coordinator.bootstrap, pid, args.workers, args.seconds)
+            results["connect"] = await stable_connect_group(
+                coordinator.bootstrap, pid, args.workers, args.seconds
+            )
             print(f"connect: {results['connect']}", flush=True)
         finally:
             coordinator.stop()

@@ -190,10 +190,7 @@ class CoordinatorServer:
             fields = await spec.handler(context, request)
             if fields is None:
                 return b""
-            response = codec.build_response(header.api_key, header.api_version, fields)
-            return codec.encode_response_frame(
-                header.api_key, header.api_version, header.correlation_id, response
-            )
+            return codec.encode_answer(header.api_key, header.api_version, header.correlation_id, fields)
         except CloseConnection as reason:
             log.info("%s (client %r): %s; closing", client_host, header.client_id, reason)
             return CLOSE
@@ -211,7 +208,5 @@ class CoordinatorServer:
 
 def _api_versions_fallback(header: RequestHeader) -> bytes:
     """KIP-511: a too-new ApiVersions gets a v0 answer with UNSUPPORTED_VERSION and our ranges."""
-    response = codec.build_response(
-        codec.API_VERSIONS_KEY, 0, {"error_code": 35, "api_keys": advertised_api_versions()}
-    )
-    return codec.encode_response_frame(codec.API_VERSIONS_KEY, 0, header.correlation_id, response)
+    fields = {"error_code": 35, "api_keys": advertised_api_versions()}
+    return codec.encode_answer(codec.API_VERSIONS_KEY, 0, header.correlation_id, fields)

@@ -119,6 +119,8 @@ class ConsumerGroups(ModernGroups[Item]):
     unprepared: ClassVar[dict[str, Any]] = {"members": [], "topics": []}
     undescribed: ClassVar[dict[str, Any]] = {"members": []}
     leave_epochs = frozenset({LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH})
+    profile_fields = ("instance_id", "client_assignors", "rack_id", "subscribed_topic_names",
+                      "subscribed_topic_regex", "server_assignor")  # fmt: skip
     epoch_record = ConsumerGroupEpochRecord
     member_record = ConsumerMemberRecord
     assignment_record = CurrentAssignmentRecord
