@@ -528,6 +528,17 @@ async def _forming(
         "probe_p99_ms": round(percentile(during, 0.99) * 1000, 1),
         "probe_max_ms": round(during[-1] * 1000, 1) if during else 0.0,
         "probe_expected_during": round(len(frames) * (stable_s + 1.0) / 0.1),
+        # When the slowest probe heartbeats were sent (s after the big group began to join), and
+        # how long each took (ms): the ten slowest over 50 ms.
+        "probe_slowest": sorted(
+            (
+                (round(sent - started, 2), round(lat * 1000))
+                for member in seen
+                for sent, lat, _ in member
+                if sent >= started and lat > 0.05
+            ),
+            key=lambda s: -s[1],
+        )[:10],  # fmt: skip
     }
 
 

@@ -624,12 +624,18 @@ class ModernGroups(ABC, Generic[Item]):
             if gone is not None:
                 journal.set_attr(self.ctx, "modern_members", self.ctx.modern_members - 1)
                 self._hold(group, member_id, gone.assignment, None)
+                self.profile_replaced(group, gone.profile, None)
             return
         known = group.members.get(member_id)
         if known is None:
             journal.set_attr(self.ctx, "modern_members", self.ctx.modern_members + 1)
         assignment = known.assignment if known is not None else MemberAssignment.joining()
         journal.set_item(group.members, member_id, Member(member_id, profile, assignment))
+        self.profile_replaced(group, known.profile if known is not None else None, profile)
+
+    def profile_replaced(self, group: Any, before: Any, after: Any) -> None:
+        """A member's profile was replaced (None: the member joined, or left): a flavour keeps
+        what it tallies over its members' profiles in step here, journaled."""
 
     def _replay_assignment(self, group: Any, member_id: str, assignment: Any) -> None:
         if assignment is None:
