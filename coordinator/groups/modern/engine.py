@@ -258,7 +258,7 @@ class ModernGroups(ABC, Generic[Item]):
         self.check_request(group, member_id, body)
         member, joined = self.member_for(group, member_id, body, owned, now_ms)
         profile = self.profile_of(request, member.profile)
-        bump = joined or self.bumps(member.profile, profile)
+        bump = joined or (profile is not member.profile and self.bumps(member.profile, profile))
         before = self.advance(group, member, profile, joined, bump, owned, now_ms)
         return self.heartbeat_fields(group, group.members[member.member_id], before, request)
 
