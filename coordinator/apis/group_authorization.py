@@ -27,43 +27,33 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol import codec
+from connect_rebalance.protocol.api_keys import ApiKey
 
-from ..groups.coordinator import (
-    CONNECT_GROUP_DESCRIBE,
-    CONNECT_GROUP_HEARTBEAT,
-    CONNECT_GROUP_INSTALL_ASSIGNMENT,
-    CONNECT_GROUP_PREPARE_ASSIGNMENT,
-    CONSUMER_GROUP_DESCRIBE,
-    CONSUMER_GROUP_HEARTBEAT,
-    CONSUMER_GROUP_INSTALL_ASSIGNMENT,
-    CONSUMER_GROUP_PREPARE_ASSIGNMENT,
-    DELETE_GROUPS,
-    DESCRIBE_GROUPS,
-    HEARTBEAT,
-    JOIN_GROUP,
-    LEAVE_GROUP,
-    LIST_GROUPS,
-    OFFSET_COMMIT,
-    OFFSET_DELETE,
-    OFFSET_FETCH,
-    SYNC_GROUP,
-)
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from .registry import RequestContext
 
 Core = Callable[[Any], Awaitable[dict[str, Any]]]  # forwards a (possibly trimmed) request to the core
 
 MEMBER_APIS = frozenset(
-    {JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, CONSUMER_GROUP_HEARTBEAT, CONNECT_GROUP_HEARTBEAT,
-     CONNECT_GROUP_PREPARE_ASSIGNMENT, CONNECT_GROUP_INSTALL_ASSIGNMENT, CONSUMER_GROUP_PREPARE_ASSIGNMENT,
-     CONSUMER_GROUP_INSTALL_ASSIGNMENT}
-)  # fmt: skip
+    {
+        ApiKey.JOIN_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        ApiKey.CONNECT_GROUP_HEARTBEAT,
+        ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT,
+        ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT,
+        ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT,
+        ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT,
+    }
+)
 # Per-group APIs: (operation, the request's list of group ids, the response's list of answers).
 PER_GROUP_APIS: dict[int, tuple[AclOperation, str, str]] = {
-    DESCRIBE_GROUPS: (AclOperation.DESCRIBE, "groups", "groups"),
-    CONSUMER_GROUP_DESCRIBE: (AclOperation.DESCRIBE, "group_ids", "groups"),
-    CONNECT_GROUP_DESCRIBE: (AclOperation.DESCRIBE, "group_ids", "groups"),
-    DELETE_GROUPS: (AclOperation.DELETE, "groups_names", "results"),
+    ApiKey.DESCRIBE_GROUPS: (AclOperation.DESCRIBE, "groups", "groups"),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (AclOperation.DESCRIBE, "group_ids", "groups"),
+    ApiKey.CONNECT_GROUP_DESCRIBE: (AclOperation.DESCRIBE, "group_ids", "groups"),
+    ApiKey.DELETE_GROUPS: (AclOperation.DELETE, "groups_names", "results"),
 }
 
 
@@ -74,7 +64,7 @@ async def authorized_call(ctx: RequestContext, api_key: int, request: Any, core:
         return await _member_api(ctx, api_key, request, core)
     if api_key in PER_GROUP_APIS:
         return await _per_group(ctx, api_key, request, core)
-    if api_key == LIST_GROUPS:
+    if api_key == ApiKey.LIST_GROUPS:
         answer = await core(request)
         if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
             answer["groups"] = [
@@ -83,9 +73,9 @@ async def authorized_call(ctx: RequestContext, api_key: int, request: Any, core:
                 if ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"])
             ]
         return answer
-    if api_key in (OFFSET_COMMIT, OFFSET_DELETE):
+    if api_key in (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE):
         return await _offset_change(ctx, api_key, request, core)
-    if api_key == OFFSET_FETCH:
+    if api_key == ApiKey.OFFSET_FETCH:
         return await _offset_fetch(ctx, request, core)
     return await core(request)
 
@@ -93,14 +83,14 @@ async def authorized_call(ctx: RequestContext, api_key: int, request: Any, core:
 async def _member_api(ctx: RequestContext, api_key: int, request: Any, core: Core) -> dict[str, Any]:
     try:
         ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
-        if api_key == CONSUMER_GROUP_HEARTBEAT:
+        if api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
             for topic in request.subscribed_topic_names or []:
                 ctx.require(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
     except KafkaApiError as refusal:
         answer: dict[str, Any] = {"error_code": refusal.code}
         if "error_message" in codec.response_field_names(api_key):
             answer["error_message"] = refusal.message
-        if api_key == JOIN_GROUP:
+        if api_key == ApiKey.JOIN_GROUP:
             answer["member_id"] = request.member_id
         return answer
     return await core(request)
@@ -135,13 +125,13 @@ def _split_topics(
 
 async def _offset_change(ctx: RequestContext, api_key: int, request: Any, core: Core) -> dict[str, Any]:
     """OffsetCommit (Read on the group) and OffsetDelete (Delete on it); Read on each topic."""
-    group_operation = AclOperation.READ if api_key == OFFSET_COMMIT else AclOperation.DELETE
+    group_operation = AclOperation.READ if api_key == ApiKey.OFFSET_COMMIT else AclOperation.DELETE
 
     def partitions_of(topic: Any, code: int) -> list[dict[str, Any]]:
         return [{"partition_index": p.partition_index, "error_code": code} for p in topic.partitions]
 
     if not ctx.authorized(group_operation, ResourceType.GROUP, request.group_id):
-        if api_key == OFFSET_DELETE:
+        if api_key == ApiKey.OFFSET_DELETE:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "topics": []}
         code = ErrorCode.GROUP_AUTHORIZATION_FAILED
         return {"throttle_time_ms": 0, "topics": [{"name": t.name, "partitions": partitions_of(t, code)}

@@ -7,37 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.protocol.api_keys import ApiKey
 
-from ..groups.coordinator import (
-    CONNECT_GROUP_DESCRIBE,
-    CONNECT_GROUP_HEARTBEAT,
-    CONNECT_GROUP_INSTALL_ASSIGNMENT,
-    CONNECT_GROUP_PREPARE_ASSIGNMENT,
-    CONSUMER_GROUP_DESCRIBE,
-    CONSUMER_GROUP_HEARTBEAT,
-    CONSUMER_GROUP_INSTALL_ASSIGNMENT,
-    CONSUMER_GROUP_PREPARE_ASSIGNMENT,
-    DELETE_GROUPS,
-    DESCRIBE_GROUPS,
-    HEARTBEAT,
-    JOIN_GROUP,
-    LEAVE_GROUP,
-    LIST_GROUPS,
-    OFFSET_COMMIT,
-    OFFSET_DELETE,
-    OFFSET_FETCH,
-    SYNC_GROUP,
-)
 from ..security.acls import AclOperation, ResourceType
 from .group_authorization import authorized_call
 from .registry import RequestContext, handles
 
-FIND_COORDINATOR = 10
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
 BATCHED_FROM_VERSION = 4
 
 
-@handles(FIND_COORDINATOR, 0, 6)
+@handles(ApiKey.FIND_COORDINATOR, 0, 6)
 async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
     host, port = ctx.advertised_address
     key_type = request.key_type if ctx.version >= 1 else KEY_TYPE_GROUP
@@ -87,23 +67,23 @@ def _forward(api_key: int, min_version: int, max_version: int) -> None:
 
 
 for _key, _low, _high in (
-    (OFFSET_COMMIT, 2, 9),
-    (OFFSET_FETCH, 1, 9),
-    (JOIN_GROUP, 0, 9),
-    (HEARTBEAT, 0, 4),
-    (LEAVE_GROUP, 0, 5),
-    (SYNC_GROUP, 0, 5),
-    (DESCRIBE_GROUPS, 0, 6),
-    (LIST_GROUPS, 0, 5),
-    (DELETE_GROUPS, 0, 2),
-    (OFFSET_DELETE, 0, 0),
-    (CONSUMER_GROUP_HEARTBEAT, 0, 1),
-    (CONSUMER_GROUP_DESCRIBE, 0, 1),
-    (CONNECT_GROUP_HEARTBEAT, 0, 0),
-    (CONNECT_GROUP_PREPARE_ASSIGNMENT, 0, 0),
-    (CONNECT_GROUP_INSTALL_ASSIGNMENT, 0, 0),
-    (CONNECT_GROUP_DESCRIBE, 0, 0),
-    (CONSUMER_GROUP_PREPARE_ASSIGNMENT, 0, 0),
-    (CONSUMER_GROUP_INSTALL_ASSIGNMENT, 0, 0),
+    (ApiKey.OFFSET_COMMIT, 2, 9),
+    (ApiKey.OFFSET_FETCH, 1, 9),
+    (ApiKey.JOIN_GROUP, 0, 9),
+    (ApiKey.HEARTBEAT, 0, 4),
+    (ApiKey.LEAVE_GROUP, 0, 5),
+    (ApiKey.SYNC_GROUP, 0, 5),
+    (ApiKey.DESCRIBE_GROUPS, 0, 6),
+    (ApiKey.LIST_GROUPS, 0, 5),
+    (ApiKey.DELETE_GROUPS, 0, 2),
+    (ApiKey.OFFSET_DELETE, 0, 0),
+    (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1),
+    (ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1),
+    (ApiKey.CONNECT_GROUP_HEARTBEAT, 0, 0),
+    (ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT, 0, 0),
+    (ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT, 0, 0),
+    (ApiKey.CONNECT_GROUP_DESCRIBE, 0, 0),
+    (ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT, 0, 0),
+    (ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT, 0, 0),
 ):
     _forward(_key, _low, _high)

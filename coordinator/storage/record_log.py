@@ -14,28 +14,19 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from . import batches
 from .partition_log import PartitionLog
 
-BATCH_TARGET_BYTES = 512 * 1024
 READ_CHUNK_BYTES = 4 * 1024 * 1024
 
 
 def append_records(log: PartitionLog, records: list[tuple[bytes, bytes | None]], timestamp: int) -> None:
-    """Append key/value records as one or more batches (each at most ~512 KiB)."""
-    incoming = []
-    builder = None
-    count = 0
-    for key, value in records:
-        if builder is None:
-            builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 30)
-            count = 0
+    """Append key/value records as one batch: recovery keeps a batch whole or drops it, so a
+    call's records are in the log all together or not at all. Raises without writing anything
+    when the batch is over the log's `max.message.bytes` (MESSAGE_TOO_LARGE)."""
+    if not records:
+        return
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 31)
+    for count, (key, value) in enumerate(records):
         builder.append(count, timestamp, key, value, [])
-        count += 1
-        if builder.size() >= BATCH_TARGET_BYTES:
-            incoming.extend(batches.split_batches(builder.build()))
-            builder = None
-    if builder is not None:
-        incoming.extend(batches.split_batches(builder.build()))
-    if incoming:
-        log.append(incoming, timestamp)
+    log.append(batches.split_batches(builder.build()), timestamp)
 
 
 def read_records(log: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:

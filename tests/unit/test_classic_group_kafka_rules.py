@@ -11,8 +11,9 @@ import pytest
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from connect_rebalance.errors import ErrorCode
-from coordinator.groups import GroupCoordinator, GroupSettings
 from coordinator.groups.classic import ClassicState
+from coordinator.groups.coordinator import GroupCoordinator
+from coordinator.groups.settings import GroupSettings
 from tests.support.group_harness import DESCRIBE, GroupHarness
 
 pytestmark = pytest.mark.unit

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from connect_rebalance.errors import ErrorCode
-from coordinator.groups import GroupSettings
+from coordinator.groups.settings import GroupSettings
 from tests.support.group_harness import DESCRIBE, GroupHarness
 
 pytestmark = pytest.mark.unit
