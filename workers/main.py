@@ -17,7 +17,7 @@ import sys
 
 from aiohttp import web
 
-from coordinator.config import ConfigError
+from connect_rebalance.properties import ConfigError
 
 from .herder import Herder
 from .rest import RestApi

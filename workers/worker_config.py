@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from coordinator.config import ConfigError, read_properties
+from connect_rebalance.properties import ConfigError, read_properties
 
 
 class WorkerConfig(BaseModel):

@@ -203,7 +203,7 @@ def test_the_users_command_adds_lists_and_removes_users_over_the_wire(
         f'username="{ADMIN}" password="{ADMIN_PASSWORD}";\n'
     )
     bootstrap = sasl_coordinator.bootstrap_for("SASL_SSL")
-    base = [sys.executable, "-m", "connect_rebalance.cli", "users", "--bootstrap-server", bootstrap,
+    base = [sys.executable, "-m", "connect_rebalance_cli.cli", "users", "--bootstrap-server", bootstrap,
             "--command-config", str(config)]  # fmt: skip
 
     def users(*args: str, password: str = "") -> subprocess.CompletedProcess[str]:

@@ -23,7 +23,8 @@ AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 def add_user_offline(data_dir: Path, name: str, password: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "connect_rebalance.cli", "users", "--data-dir", str(data_dir), "add", name],
+        [sys.executable, "-m", "connect_rebalance_cli.cli", "users", "--data-dir", str(data_dir), "add",
+         name],
         input=password + "\n", capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
