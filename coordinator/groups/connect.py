@@ -21,6 +21,12 @@ Theory of operation
   (the assignment epoch still advances, so the group does not spin).
 - Each heartbeat reconciles the sending worker alone: revoke first (the worker stays at its
   epoch until it reports it stopped the work), then assign what others have released.
+- Two client assignors (docs/protocol.md): `sessioned` (incremental cooperative) and
+  `eager` (Kafka Connect's eager protocol). The group uses the first, in priority order, that
+  every worker supports. A target computed by `eager` is reconciled eagerly: every worker
+  gives up everything it holds, even what its new target keeps, and nothing is assigned until
+  no worker holds work from an older epoch, so each new target stops and restarts all work
+  as Kafka Connect's eager rebalances do.
 - The draft's rules on fencing: a heartbeat at a wrong epoch is FENCED_MEMBER_EPOCH and the
   worker is removed from the group (it must stop everything and rejoin with epoch 0), except
   the lost-response case (previous epoch, owned work a subset of the current assignment).
@@ -34,6 +40,7 @@ compute: assignor and computing-worker selection consider the other workers only
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -72,6 +79,7 @@ if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
 
 LEAVE_EPOCH = -1
+EAGER_ASSIGNOR = "eager"  # the client assignor whose targets are reconciled eagerly
 STATE_NAMES = {MemberState.STABLE: "Stable", MemberState.UNREVOKED: "Unrevoked",
                MemberState.UNRELEASED: "Unreleased"}  # fmt: skip
 
@@ -142,6 +150,23 @@ class ConnectGroup:
         entry = self.target.get(member_id)
         return entry.items if entry is not None else frozenset()
 
+    @property
+    def eager(self) -> bool:
+        """The current target was computed by the eager assignor."""
+        return self.assignor_name == EAGER_ASSIGNOR
+
+    def held_by_others(self, member_id: str) -> Callable[[Work], bool]:
+        """Work the member must wait for: held by another worker, or, in an eager group, any
+        work while another worker still holds work from an older epoch (everyone stops
+        everything before anything is assigned)."""
+        held = self.ownership.held_by_others(member_id)
+        stopping = self.eager and any(
+            m.assignment.member_epoch < self.assignment_epoch and m.assignment.held
+            for m in self.members.values()
+            if m.member_id != member_id
+        )
+        return (lambda _: True) if stopping else held
+
     def computing_pool(self) -> dict[str, tuple[ConnectAssignorSpec, ...]]:
         """The workers that take part in assignor and computing-worker selection: classic
         workers (online migration) never compute."""
@@ -188,6 +213,11 @@ def _classic_assignor(member: Worker) -> ConnectAssignorSpec | None:
         (1, b""),
     )
     return ConnectAssignorSpec("classic", version, version, 0, version, metadata)
+
+
+def _listed(assignors: Sequence[ConnectAssignorSpec]) -> str:
+    """`[sessioned v1-1, eager v1-1]`: assignors in priority order with their version ranges."""
+    return "[" + ", ".join(f"{a.name} v{a.minimum_version}-{a.maximum_version}" for a in assignors) + "]"
 
 
 def _invalid(message: str) -> KafkaApiError:
@@ -291,6 +321,10 @@ class ConnectGroups:
         group = self._group(body.group_id, body.member_epoch == 0, now_ms, out)
         owned = None if body.owned_connectors_and_tasks is None else work_of(body.owned_connectors_and_tasks)
         member, joined = self._member_for(group, body, owned, now_ms, out)
+        specs = None if body.client_assignors is None else assignor_specs(body.client_assignors)
+        assignors_changed = specs is not None and specs != member.assignors
+        if specs is not None and assignors_changed and not joined:
+            self._check_common_assignor(group, member.member_id, specs)
         before_snapshot = None if joined else member.snapshot()
         member.client_id, member.client_host = request.client_id, request.client_host
         if body.instance_id is not None:
@@ -299,10 +333,7 @@ class ConnectGroups:
             member.url = body.url
         if body.rebalance_timeout_ms != -1:
             member.rebalance_timeout_ms = body.rebalance_timeout_ms
-        assignors_changed = False
-        if body.client_assignors is not None:
-            specs = assignor_specs(body.client_assignors)
-            assignors_changed = specs != member.assignors
+        if specs is not None:
             member.assignors = specs
         before = self.advance(group, member, before_snapshot, joined or assignors_changed, owned, now_ms, out)
         full = (
@@ -356,13 +387,7 @@ class ConnectGroups:
         if member is not None:
             return member, False  # a rejoin with the same id: its assignment is sent again
         self._validate_join(body)
-        specs = assignor_specs(body.client_assignors)
-        others = list(group.computing_pool().values())
-        if others and common_assignor([*others, specs]) is None:
-            raise KafkaApiError(
-                ErrorCode.UNSUPPORTED_ASSIGNOR,
-                "ClientAssignors share no assignor with overlapping versions with the group's workers.",
-            )
+        self._check_common_assignor(group, body.member_id, assignor_specs(body.client_assignors))
         if len(group.members) >= self.max_size:
             raise KafkaApiError(
                 ErrorCode.GROUP_MAX_SIZE_REACHED,
@@ -376,6 +401,20 @@ class ConnectGroups:
         member = Worker(body.member_id)
         group.members[member.member_id] = member
         return member, True
+
+    def _check_common_assignor(
+        self, group: ConnectGroup, member_id: str, specs: Sequence[ConnectAssignorSpec]
+    ) -> None:
+        """UNSUPPORTED_ASSIGNOR if a worker offering `specs` would leave the group's workers
+        without an assignor they all support with overlapping versions (the draft's rule)."""
+        others = [a for m, a in group.computing_pool().items() if m != member_id]
+        if others and common_assignor([*others, specs]) is None:
+            offered = sorted({_listed(a) for a in others})
+            raise KafkaApiError(
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                f"ClientAssignors {_listed(specs)} share no assignor with overlapping versions with "
+                f"every worker in group {group.group_id}, whose workers offer {' and '.join(offered)}.",
+            )
 
     def advance(
         self,
@@ -422,7 +461,8 @@ class ConnectGroups:
             group.assignment_epoch,
             group.target_of(member.member_id),
             owned,
-            group.ownership.held_by_others(member.member_id),
+            group.held_by_others(member.member_id),
+            revoke_all=group.eager,
         )
         group.ownership.update(member.member_id, before, member.assignment)
         if member.assignment != before:
@@ -472,7 +512,7 @@ class ConnectGroups:
             selection = self._selection(group)
             assert selection is not None, "a chosen computing member implies a common assignor"
             name, lowest, highest = selection
-            group.compute.prepared(group.group_epoch, frozenset(group.members))
+            group.compute.prepared(group.group_epoch, frozenset(group.members), name)
             members = []
             for m in group.members.values():
                 spec = _classic_assignor(m) or next(a for a in m.assignors if a.name == name)
@@ -540,10 +580,9 @@ class ConnectGroups:
             }
             group.covered = covered
             out.records.append(ConnectCoveredRecord(group.group_id, prepared, covered))
+            group.assignor_name = group.compute.prepared_assignor  # how the target is reconciled
         # An assignor error keeps the current target; its epoch advances with the error set.
         group.target_error = body.error
-        selection = self._selection(group)
-        group.assignor_name = selection[0] if selection else group.assignor_name
         group.assignment_epoch = prepared
         self.core.timers.cancel(compute_key(group.group_id, member.member_id))
         group.compute.installed(member.member_id)

@@ -420,7 +420,7 @@ class ConnectMigration:
         try:
             member = self._classic_member(group, body.member_id, body.generation_id)
             self.connect.refresh_session(group, member, now_ms)
-            held_by_others = group.ownership.held_by_others(member.member_id)
+            held_by_others = group.held_by_others(member.member_id)
             # The assignment epoch, not the group epoch: a classic worker never computes, so
             # rejoining before the next target is installed would change nothing.
             target = group.target_of(member.member_id)
