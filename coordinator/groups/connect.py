@@ -24,9 +24,9 @@ Theory of operation
 - Two client assignors (docs/protocol.md): `sessioned` (incremental cooperative) and
   `eager` (Kafka Connect's eager protocol). The group uses the first, in priority order, that
   every worker supports. A target computed by `eager` is reconciled eagerly: every worker
-  gives up everything it holds, even what its new target keeps, and nothing is assigned until
-  no worker holds work from an older epoch, so each new target stops and restarts all work
-  as Kafka Connect's eager rebalances do.
+  gives up everything it holds, even what its new target keeps, and nothing is assigned while
+  a worker holds work from an older epoch or a newer target is due, so each rebalance stops
+  and restarts all work once, as Kafka Connect's eager rebalances do.
 - The draft's rules on fencing: a heartbeat at a wrong epoch is FENCED_MEMBER_EPOCH and the
   worker is removed from the group (it must stop everything and rejoin with epoch 0), except
   the lost-response case (previous epoch, owned work a subset of the current assignment).
@@ -158,14 +158,18 @@ class ConnectGroup:
     def held_by_others(self, member_id: str) -> Callable[[Work], bool]:
         """Work the member must wait for: held by another worker, or, in an eager group, any
         work while another worker still holds work from an older epoch (everyone stops
-        everything before anything is assigned)."""
+        everything before anything is assigned) or while a newer target is due (what this
+        one assigns would be stopped again at once)."""
         held = self.ownership.held_by_others(member_id)
-        stopping = self.eager and any(
-            m.assignment.member_epoch < self.assignment_epoch and m.assignment.held
-            for m in self.members.values()
-            if m.member_id != member_id
+        waiting = self.eager and (
+            self.group_epoch > self.assignment_epoch
+            or any(
+                m.assignment.member_epoch < self.assignment_epoch and m.assignment.held
+                for m in self.members.values()
+                if m.member_id != member_id
+            )
         )
-        return (lambda _: True) if stopping else held
+        return (lambda _: True) if waiting else held
 
     def computing_pool(self) -> dict[str, tuple[ConnectAssignorSpec, ...]]:
         """The workers that take part in assignor and computing-worker selection: classic

@@ -142,6 +142,22 @@ def test_an_eager_round_revokes_everything_before_anything_is_assigned() -> None
     assert d.describe()["group_state"] == "Stable"
 
 
+def test_a_worker_joining_during_an_eager_round_joins_that_round() -> None:
+    d, epoch = a_third_worker_joins([EAGER])
+    for worker in ("W1", "W2", "W1"):  # W1 and W2 are told to stop everything; W1 has stopped
+        d.beat(worker)
+    d.join("W4", assignors=[EAGER])
+    d.beat("W2")  # the last one stops: the target of `epoch` is free, but a newer one is due
+    assert (d.epoch["W2"], notation(d.runs["W2"])) == (epoch, "")
+    d.beat("W1")
+    d.beat("W3")
+    assert not any(d.runs.values()), "nothing starts only to be stopped again"
+    target = {"W1": "AC0 BT1", "W2": "AT1", "W3": "AT2", "W4": "BC0 CC0"}
+    d.compute(computing(d, "W1", "W2", "W3", "W4"), target)
+    settle(d, "W1", "W2", "W3", "W4")
+    assert {w: notation(d.runs[w]) for w in target} == target
+
+
 def test_a_restarted_coordinator_carries_on_with_the_eager_round() -> None:
     h, d = driver()
     d.join("W1", assignors=[EAGER])
