@@ -50,7 +50,9 @@ from connect_rebalance.protocol.connect_group import (  # noqa: E402
     install_fields,
 )
 from connect_rebalance.work import CONNECTOR, Work, work_of  # noqa: E402
-from coordinator.groups import GroupCoordinator, GroupRequest, GroupSettings  # noqa: E402
+from coordinator.groups.coordinator import GroupCoordinator  # noqa: E402
+from coordinator.groups.requests import GroupRequest  # noqa: E402
+from coordinator.groups.settings import GroupSettings  # noqa: E402
 
 GROUP = "bench-connect"
 ASSIGNOR = ClientAssignor("sticky-balance", 1, 1, 1)

@@ -72,7 +72,9 @@ from kafka.protocol.consumer.metadata import (  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
-from coordinator.groups import GroupCoordinator, GroupRequest, GroupSettings  # noqa: E402
+from coordinator.groups.coordinator import GroupCoordinator  # noqa: E402
+from coordinator.groups.requests import GroupRequest  # noqa: E402
+from coordinator.groups.settings import GroupSettings  # noqa: E402
 
 TOPIC = "events"
 JOIN, SYNC, HEARTBEAT, LEAVE, DESCRIBE, CONSUMER_HEARTBEAT, CONSUMER_DESCRIBE = 11, 14, 12, 13, 15, 68, 69

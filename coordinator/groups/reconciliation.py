@@ -55,6 +55,17 @@ class MemberAssignment(Generic[Item]):
         return self.assigned | self.pending_revocation
 
 
+@dataclass(frozen=True, slots=True)
+class TargetMember(Generic[Item]):
+    """A member's part of the target: its items, and what a client-side assignor said with
+    them (an error, and metadata the member reads at the target's epoch)."""
+
+    items: frozenset[Item]
+    error: int = 0
+    metadata_version: int = 0
+    metadata: bytes = b""
+
+
 def reconcile(
     current: MemberAssignment[Item],
     target_epoch: int,

@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 
 from connect_rebalance.protocol.connect_group import ClientAssignor
-from tests.integration.test_coordinator_metrics import describe
 from tests.integration.test_workers import source, worker_cluster
 from tests.support.connect_driver import ConnectDriver, TcpTransport
-from tests.support.group_scenario import wait_until
+from tests.support.group_scenario import groups_describe, wait_until
 from tests.support.verifiable_records import (
     assert_no_task_ran_twice_at_once,
     runs_by_task,
@@ -62,7 +61,7 @@ def settled(cluster: WorkerCluster, what: str) -> None:
 
 def assignor_in_use(cluster: WorkerCluster) -> str:
     """The assignor `groups describe` names, checked against every running worker's /metrics."""
-    shown = re.search(r"ASSIGNOR (\S+)", describe(cluster.coordinator, "connect-cluster"))
+    shown = re.search(r"ASSIGNOR (\S+)", groups_describe(cluster.coordinator.bootstrap, "connect-cluster"))
     assert shown is not None
     for worker in cluster.running():
         assert metrics(worker.url).get(f'connect_worker_assignor{{assignor="{shown[1]}"}}') == 1, (

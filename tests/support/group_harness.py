@@ -6,9 +6,12 @@ import itertools
 import uuid
 from typing import Any
 
+from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol import codec
-from coordinator.groups import GroupCoordinator, GroupRequest, GroupSettings, Outcome
+from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.records import Record
+from coordinator.groups.requests import GroupRequest, Outcome
+from coordinator.groups.settings import GroupSettings
 
 JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH = 11, 14, 12, 13, 8, 9
 LIST, DESCRIBE, DELETE, OFFSET_DELETE = 16, 15, 42, 47
@@ -58,8 +61,14 @@ class GroupHarness:
         self.answers: dict[int, dict[str, Any]] = {}
         self._ids = itertools.count(1)
         self._api_of: dict[int, tuple[int, int]] = {}
+        # While set, writing an outcome's records fails, as a full or broken disk would.
+        self.failing_writes: str | None = None
 
     def _absorb(self, outcome: Outcome) -> None:
+        if self.failing_writes is not None and outcome.records:
+            self.core.write_failed(
+                outcome, self._api_of.get, ErrorCode.COORDINATOR_NOT_AVAILABLE, self.failing_writes, self.now
+            )
         self.records.extend(outcome.records)
         for request_id, fields in outcome.replies.items():
             # Every answer must encode at its request's version, as the server will send it.

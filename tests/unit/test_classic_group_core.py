@@ -8,8 +8,9 @@ import time
 import pytest
 
 from connect_rebalance.errors import ErrorCode
-from coordinator.groups import GroupCoordinator, GroupSettings
 from coordinator.groups.classic import ClassicState
+from coordinator.groups.coordinator import GroupCoordinator
+from coordinator.groups.settings import GroupSettings
 from tests.support.group_harness import LEAVE, GroupHarness
 
 pytestmark = pytest.mark.unit

@@ -11,8 +11,9 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from coordinator.groups import GroupCoordinator, GroupSettings
-from coordinator.groups.records import decode_record, encode_record
+from coordinator.group_record_codec import decode_record, encode_record
+from coordinator.groups.coordinator import GroupCoordinator
+from coordinator.groups.settings import GroupSettings
 from coordinator.storage import batches
 from coordinator.storage.partition_log import LogSettings, PartitionLog
 from tests.support.group_harness import COMMIT, GroupHarness

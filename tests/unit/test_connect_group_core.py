@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.connect_group import ClientAssignor
 from connect_rebalance.work import work_of
-from coordinator.groups import GroupSettings
+from coordinator.groups.settings import GroupSettings
 from tests.support import connect_case_studies as case_studies
 from tests.support.connect_case_studies import EVERYTHING, Expire, computing
 from tests.support.connect_driver import ConnectDriver, notation, work

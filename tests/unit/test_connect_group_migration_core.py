@@ -20,10 +20,12 @@ from connect_rebalance.connect_protocol import (
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.connect_group import InstalledMember, install_fields
 from connect_rebalance.work import work_of
-from coordinator.groups import GroupCoordinator, GroupSettings
+from coordinator.group_record_codec import decode_record, encode_record
 from coordinator.groups.classic import ClassicGroup, ClassicState
 from coordinator.groups.connect import ConnectGroup
-from coordinator.groups.records import GroupMetadataRecord, decode_record, encode_record
+from coordinator.groups.coordinator import GroupCoordinator
+from coordinator.groups.records import GroupMetadataRecord
+from coordinator.groups.settings import GroupSettings
 from tests.support.connect_driver import ConnectDriver, notation, work
 from tests.support.group_harness import HEARTBEAT, LEAVE, LIST, GroupHarness
 
@@ -396,8 +398,8 @@ def test_the_heartbeat_api_is_answered_for_a_classic_worker_over_the_encoded_res
 
 def test_worker_records_carry_classic_metadata_and_records_written_before_it_still_decode() -> None:
     from connect_rebalance.protocol import coordinator_records as schemas
+    from coordinator.group_record_codec import MEMBER_KEY
     from coordinator.groups.connect_records import (
-        MEMBER_KEY,
         ClassicWorkerMetadata,
         ConnectWorkerRecord,
         ConnectWorkerSnapshot,

@@ -226,7 +226,7 @@ def test_an_install_for_an_older_epoch_is_accepted_and_the_next_round_starts_at_
     g.prepare("A")
     g.join("B")  # epoch 2 while A computes for epoch 1
     assert g.install("A", 1, {"A": g.tp("orders", 0, 1, 2, 3)})["error_code"] == 0
-    assert g.group().assignment_epoch == 1 and g.group().target == {
+    assert g.group().assignment_epoch == 1 and {m: t.items for m, t in g.group().target.items()} == {
         "A": g.tp("orders", 0, 1, 2, 3),
         "B": frozenset(),
     }
@@ -241,8 +241,8 @@ def test_an_assignor_error_keeps_the_current_target_and_advances_its_epoch() -> 
     g.prepare("A")
     assert g.install("A", 2, {"B": g.tp("orders", 0, 1, 2, 3)}, error=7)["error_code"] == 0
     group = g.group()
-    assert group.assignment_epoch == 2 and group.target["A"] == g.tp("orders", 0, 1, 2, 3)
-    assert not group.target.get("B")
+    assert group.assignment_epoch == 2 and group.target_of("A") == g.tp("orders", 0, 1, 2, 3)
+    assert not group.target_of("B")
     a = g.beat("A")
     assert a["member_epoch"] == 2 and not a["should_compute_assignment"], (
         "no new round until something changes"
@@ -304,8 +304,9 @@ def test_an_installed_target_is_reconciled_revoke_before_assign() -> None:
 
 
 def test_after_a_restart_the_group_asks_a_member_to_compute_again() -> None:
-    from coordinator.groups import GroupCoordinator, GroupSettings
-    from coordinator.groups.records import decode_record, encode_record
+    from coordinator.group_record_codec import decode_record, encode_record
+    from coordinator.groups.coordinator import GroupCoordinator
+    from coordinator.groups.settings import GroupSettings
 
     g = ClientGroup()
     g.alone("A")
@@ -356,8 +357,9 @@ def test_the_tagged_fields_leave_kafkas_heartbeat_bytes_unchanged_for_real_clien
 
 
 def test_members_receive_the_metadata_and_error_their_assignor_computed_and_they_survive_replay() -> None:
-    from coordinator.groups import GroupCoordinator, GroupSettings
-    from coordinator.groups.records import decode_record, encode_record
+    from coordinator.group_record_codec import decode_record, encode_record
+    from coordinator.groups.coordinator import GroupCoordinator
+    from coordinator.groups.settings import GroupSettings
 
     g = ClientGroup()
     g.alone("A")
@@ -378,7 +380,8 @@ def test_members_receive_the_metadata_and_error_their_assignor_computed_and_they
     for record in g.h.records:
         replayed.replay(decode_record(*encode_record(record)))
     group = replayed.groups["cg"]
-    assert (group.target_error, group.target_metadata) == (4, {"A": (1, b"for-A")})
+    metadata = {m: (t.metadata_version, t.metadata) for m, t in group.target.items() if t.metadata}
+    assert (group.target_error, metadata) == (4, {"A": (1, b"for-A")})
     assert_replay_rebuilds(g.h)
 
 

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import pytest
 
+from connect_rebalance.consumer_protocol import decode_assignment, encode_assignment
 from connect_rebalance.errors import ErrorCode
 from coordinator.config import ConfigError, CoordinatorConfig
-from coordinator.groups import GroupCoordinator, GroupSettings
+from coordinator.group_record_codec import decode_record, encode_record
 from coordinator.groups.classic import ClassicGroup, ClassicState
 from coordinator.groups.consumer import ConsumerGroup
-from coordinator.groups.migration import decode_assignment, encode_assignment
-from coordinator.groups.records import GroupMetadataRecord, decode_record, encode_record
+from coordinator.groups.coordinator import GroupCoordinator
+from coordinator.groups.records import GroupMetadataRecord
+from coordinator.groups.settings import GroupSettings
 from tests.support.group_harness import LEAVE, LIST, GroupHarness
 
 pytestmark = pytest.mark.unit
@@ -365,7 +367,10 @@ def test_replay_rebuilds_the_converted_consumer_group_with_its_classic_members()
         )
     assert back.ownership.snapshot() == live.ownership.snapshot()
     core.load_complete(h.now)
-    assert core.classic._migrated(GROUP), "its classic members keep being served by the consumer group"
+    # Its classic members keep being served by the consumer group.
+    h.core = core
+    epoch = core.groups[GROUP].members[a].assignment.member_epoch
+    assert h.heartbeat(a, epoch, group_id=GROUP) in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS)
 
 
 def test_replay_rebuilds_the_classic_group_after_a_downgrade() -> None:
@@ -431,3 +436,19 @@ def test_a_classic_member_told_to_rejoin_that_never_does_is_removed_after_its_re
     assert b not in members, "b joined but did not sync within its rebalance timeout"
     c = h.consumer_heartbeat("C", members["C"].assignment.member_epoch)
     assert sorted(h.assigned(c)["orders"]) == list(range(6)), "C alone gets everything once both are gone"
+
+
+def test_a_static_classic_member_restarted_on_the_consumer_protocol_takes_its_own_place() -> None:
+    """A rolling upgrade of static members: the classic member never left temporarily (the
+    classic protocol has no such leave), so its consumer-protocol successor replaces it rather
+    than being refused UNRELEASED_INSTANCE_ID, which librdkafka treats as fatal."""
+    h = harness()
+    (a, _), generation = classic_group(h)
+    assert consumer_join(h, "C")["error_code"] == 0  # the group is a consumer group now
+    static = classic_join(h, "", instance_id="host-s")
+    assert static["error_code"] == 0
+    assert h.core.groups[GROUP].static_member("host-s") is not None
+    restarted = consumer_join(h, "S2", instance_id="host-s")
+    assert restarted["error_code"] == 0, restarted
+    group = h.core.groups[GROUP]
+    assert group.static_member("host-s").member_id == "S2" and group.members["S2"].classic is None

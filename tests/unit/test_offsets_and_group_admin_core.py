@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from connect_rebalance.errors import ErrorCode
-from coordinator.groups import GroupSettings
 from coordinator.groups.classic import ClassicState
 from coordinator.groups.records import GroupMetadataRecord
+from coordinator.groups.settings import GroupSettings
 from tests.support.group_harness import (
     COMMIT,
     DELETE,
