@@ -55,8 +55,9 @@ from connect_rebalance.connect_protocol import (
 )
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.client import ProtocolClient
-from connect_rebalance.work import CONNECTOR, Work
+from connect_rebalance.work import Work
 
+from .assignors import eager_round_robin
 from .connect_membership import Assignment, WorkListener
 from .herder import Herder, LeaderInfo
 from .rebalance_clock import RebalanceClock
@@ -299,7 +300,7 @@ class ClassicMembership:
             self.runs = self.runs | added
             self.snapshot = assignment
             info = LeaderInfo(assignment.leader, assignment.leader_url, assignment.config_offset,
-                              assignment.delay_ms)  # fmt: skip
+                              assignment.delay_ms, self.protocol)  # fmt: skip
             started = Assignment(self.generation, added, metadata=info.encode())
             if assignment.revoked and not eager:
                 self._rejoin = True  # revoke, then assign: the follow-up round
@@ -493,12 +494,3 @@ def incremental_deltas(
     another member still runs is handed over in the follow-up round, after it stopped)."""
     held = {item for items in owned.values() for item in items}
     return Plan({m: (target[m] - owned[m] - held, owned[m] - target[m]) for m in owned}, delay_ms)
-
-
-def eager_round_robin(members: list[str], work: frozenset[Work]) -> dict[str, frozenset[Work]]:
-    """Kafka Connect's EagerAssignor: connectors in name order round-robin, then tasks, one cursor."""
-    plan: dict[str, set[Work]] = {m: set() for m in members}
-    ordered = sorted(i for i in work if i[1] == CONNECTOR) + sorted(i for i in work if i[1] != CONNECTOR)
-    for n, item in enumerate(ordered):
-        plan[members[n % len(members)]].add(item)
-    return {m: frozenset(items) for m, items in plan.items()}

@@ -34,7 +34,7 @@ from connect_rebalance.connect_protocol import NO_ERROR, ConnectAssignment, enco
 from connect_rebalance.protocol.connect_group import ClientAssignor, InstalledMember
 from connect_rebalance.work import CONNECTOR, Work, work_of
 
-from . import lost_work
+from . import assignors, lost_work
 from .config_state import PAUSED, STOPPED, ConfigState, decode_json, encode_json
 from .connect_membership import Assignment, ConnectMembership, InstallPlan
 from .internal_requests import send_task_configs
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 PRESENCE_PREFIX = "status-worker-"  # status-topic records: a worker's UP or LEFT
-ASSIGNOR_NAME = "sessioned"
 CONFIG_QUIET_S = 1.0  # config changes closer than this are one burst (one rebalance)
 CONFIG_BURST_MAX_S = 5.0  # ... up to this long
 
@@ -64,15 +63,18 @@ class LeaderInfo:
     leader_url: str = ""
     config_offset: int = 0
     delay_ms: int = 0
+    assignor: str = ""  # the assignor that computed the target (classic: the embedded protocol)
 
     def encode(self) -> bytes:
         return json.dumps(self.__dict__).encode()
 
     @classmethod
     def decode(cls, data: bytes) -> LeaderInfo:
+        """What the computing worker sent; fields this worker does not know are left out."""
         try:
-            return cls(**json.loads(data)) if data else cls()
-        except (ValueError, TypeError):
+            fields = json.loads(data) if data else {}
+            return cls(**{k: v for k, v in fields.items() if k in cls.__dataclass_fields__})
+        except (ValueError, TypeError, AttributeError):
             return cls()
 
 
@@ -149,7 +151,8 @@ class Herder:
         self._announced_offset = self.state.offset  # what this worker joins with
         self._announced_connectors = set(self.state.connectors)
         await self._write_presence("UP")  # before joining: a bounce is not a departure
-        self._tasks.append(asyncio.create_task(self.membership.run()))
+        self.membership_run = asyncio.create_task(self.membership.run())  # ends only by leaving or refusal
+        self._tasks.append(self.membership_run)
         self._tasks.append(asyncio.create_task(self._report_config_changes()))
         if self.config.spark_session_warmup:
             self._warming = asyncio.create_task(asyncio.to_thread(self.spark.warm))
@@ -244,6 +247,7 @@ class Herder:
         return self.state.work(), self.state.offset
 
     def _assignors(self) -> list[ClientAssignor]:
+        """The client assignors `connect.protocol` offers, each with this worker's metadata."""
         metadata = json.dumps(
             {
                 "url": self.config.rest_url,
@@ -251,7 +255,11 @@ class Herder:
                 "config_offset": self._reported_offset(),
             }
         ).encode()
-        return [ClientAssignor(ASSIGNOR_NAME, 1, 1, 1, metadata, self.reason)]
+        version = assignors.METADATA_VERSION
+        return [
+            ClientAssignor(name, version, version, version, metadata, self.reason)
+            for name in assignors.offered(self.config.connect_protocol)
+        ]
 
     def _reported_offset(self) -> int:
         # Followers keep reporting the offset they joined with, so only the leader's changes
@@ -264,7 +272,8 @@ class Herder:
     # -- computing the target (when chosen) -----------------------------------------------
 
     async def _compute(self, prepared: dict[str, Any]) -> InstallPlan:
-        """The target: sticky and balanced, a lost worker's work held for the scheduled delay."""
+        """The target by the assignor the coordinator selected: incremental (sticky and balanced,
+        a lost worker's work held for the scheduled delay) or eager (dealt out afresh)."""
         await self.config_log.read_to_end()
         await self.status_log.read_to_end()
         work = self.state.work()
@@ -277,18 +286,20 @@ class Herder:
         incarnation = self._incarnations()
         stale = {m for m, worker in members.items() if incarnation.get(worker, m) != m}
         live = {m: worker for m, worker in members.items() if m not in stale}
+        assignor = prepared["assignor_name"]
         target, delay_ms = await self.plan_target(
-            live, {m: current[m] for m in live}, work, prepared["assignment_epoch"], prepared["group_epoch"]
-        )
+            live, {m: current[m] for m in live}, work, prepared["assignment_epoch"], prepared["group_epoch"],
+            assignor,
+        )  # fmt: skip
         target.update(dict.fromkeys(stale, frozenset()))
         self._schedule_rebalance(delay_ms / 1000 if delay_ms else None)
-        info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, delay_ms)
+        info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, delay_ms, assignor)
         classic = {
             m["member_id"]: m["assignor"]["metadata_version"] for m in prepared["members"] if _is_classic(m)
         }
         declared = frozenset().union(*target.values()) if target else frozenset()
         return InstallPlan(declared, [
-            InstalledMember(m, items, 1, info.encode()) if m not in classic
+            InstalledMember(m, items, assignors.METADATA_VERSION, info.encode()) if m not in classic
             else InstalledMember(m, items, classic[m], _classic_header(classic[m], info))
             for m, items in target.items()
         ])  # fmt: skip
@@ -300,18 +311,19 @@ class Herder:
         work: frozenset[Work],
         previous_epoch: int,
         epoch: int,
+        assignor: str = assignors.SESSIONED,
     ) -> tuple[dict[str, frozenset[Work]], int]:
-        """Each member's target for `epoch` (members map member id -> worker id) and, while a
-        lost worker's work is held, the milliseconds until its delay ends (else 0). Both
-        protocols' computing worker uses it: the connect group's, and a classic group's leader
-        for incremental cooperative assignments."""
+        """Each member's target for `epoch` by `assignor` (members map member id -> worker id)
+        and, while a lost worker's work is held, the milliseconds until its delay ends (else 0).
+        Both protocols' computing worker uses it: the connect group's, and a classic group's
+        leader for incremental cooperative assignments."""
         await self.status_log.read_to_end()  # who left on purpose, who ran what
         memory = self._memory
         memory.recall(previous_epoch, epoch)
         now = time.monotonic()
-        target, memory.held = lost_work.plan(
-            members, current, work, {**self._status_owners(), **memory.last_owner}, self._left_workers(),
-            memory.held, now, self.config.scheduled_rebalance_max_delay_ms / 1000,
+        target, memory.held = assignors.plan(
+            assignor, members, current, work, {**self._status_owners(), **memory.last_owner},
+            self._left_workers(), memory.held, now, self.config.scheduled_rebalance_max_delay_ms / 1000,
         )  # fmt: skip
         for member, items in target.items():
             memory.last_owner.update(dict.fromkeys(items, members[member]))

@@ -19,6 +19,7 @@ from aiohttp import web
 
 from coordinator.config import ConfigError
 
+from .connect_membership import MembershipRefused
 from .herder import Herder
 from .rest import RestApi
 from .worker_config import WorkerConfig
@@ -49,7 +50,11 @@ async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None
             f"group {config.group_id}, protocol {config.group_protocol})",
             flush=True,
         )
-        await stop.wait()
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({stopping, herder.membership_run}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if herder.membership_run.done() and not herder.membership_run.cancelled():
+            herder.membership_run.result()  # MembershipRefused: the worker exits with its message
         log.info("leaving the group")
     finally:
         await herder.stop()
@@ -61,7 +66,7 @@ def run(config: WorkerConfig) -> int:
         asyncio.run(serve(config))
     except KeyboardInterrupt:
         pass
-    except (OSError, ConfigError) as exc:
+    except (OSError, ConfigError, MembershipRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -206,6 +206,10 @@ class RestApi:
                     [({}, membership.rebalances)])
             .family("connect_worker_member_epoch", "gauge", "This worker's member epoch (generation).",
                     [({}, membership.epoch)])
+            .family("connect_worker_assignor", "gauge",
+                    "1 for the assignor of this worker's assignment (connect: the client assignor; "
+                    "classic: the embedded protocol).",
+                    [({"assignor": herder.leader.assignor}, 1)] if herder.leader.assignor else [])
             .summary("connect_worker_rebalance_seconds",
                      "Time to converge: from the first change a rebalance brought this worker until "
                      "everything it was given runs and nothing is left to stop.",
