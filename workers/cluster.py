@@ -13,6 +13,7 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from connect_rebalance.processes import CoordinatorProcess
 
@@ -70,7 +71,7 @@ class WorkerCluster:
 
     def status(self, connector: str) -> dict[str, Any]:
         for worker in self.running():
-            code, body = rest("GET", f"{worker.url}/connectors/{connector}/status")
+            code, body = rest("GET", f"{worker.url}/connectors/{quote(connector, safe='')}/status")
             if code == 200:
                 return body  # type: ignore[no-any-return]
         raise AssertionError(f"no worker knows {connector}")

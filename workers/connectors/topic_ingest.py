@@ -16,6 +16,7 @@ checkpoint loses a partition it had read.
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,6 +27,7 @@ from ..spark_task import SparkTask
 from .parquet_output import parquet_sink
 
 STARTING = ("earliest", "latest")
+LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 def _topics(value: str) -> list[str]:
@@ -33,8 +35,8 @@ def _topics(value: str) -> list[str]:
 
 
 def _valid_topics(value: str) -> str | None:
-    for topic in _topics(value):
-        if len(topic) > 249 or not all(c.isalnum() or c in "._-" for c in topic):
+    for topic in _topics(value):  # Kafka's rule: ASCII letters, digits, `.`, `_`, `-`; not `.` or `..`
+        if len(topic) > 249 or topic in (".", "..") or not LEGAL_TOPIC.fullmatch(topic):
             return f"{topic!r} is not a valid topic name"
     return None if _topics(value) else "must name at least one topic"
 
