@@ -26,6 +26,7 @@ from .config_state import PAUSED, STARTED, STOPPED, encode_json
 from .connector_names import java_trim, name_problem
 from .herder import Herder
 from .plugins import ConfigProblem, Task, find_plugin, plugins
+from .rest_security import Refused, RestAuthenticator
 from .session_key import (
     ALGORITHM_HEADER,
     SIGNATURE_HEADER,
@@ -45,8 +46,8 @@ class RestError(Exception):
         self.status, self.message = status, message
 
 
-def error(status: int, message: str) -> web.Response:
-    return web.json_response({"error_code": status, "message": message}, status=status)
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"error_code": status, "message": message}, status=status, headers=headers)
 
 
 @web.middleware
@@ -62,11 +63,29 @@ async def errors_as_json(request: web.Request, handler: Handler) -> web.StreamRe
         return error(500, f"{type(exc).__name__}: {exc}")
 
 
+def authentication(
+    authenticator: RestAuthenticator,
+) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """401 and 403 before any handler runs (`rest_security`)."""
+
+    @web.middleware
+    async def authenticated(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            authenticator.check(request)
+        except Refused as refused:
+            challenge = {"WWW-Authenticate": 'Basic realm="connect"'} if refused.status == 401 else None
+            return error(refused.status, refused.message, challenge)
+        return await handler(request)
+
+    return authenticated
+
+
 class RestApi:
     def __init__(self, herder: Herder) -> None:
         self.herder = herder
         self._seen_signatures = SeenSignatures()  # internal requests already taken (replays)
-        self.app = web.Application(middlewares=[errors_as_json])
+        authenticator = RestAuthenticator(herder.config)
+        self.app = web.Application(middlewares=[errors_as_json, authentication(authenticator)])
         routes = [
             web.get("/", self.root),
             web.get("/health", self.health),
@@ -160,6 +179,7 @@ class RestApi:
         """The identical request, sent to another worker; its answer, passed back."""
         url = f"{base_url}{request.path}"
         body = await request.read()
+        passed_on = (SIGNATURE_HEADER, ALGORITHM_HEADER, TIMESTAMP_HEADER, "Authorization")
         async with (
             ClientSession(timeout=ClientTimeout(total=90)) as session,
             session.request(
@@ -167,14 +187,13 @@ class RestApi:
                 url,
                 params=query,
                 data=body or None,
-                headers={  # a signed request stays signed
+                # A signed request stays signed, and the caller's credentials go along (as
+                # Kafka Connect forwards them); TLS as the worker's REST client has it.
+                headers={
                     "Content-Type": "application/json",
-                    **{
-                        h: request.headers[h]
-                        for h in (SIGNATURE_HEADER, ALGORITHM_HEADER, TIMESTAMP_HEADER)
-                        if h in request.headers
-                    },
+                    **{h: request.headers[h] for h in passed_on if h in request.headers},
                 },
+                ssl=self.herder.rest_client_tls or True,
             ) as answer,
         ):
             payload = await answer.read()
@@ -458,7 +477,8 @@ class RestApi:
                 409, f"Cannot restart task {name}-{task}: it is not running (rebalance in progress?)"
             )
         try:
-            return await self._forward(request, f"http://{owner}", {**request.query, "forward": "false"})
+            url = self.herder.worker_url(owner)
+            return await self._forward(request, url, {**request.query, "forward": "false"})
         except (ClientError, TimeoutError) as exc:
             raise RestError(
                 409, f"Cannot restart task {name}-{task}: worker {owner} did not answer ({exc})"
