@@ -19,18 +19,15 @@ import logging
 import uuid
 from typing import Any
 
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
-
 from .broker import Broker
 from .groups import GroupCoordinator, GroupRequest, Outcome
 from .groups.records import GroupMetadataRecord, Record, decode_record, encode_record
-from .storage import batches
 from .storage.partition_log import PartitionLog, now_ms
+from .storage.record_log import append_records, read_records
 
 log = logging.getLogger(__name__)
 
 INTERNAL_TOPIC = "__consumer_offsets"
-BATCH_TARGET_BYTES = 512 * 1024
 
 
 class BrokerTopics:
@@ -105,20 +102,8 @@ class GroupService:
 
     def _read_records(self):  # type: ignore[no-untyped-def]
         assert self._log is not None
-        offset = self._log.log_start_offset
-        while offset < self._log.log_end_offset:
-            data = self._log.read(offset, 4 * 1024 * 1024)
-            position = 0
-            while position < len(data):
-                header = batches.read_header(data, position)
-                batch = DefaultRecordBatch(bytearray(data[position : position + header.size]))
-                for record in batch:
-                    if record.offset >= offset:
-                        yield decode_record(
-                            bytes(record.key), None if record.value is None else bytes(record.value)
-                        )
-                position += header.size
-                offset = header.next_offset
+        for key, value in read_records(self._log):
+            yield decode_record(key, value)
 
     # -- requests -------------------------------------------------------------------------
 
@@ -156,22 +141,7 @@ class GroupService:
                         record.group_id, record.value.generation, len(record.value.members),
                         record.value.protocol_name, record.value.leader_id,
                     )  # fmt: skip
-        timestamp = now_ms()
-        incoming = []
-        builder = None
-        for record in records:
-            if builder is None:
-                builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 30)
-                count = 0
-            key, value = encode_record(record)
-            builder.append(count, timestamp, key, value, [])
-            count += 1
-            if builder.size() >= BATCH_TARGET_BYTES:
-                incoming.extend(batches.split_batches(builder.build()))
-                builder = None
-        if builder is not None:
-            incoming.extend(batches.split_batches(builder.build()))
-        self._log.append(incoming, timestamp)
+        append_records(self._log, [encode_record(record) for record in records], now_ms())
 
     async def _run_timers(self) -> None:
         while True:

@@ -28,8 +28,13 @@ async def serve(
     broker.open()
     broker.groups = GroupService(broker)
     broker.groups.open()
-    server = CoordinatorServer(broker)
-    admin = AdminServer(broker, *config.admin_bind) if config.admin_bind else None
+    try:
+        server = CoordinatorServer(broker)
+        admin = AdminServer(broker, *config.admin_bind) if config.admin_bind else None
+    except ValueError:
+        await broker.groups.close()
+        await broker.close()
+        raise
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -57,7 +62,8 @@ def announce(broker: Broker, server: CoordinatorServer, admin: AdminServer | Non
     host, port = broker.advertised_address
     print(
         f"connect-rebalance coordinator listening on {host}:{port} "
-        f"(data {broker.data_dir}, cluster {broker.cluster_id})"
+        f"(data {broker.data_dir}, cluster {broker.cluster_id}); "
+        f"listeners {','.join(server.listener_urls())}"
         + (f"; admin {admin.url}" if admin is not None else ""),
         flush=True,
     )
@@ -71,4 +77,7 @@ def run(config: CoordinatorConfig) -> int:
     except (OSError, DataDirectoryLocked) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except ValueError as exc:  # key material or another setting that only fails when used
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0

@@ -11,6 +11,7 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
+from ..security.settings import secret_setting
 from ..storage.partition_log import LEADER_EPOCH
 from ..storage.topic_store import Topic
 from ..topic_configs import STATIC_BROKER_CONFIG, STRING, TOPIC_CONFIGS, effective_configs
@@ -20,7 +21,7 @@ API_VERSIONS, METADATA, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 18, 3, 32, 60
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 ENDPOINT_BROKER = 1
 NO_AUTHORIZED_OPERATIONS = -(2**31)
-_SOFTWARE_FIELD = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+_SOFTWARE_FIELD = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def advertised_api_versions() -> list[dict[str, int]]:
@@ -34,8 +35,8 @@ def advertised_api_versions() -> list[dict[str, int]]:
 async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     error = ErrorCode.NONE
     if ctx.version >= 3 and not (
-        _SOFTWARE_FIELD.match(request.client_software_name or "")
-        and _SOFTWARE_FIELD.match(request.client_software_version or "")
+        _SOFTWARE_FIELD.fullmatch(request.client_software_name or "")
+        and _SOFTWARE_FIELD.fullmatch(request.client_software_version or "")
     ):
         error = ErrorCode.INVALID_REQUEST
     return {"error_code": error, "api_keys": advertised_api_versions(), "throttle_time_ms": 0}
@@ -69,7 +70,7 @@ def _topic_metadata(ctx: RequestContext, topic: Topic) -> dict[str, Any]:
 @handles(METADATA, 0, 13)
 async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
-    host, port = broker.advertised_address
+    host, port = ctx.advertised_address
     wanted = request.topics
     if wanted is None or (ctx.version == 0 and not wanted):
         topics = [_topic_metadata(ctx, t) for t in broker.topics.topics.values()]
@@ -102,7 +103,7 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
 @handles(DESCRIBE_CLUSTER, 0, 2)
 async def describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
-    host, port = broker.advertised_address
+    host, port = ctx.advertised_address
     response: dict[str, Any] = {
         "throttle_time_ms": 0,
         "error_code": 0,
@@ -124,7 +125,7 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 def _config_entry(
     name: str,
-    value: str,
+    value: str | None,
     source: int,
     config_type: int,
     read_only: bool,
@@ -138,7 +139,7 @@ def _config_entry(
         "read_only": read_only,
         "config_source": source,
         "is_default": source == 5,
-        "is_sensitive": False,
+        "is_sensitive": secret_setting(name),
         "synonyms": [{"name": name, "value": value, "source": source}] if request.include_synonyms else [],
         "config_type": config_type,
         "documentation": doc if version >= 3 and request.include_documentation else None,

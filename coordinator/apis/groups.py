@@ -36,7 +36,7 @@ BATCHED_FROM_VERSION = 4
 
 @handles(FIND_COORDINATOR, 0, 6)
 async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    host, port = ctx.broker.advertised_address
+    host, port = ctx.advertised_address
     key_type = request.key_type if ctx.version >= 1 else KEY_TYPE_GROUP
     # Transaction coordinators are "found" too, so that a transactional producer reaches
     # InitProducerId and fails there with a clear, fatal error.

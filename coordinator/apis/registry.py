@@ -16,6 +16,8 @@ from connect_rebalance.protocol import codec
 from connect_rebalance.protocol.codec import RequestHeader
 
 from ..broker import Broker
+from ..security.session import Session
+from ..security.tls import ANONYMOUS
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,10 +25,21 @@ class RequestContext:
     broker: Broker
     header: RequestHeader
     client_host: str
+    # The connection's session; None for handlers driven in-process (tests), which act as ANONYMOUS.
+    session: Session | None = None
 
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    @property
+    def principal(self) -> str:
+        return self.session.principal if self.session is not None else ANONYMOUS
+
+    @property
+    def advertised_address(self) -> tuple[str, int]:
+        """Where clients of the listener this request came in on should connect."""
+        return self.session.advertised if self.session is not None else self.broker.advertised_address
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[dict[str, Any] | None]]

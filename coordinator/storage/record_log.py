@@ -1,0 +1,54 @@
+"""Keyed records in a partition log: the coordinator's own state, written and replayed.
+
+The group coordinator (`__consumer_offsets`) and the security store (SCRAM credentials,
+ACLs) keep their state as key/value records in a log, appended in batches as a producer
+would write them and read back in order at start-up. A null value is a tombstone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+from . import batches
+from .partition_log import PartitionLog
+
+BATCH_TARGET_BYTES = 512 * 1024
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+def append_records(log: PartitionLog, records: list[tuple[bytes, bytes | None]], timestamp: int) -> None:
+    """Append key/value records as one or more batches (each at most ~512 KiB)."""
+    incoming = []
+    builder = None
+    count = 0
+    for key, value in records:
+        if builder is None:
+            builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 30)
+            count = 0
+        builder.append(count, timestamp, key, value, [])
+        count += 1
+        if builder.size() >= BATCH_TARGET_BYTES:
+            incoming.extend(batches.split_batches(builder.build()))
+            builder = None
+    if builder is not None:
+        incoming.extend(batches.split_batches(builder.build()))
+    if incoming:
+        log.append(incoming, timestamp)
+
+
+def read_records(log: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:
+    """Every record from the log start to its end, as (key, value)."""
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        data = log.read(offset, READ_CHUNK_BYTES)
+        position = 0
+        while position < len(data):
+            header = batches.read_header(data, position)
+            batch = DefaultRecordBatch(bytearray(data[position : position + header.size]))
+            for record in batch:
+                if record.offset >= offset:
+                    yield bytes(record.key), None if record.value is None else bytes(record.value)
+            position += header.size
+            offset = header.next_offset
