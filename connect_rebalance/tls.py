@@ -1,19 +1,20 @@
-"""TLS contexts from Apache Kafka's `ssl.*` settings, for clients and for servers.
+"""TLS contexts for Kafka clients (and the workers' REST client) from Kafka's `ssl.*` settings.
 
-Kafka's names are the contract (SslConfigs, and `ssl.client.auth` for servers), so a
-worker's or a client's properties carry over. What Python's `ssl` module can do, it does:
+Kafka's client names (SslConfigs) are the contract, so a worker's properties carry over:
 PEM key stores and trust stores, as files (`ssl.keystore.location`,
 `ssl.truststore.location`) or inline (`ssl.keystore.key` with
 `ssl.keystore.certificate.chain`, `ssl.truststore.certificates`), an encrypted key
-(`ssl.key.password`), hostname verification (`ssl.endpoint.identification.algorithm`),
+(`ssl.key.password`), hostname verification (`ssl.endpoint.identification.algorithm`), and
 protocol versions (`ssl.enabled.protocols`, capped by `ssl.protocol` as a Java SSLContext
-is), and client certificates (`ssl.client.auth` none, requested, required).
+is). As in Kafka, a store's type defaults to JKS, so PEM stores say `ssl.*.type=PEM`.
+Servers (the coordinator's listeners, the workers' HTTPS listeners) build their contexts in
+`coordinator.security.tls`, which also reads PKCS12; `ssl.client.auth` is theirs.
 
-Everything else is refused (ValueError, with a message naming the setting), never ignored: JKS and
-PKCS12 stores (convert them to PEM), store passwords on PEM stores (Kafka refuses them
-too), cipher suite lists (Java's names), and the Java-only providers and factories. The
-Java defaults of the key and trust manager algorithms are accepted, since they say nothing
-beyond what is done here.
+Everything else is refused (ValueError, naming the setting), never ignored: JKS (convert
+it), PKCS12 on the client side, store passwords on PEM stores (Kafka refuses them too),
+cipher suite lists (Java's names), and the Java-only providers and factories. The Java
+defaults of the key and trust manager algorithms are accepted: they say nothing beyond
+what is done here.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from dataclasses import dataclass
 
 PEM = "PEM"
 VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
-CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 KNOWN = {
     "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
     "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.type",
@@ -66,12 +66,14 @@ class TlsSettings:
         return self.values.get(name, default) or default
 
     def _check(self) -> None:
-        for store in ("keystore", "truststore"):
-            kind = self.get(f"ssl.{store}.type", PEM).upper()
-            if kind != PEM:
+        for store, given in (("keystore", self.has_key), ("truststore", self._has_trust)):
+            kind = self.get(f"ssl.{store}.type", "JKS").upper()  # Kafka's default
+            if given and kind != PEM:
+                default = "" if f"ssl.{store}.type" in self.values else " (Kafka's default)"
                 raise ValueError(
-                    f"{self.where}ssl.{store}.type={kind} is not supported: use PEM "
-                    "(convert a JKS or PKCS12 store with keytool -importkeystore and openssl pkcs12)"
+                    f"{self.where}ssl.{store}.type={kind}{default} is not supported by this client: set "
+                    f"ssl.{store}.type=PEM (convert with keytool -importkeystore -deststoretype PKCS12, "
+                    "then openssl pkcs12 -nodes)"
                 )
             if self.get(f"ssl.{store}.password"):
                 raise ValueError(
@@ -89,8 +91,6 @@ class TlsSettings:
         algorithm = self.get("ssl.endpoint.identification.algorithm", "https").lower()
         if algorithm not in ("https", "") and "ssl.endpoint.identification.algorithm" in self.values:
             raise ValueError(f"{self.where}ssl.endpoint.identification.algorithm must be https or empty")
-        if self.get("ssl.client.auth", "none").lower() not in CLIENT_AUTH:
-            raise ValueError(f"{self.where}ssl.client.auth must be none, requested or required")
         self._versions()
         for name in ("ssl.keystore.location", "ssl.truststore.location"):
             path = self.get(name)
@@ -116,6 +116,10 @@ class TlsSettings:
         return low, high
 
     @property
+    def _has_trust(self) -> bool:
+        return bool(self.get("ssl.truststore.location") or self.get("ssl.truststore.certificates"))
+
+    @property
     def has_key(self) -> bool:
         return bool(self.get("ssl.keystore.location") or self.get("ssl.keystore.key"))
 
@@ -125,20 +129,6 @@ class TlsSettings:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         self._trust(context)
         context.check_hostname = self.get("ssl.endpoint.identification.algorithm", "https") != ""
-        self._finish(context)
-        return context
-
-    def server_context(self) -> ssl.SSLContext:
-        """A server's context: its key store (required), and client certificates checked
-        against the trust store as `ssl.client.auth` says."""
-        if not self.has_key:
-            raise ValueError(
-                f"{self.where}ssl.keystore.location (or ssl.keystore.key) is required to serve TLS"
-            )
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.verify_mode = CLIENT_AUTH[self.get("ssl.client.auth", "none").lower()]
-        if context.verify_mode != ssl.CERT_NONE:
-            self._trust(context)
         self._finish(context)
         return context
 

@@ -39,9 +39,8 @@ async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None
     api = RestApi(herder)
     runner = web.AppRunner(api.app, access_log=None)
     await runner.setup()
-    tls = config.rest_tls
     for (scheme, _, _), sock in zip(config.rest_listeners, sockets, strict=True):
-        context = tls.server_context() if scheme == "https" and tls is not None else None
+        context = config.rest_server_context() if scheme == "https" else None
         await web.SockSite(runner, sock, ssl_context=context).start()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()

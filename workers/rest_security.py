@@ -6,7 +6,8 @@ Authentication is Kafka Connect's where it has one:
   `KafkaConnect` section whose PropertyFileLoginModule names a credentials file of
   `user: password` lines; the principal is `User:<user>`. No or wrong credentials: 401.
 - client certificates on an `https://` listener (`ssl.client.auth`): the principal is the
-  certificate's subject, `User:CN=...,O=...` as Kafka's default principal builder writes it.
+  certificate's subject, `User:CN=...,O=...` as Kafka's default principal builder writes it
+  (`coordinator.security.tls.certificate_principal`, as the coordinator's listeners do).
   Basic authentication, where it is on, decides the principal.
 As in Kafka Connect, the internal endpoint `POST /connectors/{name}/tasks` needs no
 credentials: it is authenticated by the session key's signature (`session_key`).
@@ -23,22 +24,18 @@ import base64
 import binascii
 import hmac
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
 from connect_rebalance.jaas import parse_file
 from coordinator.config import ConfigError, read_properties
+from coordinator.security.tls import certificate_principal
 
 from .worker_config import WorkerConfig
 
 JAAS_SECTION = "KafkaConnect"
 LOGIN_MODULE = "PropertyFileLoginModule"
 READS = ("GET", "HEAD")
-# X.509 attribute names as Java's X500Principal.getName() writes them (RFC 2253).
-RDN_NAMES = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
-             "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST", "domainComponent": "DC",
-             "streetAddress": "STREET", "userId": "UID"}  # fmt: skip
 
 
 class Refused(Exception):
@@ -71,13 +68,6 @@ def load_credentials(jaas_file: str) -> dict[str, str]:
         raise ConfigError(f"java.security.auth.login.config: credentials file: {exc}") from exc
 
 
-def certificate_principal(peercert: dict[str, Any]) -> str:
-    """`User:` and the subject, most specific attribute first (RFC 2253, as Java writes it)."""
-    attributes = [f"{RDN_NAMES.get(name, name)}={value}" for rdn in reversed(peercert.get("subject", ()))
-                  for name, value in rdn]  # fmt: skip
-    return "User:" + ",".join(attributes)
-
-
 def is_internal(request: web.Request) -> bool:
     """Kafka Connect's internal request, authenticated by its signature instead."""
     parts = request.raw_path.split("?", 1)[0].strip("/").split("/")
@@ -91,8 +81,7 @@ def is_read(request: web.Request) -> bool:
 class RestAuthenticator:
     def __init__(self, config: WorkerConfig) -> None:
         self.credentials = load_credentials(config.jaas_config_file) if config.jaas_config_file else None
-        tls = config.rest_tls
-        self.client_certificates = tls is not None and tls.get("ssl.client.auth", "none").lower() != "none"
+        self.client_certificates = config.rest_tls is not None and config.rest_client_auth != "none"
         self.authorized = principals(config.rest_authorized_principals) or None
         self.read_only = principals(config.rest_read_only_principals)
         if (self.authorized or self.read_only) and not (
@@ -111,9 +100,10 @@ class RestAuthenticator:
         if self.credentials is not None:
             return "User:" + self._basic_user(request.headers.get("Authorization", ""))
         if self.client_certificates and request.transport is not None:
-            peercert = request.transport.get_extra_info("peercert")
-            if peercert:
-                return certificate_principal(peercert)
+            tls = request.transport.get_extra_info("ssl_object")
+            der = tls.getpeercert(binary_form=True) if tls is not None else None
+            if der:
+                return certificate_principal(der)
         return None
 
     def _basic_user(self, header: str) -> str:

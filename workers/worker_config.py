@@ -24,6 +24,7 @@ Security, by Kafka Connect's names (docs/security.md):
 from __future__ import annotations
 
 import socket
+import ssl
 import uuid
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from connect_rebalance.client_security import ClientSecurity, is_security_setting
 from connect_rebalance.tls import TlsSettings
 from coordinator.config import ConfigError, read_properties
+from coordinator.security.tls import TLS_DEFAULTS, server_context
 
 CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
 HTTPS_PREFIX = "listeners.https."
@@ -113,9 +115,9 @@ class WorkerConfig(BaseModel):
         if prefixed and "https" not in schemes:
             raise ValueError(f"{prefixed[0]} is set but no listener is https://")
         if "https" in schemes:
+            self.rest_server_context()
             tls = self.rest_tls
             assert tls is not None
-            tls.server_context()
             tls.client_context()
         elif "ssl.client.auth" in self.security_settings:
             raise ValueError("ssl.client.auth is set but no listener is https://")
@@ -146,19 +148,38 @@ class WorkerConfig(BaseModel):
         prefixed = {k[len(prefix) :]: v for k, v in settings.items() if k.startswith(prefix)}
         if prefix == "admin.":
             base = {k: v for k, v in own.items() if k != "ssl.client.auth"}
-            return ClientSecurity.parse({**base, **prefixed}, prefix)
+            # The worker's own ssl.* may serve its REST listener; admin.ssl.* serve the admin only.
+            shared = not any(k.startswith("ssl.") for k in prefixed)
+            return ClientSecurity.parse({**base, **prefixed}, prefix, tls_shared=shared)
         return ClientSecurity.parse(prefixed, prefix)
 
     @property
-    def rest_tls(self) -> TlsSettings | None:
-        """TLS of the HTTPS listener and of the REST client workers call each other with."""
-        if not any(scheme == "https" for scheme, _, _ in self.rest_listeners):
-            return None
+    def _rest_tls_settings(self) -> tuple[dict[str, str], str]:
+        """The `ssl.*` settings of the REST listeners and client, and where they come from."""
         settings = self.security_settings
         if any(k.startswith(HTTPS_PREFIX) for k in settings):
-            values = {k[len(HTTPS_PREFIX) :]: v for k, v in settings.items() if k.startswith(HTTPS_PREFIX)}
-            return TlsSettings.parse(values, HTTPS_PREFIX)
-        return TlsSettings.parse({k: v for k, v in settings.items() if k.startswith("ssl.")})
+            return {
+                k[len(HTTPS_PREFIX) :]: v for k, v in settings.items() if k.startswith(HTTPS_PREFIX)
+            }, HTTPS_PREFIX
+        return {k: v for k, v in settings.items() if k.startswith("ssl.")}, ""
+
+    @property
+    def rest_tls(self) -> TlsSettings | None:
+        """TLS of the REST client workers call each other with (when a listener is https)."""
+        if not any(scheme == "https" for scheme, _, _ in self.rest_listeners):
+            return None
+        values, where = self._rest_tls_settings
+        return TlsSettings.parse(values, where)
+
+    @property
+    def rest_client_auth(self) -> str:
+        """`ssl.client.auth` of the HTTPS listener: none, requested or required."""
+        return self._rest_tls_settings[0].get("ssl.client.auth", "none").strip().lower() or "none"
+
+    def rest_server_context(self) -> ssl.SSLContext:
+        """The HTTPS listener's context, read as the coordinator reads its listeners' settings."""
+        values, where = self._rest_tls_settings
+        return server_context({**TLS_DEFAULTS, **values}, f"the REST listener ({where or 'ssl.'}*)")
 
     @property
     def rest_listeners(self) -> list[tuple[str, str, int]]:

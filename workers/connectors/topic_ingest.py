@@ -21,6 +21,8 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from connect_rebalance.client_security import ClientSecurity
+
 from ..plugins import ConfigDef, Connector, TaskContext, indexed_task_configs, non_negative_int, positive_int
 from ..spark_runtime import checkpoint_path
 from ..spark_task import SparkTask
@@ -69,11 +71,14 @@ class TopicIngestTask(SparkTask):
 
     def writer(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> Any:
         bootstrap = config.get("bootstrap.servers") or context.bootstrap_servers
+        # A sink-like reader of topics: the worker's `consumer.*` security, as in Kafka Connect.
+        security = context.extra["worker_config"].client_security("consumer.")
         index, count = int(config["task.index"]), int(config["task.count"])
-        partitions = partitions_of_task(find_partitions(bootstrap, _topics(config["topics"])), index, count)
+        found = find_partitions(bootstrap, _topics(config["topics"]), security=security)
+        partitions = partitions_of_task(found, index, count)
         if not partitions:
             return None  # more tasks than partitions: this one has nothing to read
-        return parquet_sink(topic_stream(spark, config, bootstrap, partitions), config, index)
+        return parquet_sink(topic_stream(spark, config, bootstrap, partitions, security), config, index)
 
 
 class TopicIngest(Connector):
@@ -120,12 +125,16 @@ def offsets_of_checkpoints(checkpoints: Sequence[str]) -> list[dict[str, Any]]:
     return sorted(offsets, key=lambda o: tuple(o["partition"].values()))
 
 
-def find_partitions(bootstrap: str, topics: Sequence[str], timeout_s: float = 30.0) -> list[tuple[str, int]]:
+def find_partitions(
+    bootstrap: str, topics: Sequence[str], timeout_s: float = 30.0, security: ClientSecurity | None = None
+) -> list[tuple[str, int]]:
     """The topics' partitions, asked of the cluster; a topic that does not exist is an error."""
     from .topic_spark_source import new_consumer
 
     timeout_ms = int(timeout_s * 1000)
-    consumer = new_consumer(bootstrap, allow_auto_create_topics=False, request_timeout_ms=timeout_ms)
+    consumer = new_consumer(
+        bootstrap, security, allow_auto_create_topics=False, request_timeout_ms=timeout_ms
+    )
     try:
         found = []
         for topic in topics:
@@ -138,10 +147,15 @@ def find_partitions(bootstrap: str, topics: Sequence[str], timeout_s: float = 30
         consumer.close()
 
 
-def topic_stream(spark: Any, config: Mapping[str, str], bootstrap: str,
-                 partitions: Sequence[tuple[str, int]]) -> Any:  # fmt: skip
+def topic_stream(
+    spark: Any,
+    config: Mapping[str, str],
+    bootstrap: str,
+    partitions: Sequence[tuple[str, int]],
+    security: ClientSecurity | None = None,
+) -> Any:
     """The task's streaming DataFrame: its partitions, read by the `topic` data source."""
-    from .topic_spark_source import TopicDataSource, format_assignment
+    from .topic_spark_source import KAFKA_OPTION, TopicDataSource, format_assignment
 
     spark.dataSource.register(TopicDataSource)
     reader = (
@@ -150,6 +164,8 @@ def topic_stream(spark: Any, config: Mapping[str, str], bootstrap: str,
         .option("assign", format_assignment(partitions))
         .option("startingOffsets", config.get("starting.offsets") or "earliest")
     )
+    for name, value in (security.settings if security else {}).items():
+        reader = reader.option(f"{KAFKA_OPTION}{name}", value)
     limit = int(config.get("max.records.per.batch") or 0)
     if limit > 0:
         reader = reader.option("maxOffsetsPerTrigger", str(limit))
