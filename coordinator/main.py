@@ -13,6 +13,9 @@ from .admin_http import AdminServer
 from .broker import Broker, DataDirectoryLocked
 from .config import CoordinatorConfig
 from .group_service import GroupService
+from .security.authorizer import StandardAuthorizer
+from .security.settings import super_users
+from .security.store import SecurityStore
 from .server import CoordinatorServer
 
 log = logging.getLogger(__name__)
@@ -28,12 +31,12 @@ async def serve(
     broker.open()
     broker.groups = GroupService(broker)
     broker.groups.open()
+    attach_security(broker)
     try:
         server = CoordinatorServer(broker)
         admin = AdminServer(broker, *config.admin_bind) if config.admin_bind else None
     except ValueError:
-        await broker.groups.close()
-        await broker.close()
+        await close_broker(broker)
         raise
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -54,8 +57,26 @@ async def serve(
         if admin is not None:
             await admin.stop()
         await server.stop()
+        await close_broker(broker)
+
+
+def attach_security(broker: Broker) -> None:
+    """Open the security store; with authorizer.class.name set, enforce its ACLs."""
+    config = broker.config
+    store = SecurityStore.open(broker.data_dir, config)
+    broker.security = store
+    if config.authorizer_class_name.strip():
+        broker.authorizer = StandardAuthorizer(
+            lambda: store.acls.keys(), super_users(config), config.allow_everyone_if_no_acl_found
+        )
+
+
+async def close_broker(broker: Broker) -> None:
+    if broker.groups is not None:
         await broker.groups.close()
-        await broker.close()
+    if broker.security is not None:
+        broker.security.close()
+    await broker.close()
 
 
 def announce(broker: Broker, server: CoordinatorServer, admin: AdminServer | None) -> None:

@@ -34,7 +34,7 @@ from .apis.cluster import advertised_api_versions
 from .apis.registry import CloseConnection
 from .broker import Broker
 from .security.listeners import Listener
-from .security.sasl import PRE_AUTHENTICATION_APIS, SaslState
+from .security.sasl import PRE_AUTHENTICATION_APIS, AuthenticationFailed, SaslState, store_lookup
 from .security.session import Session
 from .security.settings import sasl_mechanisms, tls_settings
 from .security.tls import certificate_principal, server_context
@@ -137,7 +137,10 @@ class CoordinatorServer:
                     return
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
-                answer = await self._answer(frame, session)
+                if session.sasl is not None and session.sasl.raw_tokens and not session.sasl.complete:
+                    answer = await self._raw_sasl_token(frame, session)
+                else:
+                    answer = await self._answer(frame, session)
                 if answer is CLOSE:
                     return
                 if answer:
@@ -152,6 +155,19 @@ class CoordinatorServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    async def _raw_sasl_token(self, frame: bytes, session: Session) -> bytes | None:
+        """After a SaslHandshake v0, tokens travel as bare size-prefixed frames (Kafka's
+        original SASL framing); a failed exchange just closes the connection."""
+        assert session.sasl is not None
+        try:
+            challenge, user = await session.sasl.step(frame, store_lookup(self.broker.security))
+        except AuthenticationFailed as failure:
+            log.warning("%s: SASL authentication failed: %s; closing", session.client_host, failure)
+            return CLOSE
+        if user is not None:
+            session.principal = f"User:{user}"
+        return struct.pack(">i", len(challenge)) + challenge
 
     async def _answer(self, frame: bytes, session: Session) -> bytes | None:
         client_host = session.client_host

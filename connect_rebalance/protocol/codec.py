@@ -186,6 +186,11 @@ def _to_container(data_class: type, fields: dict[str, Any], version: int | None)
     return data_class(version=version, **converted)
 
 
+def response_field_names(api_key: int) -> frozenset[str]:
+    """The top-level fields of an API's response (any version; a version encodes only its own)."""
+    return frozenset(_RESPONSES[api_key]._struct.fields)
+
+
 def build_response(api_key: int, version: int, fields: dict[str, Any]) -> Any:
     """A response object from plain (nested) dicts with the schema's snake_case names.
 

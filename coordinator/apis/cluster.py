@@ -1,5 +1,10 @@
 """Cluster-level APIs: ApiVersions, Metadata, DescribeCluster, DescribeConfigs.
 
+With an authorizer, Metadata lists only the topics the principal may Describe, and a topic
+asked for by name without Describe answers TOPIC_AUTHORIZATION_FAILED (whether it exists or
+not); auto-creation needs Create on the cluster or the topic. DescribeConfigs needs
+DescribeConfigs on the topic, or on the cluster for the broker's settings.
+
 A single node is the leader of every partition, with itself as the only replica and ISR,
 at leader epoch 0. Clients bootstrap from ApiVersions and Metadata alone.
 """
@@ -11,6 +16,7 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
+from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..security.settings import secret_setting
 from ..storage.partition_log import LEADER_EPOCH
 from ..storage.topic_store import Topic
@@ -73,7 +79,12 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     host, port = ctx.advertised_address
     wanted = request.topics
     if wanted is None or (ctx.version == 0 and not wanted):
-        topics = [_topic_metadata(ctx, t) for t in broker.topics.topics.values()]
+        # Every topic the principal may see: the others are not mentioned at all.
+        topics = [
+            _topic_metadata(ctx, t)
+            for t in broker.topics.topics.values()
+            if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
+        ]
     else:
         allow_auto_create = request.allow_auto_topic_creation if ctx.version >= 4 else True
         topics = []
@@ -83,9 +94,18 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
             try:
                 if name is None:
                     found = broker.topics.by_id(topic_id)
-                    if found is None:
+                    if found is None or not ctx.authorized(
+                        AclOperation.DESCRIBE, ResourceType.TOPIC, found.name
+                    ):
                         raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_ID, f"no topic with id {topic_id}")
                 else:
+                    # Without Describe, whether the topic exists is not told.
+                    ctx.require(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+                    creates = allow_auto_create and broker.topics.get(name) is None
+                    if creates and not ctx.authorized(
+                        AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
+                    ):
+                        ctx.require(AclOperation.CREATE, ResourceType.TOPIC, name)
                     found = broker.topic_for_request(name, allow_auto_create)
                 topics.append(_topic_metadata(ctx, found))
             except KafkaApiError as exc:
@@ -150,6 +170,7 @@ def _describe_resource(ctx: RequestContext, resource: Any, request: Any) -> list
     broker = ctx.broker
     keys = set(resource.configuration_keys) if resource.configuration_keys is not None else None
     if resource.resource_type == RESOURCE_TOPIC:
+        ctx.require(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, resource.resource_name)
         topic = broker.topics.get(resource.resource_name)
         if topic is None:
             raise KafkaApiError(
@@ -169,6 +190,7 @@ def _describe_resource(ctx: RequestContext, resource: Any, request: Any) -> list
             for name, (value, source) in effective_configs(topic.configs, broker.config).items()
         ]
     elif resource.resource_type == RESOURCE_BROKER:
+        ctx.require(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
         if resource.resource_name not in ("", str(broker.node_id)):
             raise KafkaApiError(
                 ErrorCode.INVALID_REQUEST,

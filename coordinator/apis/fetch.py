@@ -13,6 +13,7 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
+from ..security.acls import AclOperation, ResourceType
 from ..storage.partition_log import LEADER_EPOCH, PartitionLog
 from .registry import RequestContext, handles
 
@@ -70,6 +71,7 @@ def _read_partitions(
             }
             try:
                 name = _resolve_topic(ctx, topic.topic, topic.topic_id)
+                ctx.require(AclOperation.READ, ResourceType.TOPIC, name)
                 log = ctx.broker.topics.partition(name, fetch.partition)
                 _check_leader_epoch(fetch.current_leader_epoch)
                 answer.update(
@@ -140,6 +142,7 @@ def _answer_partition(
 ) -> dict[str, Any]:
     """One partition's answer: `compute` fills it in, or the error says why it cannot."""
     try:
+        ctx.require(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
         log = ctx.broker.topics.partition(topic, index)
         _check_leader_epoch(current_leader_epoch)
         answer.update(compute(log))

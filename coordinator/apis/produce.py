@@ -10,6 +10,7 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
+from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..storage import batches
 from ..storage.partition_log import now_ms
 from ..storage.topic_store import INTERNAL_TOPICS
@@ -23,6 +24,7 @@ NO_TRANSACTIONS = "transactions are not supported by this coordinator"
 def _append(
     ctx: RequestContext, topic_name: str, partition_index: int, records: bytes | None
 ) -> dict[str, Any]:
+    ctx.require(AclOperation.WRITE, ResourceType.TOPIC, topic_name)
     partition = ctx.broker.topics.partition(topic_name, partition_index)
     if topic_name in INTERNAL_TOPICS:
         raise KafkaApiError(
@@ -80,6 +82,17 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "producer_epoch": -1,
         }
     assert ctx.broker.producer_ids is not None
+    # An idempotent producer needs IdempotentWrite on the cluster or Write on some topic (KIP-679).
+    if not (
+        ctx.authorized(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME)
+        or ctx.authorized_any(AclOperation.WRITE, ResourceType.TOPIC)
+    ):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
     return {
         "throttle_time_ms": 0,
         "error_code": 0,

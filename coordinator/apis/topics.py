@@ -11,6 +11,7 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
+from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..topic_configs import effective_configs, validate_topic_configs
 from .registry import RequestContext, handles
 
@@ -68,6 +69,8 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         try:
             if spec.name in repeated:
                 raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"topic {spec.name!r} appears more than once")
+            if not ctx.authorized(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
+                ctx.require(AclOperation.CREATE, ResourceType.TOPIC, spec.name)
             partitions = _partition_count(ctx, spec)
             configs = validate_topic_configs({c.name: c.value for c in spec.configs})
             broker.topics.check_new_topic(spec.name, partitions)
@@ -111,6 +114,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 if topic is None:
                     raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_ID, f"no topic with id {topic_id}")
                 name = topic.name
+            ctx.require(AclOperation.DELETE, ResourceType.TOPIC, name)
             deleted = broker.topics.delete(name)
             result.update(name=deleted.name, topic_id=deleted.topic_id)
         except KafkaApiError as exc:
@@ -126,6 +130,7 @@ async def create_partitions(ctx: RequestContext, request: Any) -> dict[str, Any]
     for spec in request.topics:
         result: dict[str, Any] = {"name": spec.name, "error_code": 0, "error_message": None}
         try:
+            ctx.require(AclOperation.ALTER, ResourceType.TOPIC, spec.name)
             broker.topics.check_partition_increase(spec.name, spec.count)
             for assignment in spec.assignments or []:
                 _check_replicas(ctx, list(assignment.broker_ids))

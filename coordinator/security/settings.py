@@ -110,8 +110,6 @@ def check_security(config: CoordinatorConfig) -> None:
         if listener.protocol.uses_tls:
             check_tls_settings(tls_settings(config, listener.name), where)
         if listener.protocol.uses_sasl:
-            raise ValueError(f"{where}: SASL listeners are not offered yet")
-        if listener.protocol.uses_sasl:
             mechanisms = sasl_mechanisms(config, listener.name)
             unknown = [m for m in mechanisms if m not in SASL_MECHANISMS]
             if not mechanisms or unknown:

@@ -17,7 +17,11 @@ import pytest
 from connect_rebalance.processes import CoordinatorProcess
 from tests.support.certificates import Pki, make_pki
 from tests.support.client_security import ClientSecurity
-from tests.support.clients import CONSUMERS, PRODUCERS, consume_confluent_group, produce_confluent
+from tests.support.clients import (
+    PRODUCERS,
+    assert_group_consumes,
+    assert_round_trip,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -60,26 +64,16 @@ def alice(pki: Pki) -> ClientSecurity:
 def test_each_client_produces_and_consumes_over_mutual_tls(
     tls_coordinator: CoordinatorProcess, alice: ClientSecurity, client: str
 ) -> None:
-    bootstrap = tls_coordinator.bootstrap_for("SSL")
-    topic = f"tls-{client}"
-    items = [(f"k{i}".encode(), f"{client}-{i}".encode()) for i in range(50)]
-    PRODUCERS[client](bootstrap, topic, items, security=alice)
-    records = CONSUMERS[client](bootstrap, topic, 1, len(items), security=alice)
-    assert [(key, value) for _, _, key, value in records] == items
+    assert_round_trip(client, tls_coordinator.bootstrap_for("SSL"), f"tls-{client}", security=alice)
 
 
 @pytest.mark.parametrize("group_protocol", ["consumer", "classic"])
 def test_confluent_consumer_groups_over_mutual_tls(
     tls_coordinator: CoordinatorProcess, alice: ClientSecurity, group_protocol: str
 ) -> None:
-    bootstrap = tls_coordinator.bootstrap_for("SSL")
-    topic = f"tls-group-{group_protocol}"
-    items = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(20)]
-    produce_confluent(bootstrap, topic, items, security=alice)
-    records = consume_confluent_group(
-        bootstrap, topic, f"g-{group_protocol}", group_protocol, 20, security=alice
+    assert_group_consumes(
+        tls_coordinator.bootstrap_for("SSL"), f"tls-group-{group_protocol}", group_protocol, alice
     )
-    assert sorted(value for *_, value in records) == sorted(value for _, value in items)
 
 
 def test_a_client_without_a_certificate_is_refused_and_the_listener_keeps_serving(

@@ -323,3 +323,23 @@ def consume_confluent_group(
     finally:
         consumer.close()
     return out
+
+
+def assert_round_trip(client: str, bootstrap: str, topic: str, security: ClientSecurity | None) -> None:
+    """`client` produces 50 records to a new topic and reads back exactly those, in order."""
+    items = [(f"k{i}".encode(), f"{client}-{i}".encode()) for i in range(50)]
+    PRODUCERS[client](bootstrap, topic, items, security=security)
+    records = CONSUMERS[client](bootstrap, topic, 1, len(items), security=security)
+    assert [(key, value) for _, _, key, value in records] == items
+
+
+def assert_group_consumes(
+    bootstrap: str, topic: str, group_protocol: str, security: ClientSecurity | None
+) -> None:
+    """confluent-kafka produces 20 records and a group member (consumer or classic) reads them all."""
+    items = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(20)]
+    produce_confluent(bootstrap, topic, items, security=security)
+    records = consume_confluent_group(
+        bootstrap, topic, f"{topic}-group", group_protocol, 20, security=security
+    )
+    assert sorted(value for *_, value in records) == sorted(value for _, value in items)
