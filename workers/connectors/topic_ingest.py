@@ -132,8 +132,9 @@ def find_partitions(
     from .topic_spark_source import new_consumer
 
     timeout_ms = int(timeout_s * 1000)
+    settings = security.settings if security else {}
     consumer = new_consumer(
-        bootstrap, security, allow_auto_create_topics=False, request_timeout_ms=timeout_ms
+        bootstrap, settings, allow_auto_create_topics=False, request_timeout_ms=timeout_ms
     )
     try:
         found = []

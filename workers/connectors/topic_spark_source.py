@@ -54,8 +54,6 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from connect_rebalance.client_security import ClientSecurity
-
 SOURCE_NAME = "topic"
 SCHEMA = StructType([
     StructField("topic", StringType()),
@@ -139,10 +137,11 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_per_trigger = int(options.get("maxOffsetsPerTrigger", "0") or 0)
         self.fail_on_data_loss = options.get("failOnDataLoss", "true").lower() != "false"
         self.poll_timeout_ms = int(options.get("pollTimeoutMs", "60000"))
-        self.security = ClientSecurity.parse(
-            {k[len(KAFKA_OPTION) :]: v for k, v in options.items() if k.lower().startswith(KAFKA_OPTION)},
-            KAFKA_OPTION,
-        )
+        # Kafka client security settings, as given: parsed where a consumer is made (the
+        # constructor stays cheap, and Spark's Python workers must start fast).
+        self.security = {
+            k[len(KAFKA_OPTION) :]: v for k, v in options.items() if k.lower().startswith(KAFKA_OPTION)
+        }
         self._consumer: Any = None  # the planner's; created on first use, never pickled
         self._available_now: dict[tuple[str, int], int] | None = None
         self._latest: dict[tuple[str, int], int] | None = None
@@ -252,17 +251,20 @@ class TopicDataSource(DataSource):
         return TopicStreamReader(self.options)
 
 
-def new_consumer(bootstrap: str, security: ClientSecurity | None = None, **settings: Any) -> Any:
-    """A kafka-python consumer with no group: offsets are the query's, not a group's."""
+def new_consumer(bootstrap: str, security: Mapping[str, str] | None = None, **settings: Any) -> Any:
+    """A kafka-python consumer with no group: offsets are the query's, not a group's;
+    `security` is Kafka's client security settings (`ClientSecurity`)."""
     from kafka import KafkaConsumer
 
+    from connect_rebalance.client_security import ClientSecurity
+
+    client_security = ClientSecurity.parse(security or {}, KAFKA_OPTION).kafka_python()
     return KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False,
-                         client_id="topic-spark-source", **(security or ClientSecurity()).kafka_python(),
-                         **settings)  # fmt: skip
+                         client_id="topic-spark-source", **client_security, **settings)  # fmt: skip
 
 
 def read_range(bootstrap: str, part: PartitionRange, fail_on_data_loss: bool,
-               poll_timeout_ms: int, security: ClientSecurity | None = None) -> Iterator[Any]:  # fmt: skip
+               poll_timeout_ms: int, security: Mapping[str, str] | None = None) -> Iterator[Any]:  # fmt: skip
     """The records of `part` as Arrow record batches (one per poll), in offset order."""
     import time
 
