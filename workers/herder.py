@@ -166,8 +166,6 @@ class Herder:
             await asyncio.to_thread(ensure_topic, bootstrap, topic, partitions, security=admin)
         for topic_log in (self.config_log, self.status_log, self.offset_log):
             await topic_log.start()
-        if self.task_writer is not self.config_log.writer:
-            await asyncio.to_thread(self.task_writer.open, asyncio.get_running_loop())
         self._announced_offset = self.state.offset  # what this worker joins with
         self._announced_connectors = set(self.state.connectors)
         await self._write_presence("UP")  # before joining: a bounce is not a departure

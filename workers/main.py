@@ -17,6 +17,7 @@ import socket
 import sys
 
 from aiohttp import web
+from kafka.errors import KafkaError
 
 from coordinator.config import ConfigError
 
@@ -66,7 +67,7 @@ def run(config: WorkerConfig) -> int:
         asyncio.run(serve(config))
     except KeyboardInterrupt:
         pass
-    except (OSError, ConfigError) as exc:
+    except (OSError, ConfigError, KafkaError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

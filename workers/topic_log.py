@@ -50,7 +50,9 @@ class RecordWriter:
     """One idempotent `acks=all` producer whose acknowledgements resolve on the event loop.
 
     Sends are handed to one thread, in call order (a send may block on metadata); the
-    acknowledgement resolves a future on the loop, so no thread waits for it.
+    acknowledgement resolves a future on the loop, so no thread waits for it. Opened by
+    `open`, or by the first write (a connector's producer: a failure to connect is then the
+    task's, not the worker's).
     """
 
     def __init__(self, bootstrap: str, client_id: str, security: ClientSecurity | None = None) -> None:
@@ -59,6 +61,7 @@ class RecordWriter:
         self._producer: KafkaProducer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sender = ThreadPoolExecutor(1, thread_name_prefix=f"send-{client_id}")
+        self._opening = asyncio.Lock()
 
     def open(self, loop: asyncio.AbstractEventLoop) -> None:
         """Blocking: connects the producer (call it off the loop)."""
@@ -72,6 +75,10 @@ class RecordWriter:
         self, topic: str, key: bytes | None, value: bytes | None, partition: int | None = None
     ) -> int:
         """Write one record (value None: a tombstone); returns its offset once acknowledged."""
+        if self._producer is None:
+            async with self._opening:
+                if self._producer is None:
+                    await asyncio.to_thread(self.open, asyncio.get_running_loop())
         assert self._producer is not None and self._loop is not None
         loop = self._loop
         acknowledged: asyncio.Future[int] = loop.create_future()
