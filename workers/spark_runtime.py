@@ -49,6 +49,9 @@ DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     # A second start on an active checkpoint in this session is an error, not a silent stop.
     "spark.sql.streaming.stopActiveRunOnRestart": "false",
+    # Spark's default redaction, plus `jaas`: TopicIngest's `kafka.sasl.jaas.config` option holds
+    # a password, and options are shown in plans and the UI.
+    "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
 }
 JOURNAL = "spark-query"
 # Where this package lives: Spark's Python processes import connectors from here.

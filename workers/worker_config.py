@@ -138,11 +138,7 @@ class WorkerConfig(BaseModel):
         """Security of a Kafka client: the worker's own (""), or `producer.`, `consumer.`,
         `admin.` (the worker's settings with the admin overrides)."""
         settings = self.security_settings
-        own = {
-            k: v
-            for k, v in settings.items()
-            if "." in k and not k.startswith((*CLIENT_PREFIXES, HTTPS_PREFIX))
-        }
+        own = {k: v for k, v in settings.items() if not k.startswith((*CLIENT_PREFIXES, HTTPS_PREFIX))}
         if prefix == "":
             return ClientSecurity.parse(own, tls_shared=True)
         prefixed = {k[len(prefix) :]: v for k, v in settings.items() if k.startswith(prefix)}
