@@ -1,12 +1,12 @@
 """A worker cluster secured end to end, against a real coordinator and real worker processes:
-the workers reach the coordinator over SASL_SSL with SCRAM-SHA-512 (group membership through
-the project's protocol client, the config, status and offset topics and the connectors'
-producers through kafka-python), serve their REST API over HTTPS with basic authentication,
-and ACLs give `connect-configs` to the workers' principal only. Connectors are created, run
-and rebalance as on an open cluster; another principal cannot read the session key; a REST
-request without credentials gets 401. The project's protocol client authenticates with
-SCRAM and PLAIN, and a wrong password is an authentication failure with the coordinator's
-message."""
+the workers reach the coordinator over SASL_SSL with SCRAM-SHA-512 (group membership, on the
+connect group protocol or the classic one, through the project's protocol client; the
+config, status and offset topics and the connectors' producers through kafka-python), serve
+their REST API over HTTPS with basic authentication, and ACLs give `connect-configs` to the
+workers' principal only. Connectors are created, run and rebalance as on an open cluster;
+another principal cannot read the session key; a REST request without credentials gets
+401. The project's protocol client authenticates with SCRAM and PLAIN, and a wrong
+password is an authentication failure with the coordinator's message."""
 
 from __future__ import annotations
 
@@ -99,8 +99,9 @@ def source(name: str, tasks: int) -> dict[str, object]:
                                      "tasks.max": str(tasks), "throughput": "5"}}  # fmt: skip
 
 
+@pytest.mark.parametrize("group_protocol", ["connect", "classic"])
 def test_a_worker_cluster_over_sasl_ssl_https_and_acls(
-    tmp_path: Path, pki: Pki, coordinator: CoordinatorProcess
+    tmp_path: Path, pki: Pki, coordinator: CoordinatorProcess, group_protocol: str
 ) -> None:
     bootstrap = coordinator.bootstrap_for("SASL_SSL")
     worker_acls(
@@ -109,7 +110,7 @@ def test_a_worker_cluster_over_sasl_ssl_https_and_acls(
     ca = str(pki.ca_certificate)
     settings = {
         "bootstrap.servers": bootstrap, **kafka_settings(pki), **kafka_settings(pki, "producer."),
-        **https_settings(pki), **basic_auth_settings(tmp_path, REST_USERS),
+        **https_settings(pki), **basic_auth_settings(tmp_path, REST_USERS), "group.protocol": group_protocol,
     }  # fmt: skip
     operator = ("operator", REST_USERS["operator"])
     rest_options = {"auth": operator, "context": ssl.create_default_context(cafile=ca)}
