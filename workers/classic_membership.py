@@ -39,6 +39,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from connect_rebalance.client_security import ClientSecurity
 from connect_rebalance.connect_protocol import (
     CONFIG_MISMATCH,
     NO_ERROR,
@@ -96,8 +97,10 @@ class ClassicMembership:
         rebalance_timeout_ms: int = 60000,
         heartbeat_interval_ms: int = 3000,
         request_timeout_ms: int = 5000,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.bootstrap, self.group_id, self.url = bootstrap, group_id, url
+        self.security = security
         self.listener, self.snapshot_work, self.config_offset = listener, snapshot, config_offset
         self.plan_target = plan_target
         self.offers = offered_protocols(connect_protocol)
@@ -136,7 +139,7 @@ class ClassicMembership:
             lambda: herder.state.offset, plan_target, connect_protocol=config.connect_protocol,
             client_id=f"connect-{config.worker_id}", session_timeout_ms=config.session_timeout_ms,
             rebalance_timeout_ms=config.rebalance_timeout_ms,
-            heartbeat_interval_ms=config.heartbeat_interval_ms,
+            heartbeat_interval_ms=config.heartbeat_interval_ms, security=config.client_security(),
         )  # fmt: skip
 
     @property
@@ -182,7 +185,8 @@ class ClassicMembership:
         if self.member_id:
             with contextlib.suppress(ConnectionError, OSError, asyncio.TimeoutError):
                 client = await asyncio.wait_for(
-                    ProtocolClient.connect(self.bootstrap, self.client_id), self.request_timeout_ms / 1000
+                    ProtocolClient.connect(self.bootstrap, self.client_id, self.security),
+                    self.request_timeout_ms / 1000,
                 )
                 try:
                     members = [{"member_id": self.member_id, "group_instance_id": None}]
@@ -459,7 +463,7 @@ class ClassicMembership:
         attr = f"_{which}"
         client: ProtocolClient | None = getattr(self, attr)
         if client is None or not client.connected:
-            connecting = ProtocolClient.connect(self.bootstrap, self.client_id)
+            connecting = ProtocolClient.connect(self.bootstrap, self.client_id, self.security)
             client = await asyncio.wait_for(connecting, self.request_timeout_ms / 1000)
             setattr(self, attr, client)
         return await asyncio.wait_for(client.request(api_key, version, fields), timeout_ms / 1000)

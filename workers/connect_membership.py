@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from connect_rebalance.client_security import ClientSecurity
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.client import ProtocolClient
 from connect_rebalance.protocol.connect_group import (
@@ -107,8 +108,10 @@ class ConnectMembership:
         rebalance_timeout_ms: int = 60000,
         session_timeout_ms: int = 10000,  # until the coordinator says what it applies
         request_timeout_ms: int = 5000,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.bootstrap, self.group_id, self.member_id, self.url = bootstrap, group_id, member_id, url
+        self.security = security
         self.listener, self.compute, self.assignors = listener, compute, assignors
         self.instance_id = instance_id
         self.rebalance_timeout_ms = rebalance_timeout_ms
@@ -346,7 +349,7 @@ class ConnectMembership:
     async def _request(self, call: Callable[[ConnectGroupApi], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         async with self._connecting:  # the heartbeats and a computation share one connection
             if self._client is None or not self._client.connected:
-                connecting = ProtocolClient.connect(self.bootstrap, f"worker-{self.member_id}")
+                connecting = ProtocolClient.connect(self.bootstrap, f"worker-{self.member_id}", self.security)
                 self._client = await asyncio.wait_for(connecting, self.request_timeout_ms / 1000)
         return await asyncio.wait_for(call(ConnectGroupApi(self._client)), self.request_timeout_ms / 1000)
 

@@ -43,8 +43,8 @@ from .session_key import RECORD_KEY as SESSION_KEY_RECORD
 from .session_key import SessionKey
 from .spark_runtime import SparkRuntime
 from .spark_task import SparkTask
-from .topic_log import TopicLog, ensure_topic
-from .worker_config import WorkerConfig
+from .topic_log import RecordWriter, TopicLog, ensure_topic
+from .worker_config import WorkerConfig, url_host_port
 
 if TYPE_CHECKING:
     from .classic_membership import ClassicMembership
@@ -121,10 +121,25 @@ class Herder:
             config.spark_master, config.spark_settings, config.checkpoint_dir,
             config.task_shutdown_graceful_timeout_ms, self.worker_id,
         )  # fmt: skip
-        bootstrap = config.bootstrap_servers
-        self.config_log = TopicLog(bootstrap, config.config_storage_topic, self._on_config, self.worker_id)
-        self.status_log = TopicLog(bootstrap, config.status_storage_topic, self._on_status, self.worker_id)
-        self.offset_log = TopicLog(bootstrap, config.offset_storage_topic, self._on_offset, self.worker_id)
+        bootstrap, security = config.bootstrap_servers, config.client_security()
+        self.config_log = TopicLog(
+            bootstrap, config.config_storage_topic, self._on_config, self.worker_id, security
+        )
+        self.status_log = TopicLog(
+            bootstrap, config.status_storage_topic, self._on_status, self.worker_id, security
+        )
+        self.offset_log = TopicLog(
+            bootstrap, config.offset_storage_topic, self._on_offset, self.worker_id, security
+        )
+        # Connectors' records go through a producer of their own when `producer.*` (the whole of
+        # their security, as in Kafka Connect) or the worker's own settings are not plaintext.
+        producer = config.client_security("producer.")
+        self.task_writer = self.config_log.writer
+        if (producer.protocol, security.protocol) != ("PLAINTEXT", "PLAINTEXT"):
+            self.task_writer = RecordWriter(bootstrap, f"{self.worker_id}-task-producer", producer)
+        # TLS of this worker's calls to other workers' REST APIs (forwards, task configs).
+        rest_tls = config.rest_tls
+        self.rest_client_tls = rest_tls.client_context() if rest_tls is not None else None
         self.membership: ConnectMembership | ClassicMembership
         if config.group_protocol == "classic":
             from .classic_membership import ClassicMembership
@@ -136,16 +151,21 @@ class Herder:
             self.membership = ConnectMembership(
                 bootstrap, config.group_id, config.member_id, config.rest_url, self, self._compute,
                 self._assignors, rebalance_timeout_ms=config.rebalance_timeout_ms,
-                session_timeout_ms=config.session_timeout_ms,
+                session_timeout_ms=config.session_timeout_ms, security=security,
             )  # fmt: skip
 
     # -- start and stop -------------------------------------------------------------------
 
     async def start(self) -> None:
-        bootstrap = self.config.bootstrap_servers
-        await asyncio.to_thread(ensure_topic, bootstrap, self.config.config_storage_topic, 1)
-        await asyncio.to_thread(ensure_topic, bootstrap, self.config.status_storage_topic, 5)
-        await asyncio.to_thread(ensure_topic, bootstrap, self.config.offset_storage_topic, 25)
+        config = self.config
+        bootstrap, admin = config.bootstrap_servers, config.client_security("admin.")
+        topics = (
+            (config.config_storage_topic, 1),
+            (config.status_storage_topic, 5),
+            (config.offset_storage_topic, 25),
+        )
+        for topic, partitions in topics:
+            await asyncio.to_thread(ensure_topic, bootstrap, topic, partitions, security=admin)
         for topic_log in (self.config_log, self.status_log, self.offset_log):
             await topic_log.start()
         self._announced_offset = self.state.offset  # what this worker joins with
@@ -169,6 +189,8 @@ class Herder:
         await asyncio.gather(*self._tasks, *self._background, return_exceptions=True)
         for topic_log in (self.config_log, self.status_log, self.offset_log):
             await topic_log.close()
+        if self.task_writer is not self.config_log.writer:
+            await asyncio.to_thread(self.task_writer.close)
         await asyncio.to_thread(self.spark.close)
 
     # -- the config topic -----------------------------------------------------------------
@@ -342,8 +364,13 @@ class Herder:
         may differ from the url) each url belongs to; Kafka Connect's host:port otherwise."""
         await self.status_log.read_to_end()
         by_url = self._worker_ids_by_url()
-        members = {m: by_url.get(url, url.removeprefix("http://")) for m, url in urls.items()}
+        members = {m: by_url.get(url, url_host_port(url)) for m, url in urls.items()}
         return await self.plan_target(members, owned, work, generation - 1, generation)
+
+    def worker_url(self, worker_id: str) -> str:
+        """A worker's REST url: from its presence record, else its id with this worker's scheme."""
+        by_id = {worker: url for url, worker in self._worker_ids_by_url().items()}
+        return by_id.get(worker_id, f"{self.config.rest_url.split('://', 1)[0]}://{worker_id}")
 
     def _worker_ids_by_url(self) -> dict[str, str]:
         """REST url -> worker id, from the presence records (for members known by url only)."""
@@ -677,7 +704,7 @@ class Herder:
         await self.offset_log.write(key.encode(), encode_json(dict(offset)))
 
     async def _send(self, topic: str, key: bytes, value: bytes) -> None:
-        await self.config_log.write(key, value, topic=topic)
+        await self.task_writer.write(topic, key, value)
 
     # -- what the REST API reads ----------------------------------------------------------
 
@@ -730,7 +757,7 @@ def _worker_id_of(member: Mapping[str, Any], by_url: Mapping[str, str]) -> str:
         return str(json.loads((member.get("assignor") or {}).get("metadata") or b"{}")["worker_id"])
     except (ValueError, KeyError, TypeError):  # a classic worker's WorkerState bytes are not JSON
         url = str(member.get("url", ""))
-        return by_url.get(url, url.removeprefix("http://"))
+        return by_url.get(url, url_host_port(url))
 
 
 def _stale(status: dict[str, Any], current: dict[str, Any] | None) -> bool:

@@ -131,7 +131,8 @@ def test_rest_api_with_a_kafka_connect_client_and_curl(cluster: WorkerCluster) -
             ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
              f"{worker.url}/connectors/orders/tasks", "-H", "Content-Type: application/json",
              "-H", "X-Connect-Authorization: bm90IGEgc2lnbmF0dXJl",
-             "-H", "X-Connect-Request-Signature-Algorithm: HmacSHA256", "-d", json.dumps(forged)],
+             "-H", "X-Connect-Request-Signature-Algorithm: HmacSHA256",
+             "-H", f"X-Connect-Request-Timestamp: {int(time.time() * 1000)}", "-d", json.dumps(forged)],
             capture_output=True, text=True, timeout=60, check=True,
         ).stdout  # fmt: skip
         assert signed == "403"
