@@ -29,6 +29,7 @@ import struct
 from connect_rebalance.protocol import codec
 from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.codec import FrameError, RequestHeader, UnsupportedApiError
+from connect_rebalance.tls_server import certificate_principal, server_context
 
 from .apis import HANDLERS, RequestContext
 from .apis.cluster import advertised_api_versions
@@ -38,7 +39,6 @@ from .security.listeners import Listener
 from .security.sasl import PRE_AUTHENTICATION_APIS, AuthenticationFailed, SaslState, store_lookup
 from .security.session import Session
 from .security.settings import sasl_mechanisms, tls_settings
-from .security.tls import certificate_principal, server_context
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-_READY = re.compile(r"worker listening on (http://\S+) \(worker (\S+),")
+_READY = re.compile(r"worker listening on (https?://\S+) \(worker (\S+),")
 
 
 class WorkerProcess:

@@ -33,7 +33,7 @@ with warnings.catch_warnings():
     from kafka.protocol.api_message import ApiMessage
 
     for _module in pkgutil.walk_packages(_kafka_protocol.__path__, "kafka.protocol."):
-        if _module.name.endswith(("generate_stubs", "sasl")):
+        if _module.name.endswith("generate_stubs"):
             continue
         importlib.import_module(_module.name)
     # The project's own API schemas register themselves on import.

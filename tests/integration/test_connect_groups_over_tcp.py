@@ -180,7 +180,9 @@ def test_api_versions_advertises_the_connect_group_apis(
     versions = d.call.client  # type: ignore[attr-defined]
     transport = d.call
     answer = transport.loop.run_until_complete(  # type: ignore[attr-defined]
-        versions.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+        versions.request(
+            ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+        )
     )
     advertised = {a["api_key"]: (a["min_version"], a["max_version"]) for a in answer["api_keys"]}
     for key in (10000, 10001, 10002, 10003):

@@ -181,3 +181,5 @@ def test_one_eager_worker_makes_the_whole_group_eager(cooperative: WorkerCluster
     group = describe_group(cluster.coordinator.bootstrap, "connect-cluster")
     assert (group["protocol_data"], len(group["members"])) == ("default", 3)
     wait_until(lambda: total_stops(cluster, "orders") - before >= 5, 10, "every item to have stopped")
+    for worker in cluster.running():  # each worker's /metrics names the protocol in use
+        assert metrics(worker.url).get('connect_worker_assignor{assignor="default"}') == 1, worker.name
