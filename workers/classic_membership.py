@@ -55,6 +55,7 @@ from connect_rebalance.connect_protocol import (
     protocol_version,
 )
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 from connect_rebalance.work import Work
 
@@ -65,7 +66,6 @@ from .rebalance_clock import RebalanceClock
 from .worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 JOIN_VERSION, SYNC_VERSION, HEARTBEAT_VERSION, LEAVE_VERSION = 5, 3, 3, 3
 SESSION_LOST = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID)
 RETRY_BACKOFF_S = 0.5
@@ -191,7 +191,7 @@ class ClassicMembership:
                 try:
                     members = [{"member_id": self.member_id, "group_instance_id": None}]
                     leave = client.request(
-                        LEAVE_GROUP, LEAVE_VERSION, {"group_id": self.group_id, "members": members}
+                        ApiKey.LEAVE_GROUP, LEAVE_VERSION, {"group_id": self.group_id, "members": members}
                     )
                     await asyncio.wait_for(leave, self.request_timeout_ms / 1000)
                 finally:
@@ -227,7 +227,7 @@ class ClassicMembership:
             self._rejoin = False  # a request from here on asks for another round
             sent = time.monotonic()
             join = await self._call(
-                "control", JOIN_GROUP, JOIN_VERSION,
+                "control", ApiKey.JOIN_GROUP, JOIN_VERSION,
                 {"group_id": self.group_id, "session_timeout_ms": self.session_timeout_ms,
                  "rebalance_timeout_ms": self.rebalance_timeout_ms, "member_id": self.member_id,
                  "group_instance_id": None, "protocol_type": PROTOCOL_TYPE, "protocols": self._metadata()},
@@ -254,7 +254,7 @@ class ClassicMembership:
                 assignments = [{"member_id": m, "assignment": a} for m, a in computed.items()]
             sent = time.monotonic()
             sync = await self._call(
-                "control", SYNC_GROUP, SYNC_VERSION,
+                "control", ApiKey.SYNC_GROUP, SYNC_VERSION,
                 {"group_id": self.group_id, "generation_id": self.generation, "member_id": self.member_id,
                  "group_instance_id": None, "assignments": assignments},
                 self.rebalance_timeout_ms + 5000,
@@ -404,7 +404,7 @@ class ClassicMembership:
         member, generation, sent = self.member_id, self.generation, time.monotonic()
         try:
             answer = await self._call(
-                "beats", HEARTBEAT, HEARTBEAT_VERSION,
+                "beats", ApiKey.HEARTBEAT, HEARTBEAT_VERSION,
                 {"group_id": self.group_id, "generation_id": generation, "member_id": member,
                  "group_instance_id": None},
                 min(self.request_timeout_ms, self.session_timeout_ms),

@@ -19,7 +19,7 @@ import sys
 from aiohttp import web
 from kafka.errors import KafkaError
 
-from coordinator.config import ConfigError
+from connect_rebalance.properties import ConfigError
 
 from .connect_membership import MembershipRefused
 from .herder import Herder

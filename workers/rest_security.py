@@ -28,8 +28,8 @@ from pathlib import Path
 from aiohttp import web
 
 from connect_rebalance.jaas import parse_file
-from coordinator.config import ConfigError, read_properties
-from coordinator.security.tls import certificate_principal
+from connect_rebalance.properties import ConfigError, read_properties
+from connect_rebalance.tls_server import certificate_principal
 
 from .worker_config import WorkerConfig
 

@@ -33,9 +33,9 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from connect_rebalance.client_security import ClientSecurity, is_security_setting
+from connect_rebalance.properties import ConfigError, read_properties
 from connect_rebalance.tls import TlsSettings
-from coordinator.config import ConfigError, read_properties
-from coordinator.security.tls import TLS_DEFAULTS, server_context
+from connect_rebalance.tls_server import TLS_DEFAULTS, server_context
 
 CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
 HTTPS_PREFIX = "listeners.https."

@@ -24,9 +24,8 @@ from typing import Any
 from ..client_security import ClientSecurity
 from ..sasl_client import AuthenticationFailed
 from . import codec
+from .api_keys import ApiKey
 from .codec import RequestHeader
-
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 
 
 class ProtocolClient:
@@ -70,7 +69,7 @@ class ProtocolClient:
         mechanism = self.security.sasl_client()
         if mechanism is None:
             return
-        handshake = await self.request(SASL_HANDSHAKE, 1, {"mechanism": mechanism.mechanism})
+        handshake = await self.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism.mechanism})
         if handshake["error_code"]:
             offered = ", ".join(handshake.get("mechanisms") or []) or "none"
             raise AuthenticationFailed(
@@ -78,7 +77,7 @@ class ProtocolClient:
             )
         message: bytes | None = mechanism.first_message()
         while message is not None:
-            answer = await self.request(SASL_AUTHENTICATE, 2, {"auth_bytes": message})
+            answer = await self.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": message})
             if answer["error_code"]:
                 raise AuthenticationFailed(
                     f"{self.host}:{self.port}: {answer.get('error_message') or 'authentication failed'}"
