@@ -12,10 +12,10 @@ import socket
 from aiohttp import web
 
 from connect_rebalance.prometheus import Exposition
+from connect_rebalance.tls_server import server_context
 
 from .broker import Broker
 from .security.settings import tls_settings
-from .security.tls import server_context
 
 
 def render_metrics(broker: Broker) -> str:

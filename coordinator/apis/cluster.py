@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.protocol.api_keys import ApiKey
 
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..security.settings import secret_setting
@@ -23,7 +24,6 @@ from ..storage.topic_store import Topic
 from ..topic_configs import STATIC_BROKER_CONFIG, STRING, TOPIC_CONFIGS, effective_configs
 from .registry import HANDLERS, RequestContext, handles
 
-API_VERSIONS, METADATA, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 18, 3, 32, 60
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 ENDPOINT_BROKER = 1
 NO_AUTHORIZED_OPERATIONS = -(2**31)
@@ -37,7 +37,7 @@ def advertised_api_versions() -> list[dict[str, int]]:
     ]
 
 
-@handles(API_VERSIONS, 0, 4)
+@handles(ApiKey.API_VERSIONS, 0, 4)
 async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     error = ErrorCode.NONE
     if ctx.version >= 3 and not (
@@ -73,7 +73,7 @@ def _topic_metadata(ctx: RequestContext, topic: Topic) -> dict[str, Any]:
     }
 
 
-@handles(METADATA, 0, 13)
+@handles(ApiKey.METADATA, 0, 13)
 async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     host, port = ctx.advertised_address
@@ -120,7 +120,7 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     }
 
 
-@handles(DESCRIBE_CLUSTER, 0, 2)
+@handles(ApiKey.DESCRIBE_CLUSTER, 0, 2)
 async def describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     host, port = ctx.advertised_address
@@ -208,7 +208,7 @@ def _describe_resource(ctx: RequestContext, resource: Any, request: Any) -> list
     return [e for e in entries if keys is None or e["name"] in keys]
 
 
-@handles(DESCRIBE_CONFIGS, 1, 4)
+@handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
 async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
     results = []
     for resource in request.resources:

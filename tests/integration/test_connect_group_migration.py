@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 from tests.integration.test_workers import records_by_task, source
 from tests.support.group_scenario import wait_until
@@ -26,7 +27,6 @@ from workers.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 SESSION_MS, HEARTBEAT_MS = 3000, 500
-LIST_GROUPS, CONNECT_GROUP_DESCRIBE = 16, 10003
 TASKS, ITEMS = 6, 7  # the connector instance and its six tasks
 GAP_MS = 1000  # a runner writes every 200 ms; a longer silence is a stop
 
@@ -72,7 +72,9 @@ def call(bootstrap: str, api_key: int, version: int, fields: dict[str, Any]) -> 
 
 def group_type(cluster: WorkerCluster) -> tuple[str, str]:
     """(type, protocol type) of the workers' group, as ListGroups v5 reports it."""
-    answer = call(cluster.coordinator.bootstrap, LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
+    answer = call(
+        cluster.coordinator.bootstrap, ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []}
+    )
     group = next(g for g in answer["groups"] if g["group_id"] == "connect-cluster")
     return group["group_type"], group["protocol_type"]
 
@@ -80,7 +82,7 @@ def group_type(cluster: WorkerCluster) -> tuple[str, str]:
 def connect_members(cluster: WorkerCluster) -> set[str]:
     """The workers' urls as ConnectGroupDescribe lists them."""
     answer = call(
-        cluster.coordinator.bootstrap, CONNECT_GROUP_DESCRIBE, 0, {"group_ids": ["connect-cluster"]}
+        cluster.coordinator.bootstrap, ApiKey.CONNECT_GROUP_DESCRIBE, 0, {"group_ids": ["connect-cluster"]}
     )
     return {m["url"] for m in answer["groups"][0]["members"]}
 

@@ -10,12 +10,11 @@ import pytest
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance.protocol.api_keys import ApiKey
 from tests.support.group_scenario import create_topic
 from tests.support.wire import RawConnection
 
 pytestmark = pytest.mark.integration
-
-CONSUMER_GROUP_HEARTBEAT = 68
 
 
 def joining(member_id: str, instance_id: str | None = None, regex: str | None = None) -> dict[str, Any]:
@@ -37,21 +36,21 @@ def test_12_and_13_a_static_rejoin_with_its_own_member_id_and_a_regex_resolved_a
     connection = RawConnection(group_coordinator.bootstrap)
     try:
         member = str(uuid.uuid4())
-        first = connection.request(CONSUMER_GROUP_HEARTBEAT, 1, joining(member, instance_id="host-1"))
+        first = connection.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, joining(member, instance_id="host-1"))
         assert first.error_code == 0 and partitions(first) == [0, 1, 2, 3]
-        again = connection.request(CONSUMER_GROUP_HEARTBEAT, 1, joining(member, instance_id="host-1"))
+        again = connection.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, joining(member, instance_id="host-1"))
         assert (again.error_code, again.member_epoch, partitions(again)) == (
             0,
             first.member_epoch,
             [0, 1, 2, 3],
         )
         other = connection.request(
-            CONSUMER_GROUP_HEARTBEAT, 1, joining(str(uuid.uuid4()), instance_id="host-1")
+            ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, joining(str(uuid.uuid4()), instance_id="host-1")
         )
         assert other.error_code == ErrorCode.UNRELEASED_INSTANCE_ID
 
         by_pattern = joining(str(uuid.uuid4()), regex="ord.*") | {"group_id": "pattern"}
-        resolved = connection.request(CONSUMER_GROUP_HEARTBEAT, 1, by_pattern)
+        resolved = connection.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, by_pattern)
         assert resolved.error_code == 0 and partitions(resolved) == [0, 1, 2, 3], "in the join's answer"
     finally:
         connection.close()

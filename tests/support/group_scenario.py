@@ -30,7 +30,7 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
 def groups_describe(bootstrap: str, group: str) -> str:
     """What `connect-rebalance groups describe GROUP` prints, as an operator runs it."""
     result = subprocess.run(
-        [sys.executable, "-m", "connect_rebalance.cli", "groups", "--bootstrap-server", bootstrap,
+        [sys.executable, "-m", "connect_rebalance_cli.cli", "groups", "--bootstrap-server", bootstrap,
          "describe", group],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

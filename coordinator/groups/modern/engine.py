@@ -27,7 +27,7 @@ static membership, the answers and Describe.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Generic, Protocol
 
@@ -210,6 +210,14 @@ class ModernGroups(ABC, Generic[Item]):
     def on_fenced(self, group: Any, member: Member[Item], now_ms: int) -> None:
         """A heartbeat at a wrong epoch is refused; a flavour may also remove its member."""
 
+    def held_by_others(self, group: Any, member_id: str) -> Callable[[Item], bool]:
+        """Which items the member must wait for before it is given them: held by another member."""
+        return group.ownership.held_by_others(member_id)  # type: ignore[no-any-return]
+
+    def revokes_all(self, group: Any) -> bool:
+        """Whether a member moving to a new target gives up everything first (eager)."""
+        return False
+
     def metadata_changed(self, group: Any) -> bool:
         """Whether the cluster's metadata the target depends on changed since the last epoch."""
         return False
@@ -338,7 +346,8 @@ class ModernGroups(ABC, Generic[Item]):
             group.assignment_epoch,
             group.target_of(member_id),
             owned,
-            group.ownership.held_by_others(member_id),
+            self.held_by_others(group, member_id),
+            revoke_all=self.revokes_all(group),
         )
         if after != before:
             ctx.emit(self.assignment_record(group_id, member_id, after))
