@@ -134,6 +134,12 @@ class ConsumerGroups(ModernGroups[Item]):
         assert ctx.topics is not None, "consumer groups read topic ids from the cluster's metadata"
         self.topics = ctx.topics
         self.assignors = list(settings.consumer_assignors)
+        # One object per distinct subscription, whatever the number of members holding it.
+        self._subscriptions: dict[frozenset[str], frozenset[str]] = {}
+        self._resolved_cache: dict[
+            tuple[frozenset[str], str | None], tuple[frozenset[str], frozenset[str]]
+        ] = {}
+        self._resolved_version: int | None = None
 
     # -- validation -----------------------------------------------------------------------
 
@@ -310,16 +316,39 @@ class ConsumerGroups(ModernGroups[Item]):
 
     # -- the target -----------------------------------------------------------------------
 
-    def subscribed_names(self, profile: ConsumerMemberSnapshot) -> set[str]:
-        names = set(profile.subscribed_topic_names)
-        if profile.subscribed_topic_regex:
-            pattern = re.compile(profile.subscribed_topic_regex)
-            names.update(n for n in self.topics.names() if pattern.fullmatch(n) and not n.startswith("__"))
-        return names
+    def subscribed_names(self, profile: ConsumerMemberSnapshot) -> frozenset[str]:
+        return self._resolved(profile)[0]
 
     def subscribed_ids(self, profile: ConsumerMemberSnapshot) -> frozenset[str]:
-        ids = (self.topics.topic_id(n) for n in self.subscribed_names(profile))
-        return frozenset(i for i in ids if i is not None)
+        return self._resolved(profile)[1]
+
+    def _resolved(self, profile: ConsumerMemberSnapshot) -> tuple[frozenset[str], frozenset[str]]:
+        """(topic names, topic ids) a subscription covers: its names and what its regex matches
+        now. Resolved once per distinct subscription while the cluster's topics stay the same,
+        however many members share it."""
+        if self._resolved_version != self.topics.version:
+            self._resolved_cache.clear()
+            self._resolved_version = self.topics.version
+        key = (profile.subscribed_topic_names, profile.subscribed_topic_regex)
+        found = self._resolved_cache.get(key)
+        if found is None:
+            names = set(profile.subscribed_topic_names)
+            if profile.subscribed_topic_regex:
+                pattern = re.compile(profile.subscribed_topic_regex)
+                names.update(
+                    n for n in self.topics.names() if pattern.fullmatch(n) and not n.startswith("__")
+                )
+            ids = (self.topics.topic_id(n) for n in names)
+            found = self._resolved_cache[key] = (frozenset(names), frozenset(i for i in ids if i is not None))
+        return found
+
+    def shared(self, profile: ConsumerMemberSnapshot) -> ConsumerMemberSnapshot:
+        names = self._subscriptions.setdefault(profile.subscribed_topic_names, profile.subscribed_topic_names)
+        return (
+            profile
+            if names is profile.subscribed_topic_names
+            else replace(profile, subscribed_topic_names=names)
+        )
 
     def metadata_changed(self, group: Any) -> bool:
         """Subscribed topics created, deleted or grown since the last epoch. Looked at again only

@@ -218,6 +218,12 @@ class ModernGroups(ABC, Generic[Item]):
         """Whether a member moving to a new target gives up everything first (eager)."""
         return False
 
+    def shared(self, profile: Any) -> Any:
+        """The profile with the parts members usually have in common (a subscription) shared
+        between them, so a group's memory grows with its members, not with members times
+        topics."""
+        return profile
+
     def metadata_changed(self, group: Any) -> bool:
         """Whether the cluster's metadata the target depends on changed since the last epoch."""
         return False
@@ -618,7 +624,7 @@ class ModernGroups(ABC, Generic[Item]):
         if known is None:
             journal.set_attr(self.ctx, "modern_members", self.ctx.modern_members + 1)
         assignment = known.assignment if known is not None else MemberAssignment.joining()
-        journal.set_item(group.members, member_id, Member(member_id, profile, assignment))
+        journal.set_item(group.members, member_id, Member(member_id, self.shared(profile), assignment))
 
     def _replay_assignment(self, group: Any, member_id: str, assignment: Any) -> None:
         if assignment is None:
