@@ -9,6 +9,8 @@ from workers.config_state import ConfigState
 from workers.session_key import ALGORITHM_HEADER, SIGNATURE_HEADER, SessionKey
 from workers.worker_config import WorkerConfig
 
+pytestmark = pytest.mark.unit
+
 
 def test_a_signed_body_checks_and_any_other_is_refused_with_kafka_connects_status() -> None:
     key = SessionKey.new(1_000)
