@@ -68,6 +68,31 @@ def consume_confluent(
     return out
 
 
+def read_to_end(bootstrap: str, topic: str, partition: int = 0, timeout: float = 60) -> list[Record]:
+    """Every record of the partition from offset 0 up to its high watermark (asked for first), with
+    confluent-kafka: what the log holds, however many that is, so a duplicate at the tail or a
+    missing tail shows in the count."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused-assign-only",
+                         "enable.auto.commit": False, "check.crcs": True})  # fmt: skip
+    try:
+        _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        out: list[Record] = []
+        deadline = time.monotonic() + timeout
+        while (not out or out[-1][1] < end - 1) and end > 0:
+            assert time.monotonic() < deadline, f"read {len(out)} records of {topic}-{partition}, end {end}"
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            assert msg.error() is None, msg.error()
+            out.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
+    finally:
+        consumer.close()
+    return out
+
+
 def produce_kafka_python(
     bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none"
 ) -> None:
