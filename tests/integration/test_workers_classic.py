@@ -142,10 +142,12 @@ def test_workers_cut_off_from_the_coordinator_stop_their_work_within_the_session
                 for w in workers
             )
 
-        wait_until(everything_stopped, SESSION_MS / 1000, "every worker to stop its work within the session")
-        assert time.monotonic() - paused_at < SESSION_MS / 1000
+        # Waited for past the session, so that a late stop is measured, not timed out on.
+        wait_until(everything_stopped, 3 * SESSION_MS / 1000, "every worker to stop its work")
+        stopped_after = time.monotonic() - paused_at
     finally:
         cluster.coordinator.resume()
+    assert stopped_after < SESSION_MS / 1000, f"work stopped {stopped_after:.1f} s after the last answer"
     wait_until(lambda: cluster.balanced("orders", 4), 60, "the workers to rejoin and run everything again")
 
 
