@@ -22,15 +22,19 @@ from workers.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 SESSION_MS = 3000
-CUT_OFF_SESSION_MS = 6000
+# The coordinator answered the workers' last heartbeats at most a heartbeat interval (1 s)
+# before it was stopped, so their sessions can expire from CUT_OFF_SESSION_MS - 1 s after.
+CUT_OFF_SESSION_MS, CUT_OFF_HEARTBEAT_MS = 6000, 1000
 # Long enough that a handover on a loaded machine is well inside it, and one that waited for
 # the session (the leaver never said it left) well outside.
 LEAVE_SESSION_MS = 20000
 
 
 @contextmanager
-def worker_cluster(tmp_path: Path, session_ms: int, **settings: str) -> Iterator[WorkerCluster]:
-    coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(session_ms)).start()
+def worker_cluster(
+    tmp_path: Path, session_ms: int, heartbeat_ms: int = 1000, **settings: str
+) -> Iterator[WorkerCluster]:
+    coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(session_ms, heartbeat_ms)).start()
     workers = WorkerCluster(tmp_path, coordinator, **settings)
     try:
         yield workers
@@ -372,7 +376,7 @@ def runs_of(records: list[tuple[int, int, str]]) -> list[list[tuple[int, int, st
 @pytest.fixture
 def slow_session_cluster(tmp_path: Path) -> Iterator[WorkerCluster]:
     """A session long enough that a loaded machine can observe the stop inside it."""
-    with worker_cluster(tmp_path, CUT_OFF_SESSION_MS) as workers:
+    with worker_cluster(tmp_path, CUT_OFF_SESSION_MS, CUT_OFF_HEARTBEAT_MS) as workers:
         yield workers
 
 
@@ -403,7 +407,7 @@ def test_workers_cut_off_from_the_coordinator_stop_their_tasks_before_anyone_els
         time.sleep(max(0.0, 1.5 * CUT_OFF_SESSION_MS / 1000 - stopped_after))
     finally:
         cluster.coordinator.resume()
-    assert stopped_after < CUT_OFF_SESSION_MS / 1000, (
+    assert stopped_after < (CUT_OFF_SESSION_MS - CUT_OFF_HEARTBEAT_MS) / 1000, (
         f"work stopped {stopped_after:.1f} s after the last answer"
     )
     wait_until(lambda: cluster.balanced("orders", 7), 60, "the workers to rejoin and run everything again")

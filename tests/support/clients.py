@@ -40,29 +40,34 @@ def produce_confluent(
     assert not errors, errors
 
 
+def _assign_only_confluent(bootstrap: str):  # type: ignore[no-untyped-def]
+    from confluent_kafka import Consumer
+
+    config = {"bootstrap.servers": bootstrap, "group.id": "unused-assign-only", "enable.auto.commit": False,
+              "check.crcs": True}  # fmt: skip
+    return Consumer(config)
+
+
+def _poll_confluent(consumer, out: list[Record]) -> None:  # type: ignore[no-untyped-def]
+    """One poll; a record it brings is appended to `out`."""
+    msg = consumer.poll(0.5)
+    if msg is not None:
+        assert msg.error() is None, msg.error()
+        out.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
+
+
 def consume_confluent(
     bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30
 ) -> list[Record]:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "unused-assign-only",
-            "enable.auto.commit": False,
-            "check.crcs": True,
-        }
-    )
+    consumer = _assign_only_confluent(bootstrap)
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out: list[Record] = []
     deadline = time.monotonic() + timeout
     try:
         while len(out) < expected and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            assert msg.error() is None, msg.error()
-            out.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
+            _poll_confluent(consumer, out)
     finally:
         consumer.close()
     return out
@@ -72,22 +77,17 @@ def read_to_end(bootstrap: str, topic: str, partition: int = 0, timeout: float =
     """Every record of the partition from offset 0 up to its high watermark (asked for first), with
     confluent-kafka: what the log holds, however many that is, so a duplicate at the tail or a
     missing tail shows in the count."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused-assign-only",
-                         "enable.auto.commit": False, "check.crcs": True})  # fmt: skip
+    consumer = _assign_only_confluent(bootstrap)
     try:
         _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
         consumer.assign([TopicPartition(topic, partition, 0)])
         out: list[Record] = []
         deadline = time.monotonic() + timeout
-        while (not out or out[-1][1] < end - 1) and end > 0:
+        while end > 0 and (not out or out[-1][1] < end - 1):
             assert time.monotonic() < deadline, f"read {len(out)} records of {topic}-{partition}, end {end}"
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            assert msg.error() is None, msg.error()
-            out.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
+            _poll_confluent(consumer, out)
     finally:
         consumer.close()
     return out
