@@ -408,7 +408,7 @@ def test_workers_cut_off_from_the_coordinator_stop_their_tasks_before_anyone_els
     finally:
         cluster.coordinator.resume()
     assert stopped_after < (CUT_OFF_SESSION_MS - CUT_OFF_HEARTBEAT_MS) / 1000, (
-        f"work stopped {stopped_after:.1f} s after the last answer"
+        f"work stopped {stopped_after:.1f} s after the coordinator stopped answering"
     )
     wait_until(lambda: cluster.balanced("orders", 7), 60, "the workers to rejoin and run everything again")
     before = {
