@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from connect_rebalance.protocol.api_keys import ApiKey
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -43,17 +45,15 @@ from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
 from connect_rebalance.protocol.connect_group import (  # noqa: E402
-    CONNECT_GROUP_DESCRIBE,
-    CONNECT_GROUP_HEARTBEAT,
-    CONNECT_GROUP_INSTALL_ASSIGNMENT,
-    CONNECT_GROUP_PREPARE_ASSIGNMENT,
     ClientAssignor,
     InstalledMember,
     heartbeat_fields,
     install_fields,
 )
 from connect_rebalance.work import CONNECTOR, Work, work_of  # noqa: E402
-from coordinator.groups import GroupCoordinator, GroupRequest, GroupSettings  # noqa: E402
+from coordinator.groups.coordinator import GroupCoordinator  # noqa: E402
+from coordinator.groups.requests import GroupRequest  # noqa: E402
+from coordinator.groups.settings import GroupSettings  # noqa: E402
 
 GROUP = "bench-connect"
 ASSIGNOR = ClientAssignor("sticky-balance", 1, 1, 1)
@@ -160,7 +160,7 @@ class VirtualCluster:
         outcome = self.core.handle(
             GroupRequest(request_id, api_key, 0, body, "bench", "/127.0.0.1"), int(self.now)
         )
-        self.handled += api_key == CONNECT_GROUP_HEARTBEAT
+        self.handled += api_key == ApiKey.CONNECT_GROUP_HEARTBEAT
         return outcome.replies[request_id]
 
     def add(self, name: str) -> SimWorker:
@@ -172,20 +172,22 @@ class VirtualCluster:
     def step(self) -> None:
         self.now, _, worker = heapq.heappop(self.queue)
         self.core.on_timer(int(self.now))  # deadlines up to now fire first
-        answer = self.call(CONNECT_GROUP_HEARTBEAT, worker.heartbeat())
+        answer = self.call(ApiKey.CONNECT_GROUP_HEARTBEAT, worker.heartbeat())
         delay = worker.answered(answer)
         if answer["should_compute_assignment"]:
             prepared = self.call(
-                CONNECT_GROUP_PREPARE_ASSIGNMENT,
+                ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT,
                 {"group_id": GROUP, "member_id": worker.name, "member_epoch": worker.epoch},
             )
-            installed = self.call(CONNECT_GROUP_INSTALL_ASSIGNMENT, worker.plan_install(prepared, self.work))
+            installed = self.call(
+                ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT, worker.plan_install(prepared, self.work)
+            )
             assert installed["error_code"] == 0, installed
             delay = 0
         heapq.heappush(self.queue, (self.now + delay, next(self.ids), worker))
 
     def describe(self) -> dict[str, Any]:
-        return self.call(CONNECT_GROUP_DESCRIBE, {"group_ids": [GROUP]})["groups"][0]
+        return self.call(ApiKey.CONNECT_GROUP_DESCRIBE, {"group_ids": [GROUP]})["groups"][0]
 
     def run_until_settled(self, limit_ms: float = 600_000) -> None:
         start = self.now
@@ -205,7 +207,7 @@ def virtual_clock(workers: int, work: frozenset[Work]) -> dict[str, Any]:
     started = time.perf_counter()
     for _ in range(rounds):
         for worker in cluster.workers.values():
-            worker.answered(cluster.call(CONNECT_GROUP_HEARTBEAT, worker.heartbeat()))
+            worker.answered(cluster.call(ApiKey.CONNECT_GROUP_HEARTBEAT, worker.heartbeat()))
     per_second = rounds * workers / (time.perf_counter() - started)
     # A worker joins.
     before = {w.name: (w.stops, w.starts) for w in cluster.workers.values()}
@@ -246,25 +248,25 @@ class TcpCluster:
     async def _loop(self, name: str) -> None:
         worker, client = self.workers[name]
         while True:
-            answer = await client.request(CONNECT_GROUP_HEARTBEAT, 0, worker.heartbeat())
+            answer = await client.request(ApiKey.CONNECT_GROUP_HEARTBEAT, 0, worker.heartbeat())
             self.handled += 1
             delay = worker.answered(answer)
             if answer["should_compute_assignment"]:
                 prepared = await client.request(
-                    CONNECT_GROUP_PREPARE_ASSIGNMENT,
+                    ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT,
                     0,
                     {"group_id": GROUP, "member_id": name, "member_epoch": worker.epoch},
                 )
                 if prepared["error_code"] == 0:
                     await client.request(
-                        CONNECT_GROUP_INSTALL_ASSIGNMENT, 0, worker.plan_install(prepared, self.work)
+                        ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT, 0, worker.plan_install(prepared, self.work)
                     )
                 delay = 0
             if self.paced and delay:
                 await asyncio.sleep(delay / 1000)
 
     async def describe(self, client: ProtocolClient) -> dict[str, Any]:
-        return (await client.request(CONNECT_GROUP_DESCRIBE, 0, {"group_ids": [GROUP]}))["groups"][0]
+        return (await client.request(ApiKey.CONNECT_GROUP_DESCRIBE, 0, {"group_ids": [GROUP]}))["groups"][0]
 
     async def wait_settled(self, admin: ProtocolClient, timeout: float = 300) -> None:
         deadline = time.monotonic() + timeout

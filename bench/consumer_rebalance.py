@@ -60,6 +60,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from connect_rebalance.protocol.api_keys import ApiKey
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -72,10 +74,11 @@ from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
-from coordinator.groups import GroupCoordinator, GroupRequest, GroupSettings  # noqa: E402
+from coordinator.groups.coordinator import GroupCoordinator  # noqa: E402
+from coordinator.groups.requests import GroupRequest  # noqa: E402
+from coordinator.groups.settings import GroupSettings  # noqa: E402
 
 TOPIC = "events"
-JOIN, SYNC, HEARTBEAT, LEAVE, DESCRIBE, CONSUMER_HEARTBEAT, CONSUMER_DESCRIBE = 11, 14, 12, 13, 15, 68, 69
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS = 79, 27
 UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_MEMBER_EPOCH = 25, 22, 110
 PROTOCOLS = ("consumer", "classic-eager", "classic-cooperative")
@@ -416,7 +419,7 @@ class ConsumerMember(Member):
     def beat(self) -> None:
         joining = self.epoch == 0
         owned = [{"topic_id": self.topic_id, "partitions": sorted(self.owned)}] if self.topic_id else []
-        self.send(CONSUMER_HEARTBEAT, 1, {
+        self.send(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
             "group_id": self.ledger.group, "member_id": self.member_id, "member_epoch": self.epoch,
             "instance_id": None, "rack_id": None,
             "rebalance_timeout_ms": self.timings.rebalance if joining else -1,
@@ -454,7 +457,7 @@ class ConsumerMember(Member):
 
     def leave(self) -> None:
         self.hold(set())
-        self.send(CONSUMER_HEARTBEAT, 1, {
+        self.send(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
             "group_id": self.ledger.group, "member_id": self.member_id, "member_epoch": -1,
             "instance_id": None,
             "rack_id": None, "rebalance_timeout_ms": -1, "subscribed_topic_names": None,
@@ -536,7 +539,7 @@ class ClassicMember(Member):
         self.set_busy(True)
         if not self.cooperative:
             self.hold(set())  # eager: everything is revoked before rejoining
-        self.send(JOIN, 5, {
+        self.send(ApiKey.JOIN_GROUP, 5, {
             "group_id": self.ledger.group, "session_timeout_ms": self.timings.session,
             "rebalance_timeout_ms": self.timings.rebalance, "member_id": self.member_id,
             "group_instance_id": None, "protocol_type": "consumer",
@@ -569,7 +572,7 @@ class ClassicMember(Member):
                 plan = cooperative_plan(owned, self.ledger.partitions)
             else:
                 plan = range_plan(list(metadata), self.ledger.partitions)
-        self.send(SYNC, 3, {
+        self.send(ApiKey.SYNC_GROUP, 3, {
             "group_id": self.ledger.group, "generation_id": self.generation, "member_id": self.member_id,
             "group_instance_id": None,
             "assignments": [{"member_id": m, "assignment": assignment(self.ledger.topic, ps)}
@@ -604,7 +607,7 @@ class ClassicMember(Member):
     def beat(self) -> None:
         if self._busy and not self.stuck:
             return
-        self.send(HEARTBEAT, 3, {
+        self.send(ApiKey.HEARTBEAT, 3, {
             "group_id": self.ledger.group, "generation_id": self.generation, "member_id": self.member_id,
             "group_instance_id": None,
         }, self.beaten)  # fmt: skip
@@ -628,7 +631,7 @@ class ClassicMember(Member):
 
     def leave(self) -> None:
         self.hold(set())
-        self.send(LEAVE, 3, {
+        self.send(ApiKey.LEAVE_GROUP, 3, {
             "group_id": self.ledger.group,
             "members": [{"member_id": self.member_id, "group_instance_id": None}],
         }, lambda _: None)  # fmt: skip
@@ -695,8 +698,12 @@ class Scenario:
     def describe_request(self) -> tuple[int, int, dict[str, Any]]:
         if self.protocol == "consumer":
             fields = {"group_ids": [self.ledger.group], "include_authorized_operations": False}
-            return CONSUMER_DESCRIBE, 0, fields
-        return DESCRIBE, 5, {"groups": [self.ledger.group], "include_authorized_operations": False}
+            return ApiKey.CONSUMER_GROUP_DESCRIBE, 0, fields
+        return (
+            ApiKey.DESCRIBE_GROUPS,
+            5,
+            {"groups": [self.ledger.group], "include_authorized_operations": False},
+        )
 
     def coordinator_agrees(self, answer: dict[str, Any]) -> str:
         """Checks a describe answer against what the members hold; returns the group's state."""

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 from tests.integration.test_workers import records_by_task, source
 from tests.support.group_scenario import wait_until
@@ -29,7 +30,6 @@ from workers.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 SESSION_MS, HEARTBEAT_MS = 3000, 500
-LIST_GROUPS, CONNECT_GROUP_DESCRIBE = 16, 10003
 TASKS, ITEMS = 6, 7  # the connector instance and its six tasks
 PER_SECOND = 10  # records per task: two runners at once for 100 ms interleave
 REWRITTEN_AT_MOST = 5  # records after the last stored offset a new owner writes again (at least once)
@@ -76,7 +76,9 @@ def call(bootstrap: str, api_key: int, version: int, fields: dict[str, Any]) -> 
 
 def group_type(cluster: WorkerCluster) -> tuple[str, str]:
     """(type, protocol type) of the workers' group, as ListGroups v5 reports it."""
-    answer = call(cluster.coordinator.bootstrap, LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
+    answer = call(
+        cluster.coordinator.bootstrap, ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []}
+    )
     group = next(g for g in answer["groups"] if g["group_id"] == "connect-cluster")
     return group["group_type"], group["protocol_type"]
 
@@ -84,7 +86,7 @@ def group_type(cluster: WorkerCluster) -> tuple[str, str]:
 def connect_members(cluster: WorkerCluster) -> set[str]:
     """The workers' urls as ConnectGroupDescribe lists them."""
     answer = call(
-        cluster.coordinator.bootstrap, CONNECT_GROUP_DESCRIBE, 0, {"group_ids": ["connect-cluster"]}
+        cluster.coordinator.bootstrap, ApiKey.CONNECT_GROUP_DESCRIBE, 0, {"group_ids": ["connect-cluster"]}
     )
     return {m["url"] for m in answer["groups"][0]["members"]}
 

@@ -17,6 +17,7 @@ from kafka_connect import KafkaConnect
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.group_scenario import wait_until
+from tests.support.verifiable_records import read_values
 from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
 from workers.process import WorkerProcess
 
@@ -137,7 +138,8 @@ def test_rest_api_with_a_kafka_connect_client_and_curl(cluster: WorkerCluster) -
             ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
              f"{worker.url}/connectors/orders/tasks", "-H", "Content-Type: application/json",
              "-H", "X-Connect-Authorization: bm90IGEgc2lnbmF0dXJl",
-             "-H", "X-Connect-Request-Signature-Algorithm: HmacSHA256", "-d", json.dumps(forged)],
+             "-H", "X-Connect-Request-Signature-Algorithm: HmacSHA256",
+             "-H", f"X-Connect-Request-Timestamp: {int(time.time() * 1000)}", "-d", json.dumps(forged)],
             capture_output=True, text=True, timeout=60, check=True,
         ).stdout  # fmt: skip
         assert signed == "403"
@@ -339,26 +341,11 @@ def test_a_worker_restarted_before_its_session_expires_gets_exactly_its_work_bac
 
 def records_by_task(bootstrap: str, topic: str) -> dict[str, list[tuple[int, int, str]]]:
     """(timestamp ms, seq, worker) of every record the verifiable source wrote so far, per task."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
-    try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        end = consumer.end_offsets(partitions)
-        by_task: dict[str, list[tuple[int, int, str]]] = {}
-        deadline = time.monotonic() + 30
-        while any(consumer.position(tp) < end[tp] for tp in partitions):
-            assert time.monotonic() < deadline, f"could not read {topic} to its end"
-            for records in consumer.poll(timeout_ms=500).values():
-                for record in records:
-                    value = json.loads(record.value)
-                    key = record.key.decode()
-                    by_task.setdefault(key, []).append((record.timestamp, value["seq"], value["worker"]))
-        return by_task
-    finally:
-        consumer.close()
+    by_task: dict[str, list[tuple[int, int, str]]] = {}
+    for timestamp, value in read_values(bootstrap, topic):
+        key = f"{value['connector']}-{value['task']}"
+        by_task.setdefault(key, []).append((timestamp, value["seq"], value["worker"]))
+    return by_task
 
 
 def runs_of(records: list[tuple[int, int, str]]) -> list[list[tuple[int, int, str]]]:

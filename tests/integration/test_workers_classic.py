@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 from tests.integration.test_workers import converged, crash_bounce_and_crash_for_good, source
 from tests.support.group_scenario import wait_until
@@ -29,7 +30,6 @@ LEAVE_SESSION_MS = 20000  # a handover well inside it; one that waited for the s
 # The coordinator answered the workers' last heartbeats at most a heartbeat interval before it
 # was stopped, so their sessions can expire from CUT_OFF_SESSION_MS - HEARTBEAT_MS after.
 CUT_OFF_SESSION_MS = 6000
-DESCRIBE_GROUPS = 15
 
 
 def classic_cluster(
@@ -179,7 +179,7 @@ def describe_group(bootstrap: str, group_id: str) -> dict[str, Any]:
     async def describe() -> dict[str, Any]:
         client = await ProtocolClient.connect(bootstrap)
         try:
-            answer = await client.request(DESCRIBE_GROUPS, 5, {"groups": [group_id]})
+            answer = await client.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group_id]})
         finally:
             await client.close()
         return dict(answer["groups"][0])
@@ -207,3 +207,5 @@ def test_one_eager_worker_makes_the_whole_group_eager(cooperative: WorkerCluster
     group = describe_group(cluster.coordinator.bootstrap, "connect-cluster")
     assert (group["protocol_data"], len(group["members"])) == ("default", 3)
     wait_until(lambda: total_stops(cluster, "orders") - before >= 5, 10, "every item to have stopped")
+    for worker in cluster.running():  # each worker's /metrics names the protocol in use
+        assert metrics(worker.url).get('connect_worker_assignor{assignor="default"}') == 1, worker.name

@@ -32,10 +32,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="offset-commits-kept-in-memory",
         breaks="committed offsets survive a kill -9 of the coordinator",
         file="coordinator/groups/offsets.py",
-        original="""    def _write(self, record: OffsetCommitRecord, out: Outcome) -> None:
-        out.records.append(record)""",
-        replacement="""    def _write(self, record: OffsetCommitRecord, out: Outcome) -> None:
-        pass  # mutation: never written to the log""",
+        original="self.ctx.emit(OffsetCommitRecord(body.group_id, topic.name, part.partition_index, value))",
+        replacement="self.replay(OffsetCommitRecord(body.group_id, topic.name, part.partition_index, value))",
         tests=(
             f"{INTEGRATION}/test_group_durability_and_admin.py::"
             "test_membership_and_committed_offsets_survive_kill9_of_the_coordinator",
@@ -120,8 +118,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="classic-commit-not-fenced",
         breaks="a commit at a generation the group has moved past is refused (ILLEGAL_GENERATION)",
-        file="coordinator/groups/offsets.py",
-        original="        if generation != group.generation:\n",
+        file="coordinator/groups/classic.py",
+        original="        if generation != self.generation:\n",
         replacement="        if False:\n",
         tests=(
             f"{INTEGRATION}/test_classic_groups_real_clients.py::"
@@ -132,7 +130,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="consumer-commit-not-fenced",
         breaks="a commit at a member epoch the member has moved past is refused (STALE_MEMBER_EPOCH)",
-        file="coordinator/groups/consumer.py",
+        file="coordinator/groups/modern/group.py",
         original="        if epoch != current:\n            raise KafkaApiError(ErrorCode.STALE_MEMBER_EPOCH",
         replacement="        if False:\n            raise KafkaApiError(ErrorCode.STALE_MEMBER_EPOCH",
         tests=(
@@ -169,29 +167,44 @@ MUTATIONS: tuple[Mutation, ...] = (
         file="coordinator/groups/classic.py",
         original="""        if group is None or member_id not in group.members:
             return
-        self.remove_member(group, member_id, out)
-        self.members_left(group, now_ms, out)""",
+        self.remove_member(group, member_id)
+        self.members_left(group, now_ms)""",
         replacement="""        if group is None or member_id not in group.members:
             return
         return  # mutation: sessions never expire
-        self.members_left(group, now_ms, out)""",
+        self.members_left(group, now_ms)""",
         tests=(
             f"{UNIT}/test_classic_group_core.py::test_session_expiry_removes_a_silent_member_and_rebalances_the_rest",
         ),
     ),
     # -- consumer groups --------------------------------------------------------------------
     Mutation(
-        name="consumer-session-never-expires",
-        breaks="a silent consumer-group member is removed after its session timeout",
-        file="coordinator/groups/consumer.py",
-        original="""        if isinstance(group, ConsumerGroup) and member_id in group.members:
-            self.remove(group, member_id, out)
-            self.removed(group, now_ms, out)""",
+        name="modern-session-never-expires",
+        breaks="a silent consumer-group member or worker is removed after its session timeout",
+        file="coordinator/groups/modern/engine.py",
+        original="""        if group is not None and member_id in group.members:
+            self.remove(group, member_id, now_ms)
+
+    def on_rebalance_timeout(""",
         replacement="""        if False:  # mutation: sessions never expire
-            self.remove(group, member_id, out)
-            self.removed(group, now_ms, out)""",
+            self.remove(group, member_id, now_ms)
+
+    def on_rebalance_timeout(""",
         tests=(
             f"{UNIT}/test_consumer_group_core.py::test_session_expiry_and_rebalance_timeout_remove_members",
+            f"{INTEGRATION}/test_connect_groups_over_tcp.py::test_case_study_a_worker_leaving",
+            f"{UNIT}/test_connect_group_core.py::"
+            "test_case_study_a_worker_leaving_keeps_assignments_then_a_reason_change_reassigns",
+        ),
+    ),
+    Mutation(
+        name="consumer-static-member-replaced-while-active",
+        breaks="an active static consumer member is not replaced: UNRELEASED_INSTANCE_ID",
+        file="coordinator/groups/consumer.py",
+        original="if holder.assignment.member_epoch != TEMPORARY_LEAVE_EPOCH and holder.classic is None:\n",
+        replacement="if False:\n",
+        tests=(
+            f"{UNIT}/test_consumer_group_core.py::test_a_static_member_restarts_in_place_after_a_temporary_leave",
         ),
     ),
     # -- connect groups ---------------------------------------------------------------------
@@ -204,21 +217,27 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(f"{UNIT}/test_connect_group_core.py::test_install_validation",),
     ),
     Mutation(
-        name="connect-session-never-expires",
-        breaks="a silent worker is removed from its connect group after its session timeout",
+        name="connect-fenced-worker-kept",
+        breaks="a worker heartbeating at a wrong epoch is removed from its group (the draft's fencing)",
         file="coordinator/groups/connect.py",
-        original="""        if isinstance(group, ConnectGroup):
-            self.remove(group, member_id, now_ms, out)
-
-    def on_rebalance_timeout(""",
-        replacement="""        if False:  # mutation: sessions never expire
-            self.remove(group, member_id, now_ms, out)
-
-    def on_rebalance_timeout(""",
+        original="""    def on_fenced(self, group: Any, member: Member[Work], now_ms: int) -> None:
+        self.remove(group, member.member_id, now_ms)""",
+        replacement="""    def on_fenced(self, group: Any, member: Member[Work], now_ms: int) -> None:
+        pass  # mutation: a fenced worker stays""",
         tests=(
-            f"{INTEGRATION}/test_connect_groups_over_tcp.py::test_case_study_a_worker_leaving",
-            f"{UNIT}/test_connect_group_core.py::"
-            "test_case_study_a_worker_leaving_keeps_assignments_then_a_reason_change_reassigns",
+            f"{UNIT}/test_connect_group_core.py::test_fencing_removes_the_worker_and_the_lost_response_case_is_accepted",
+        ),
+    ),
+    Mutation(
+        name="eager-target-reconciled-incrementally",
+        breaks="under the eager assignor every worker stops everything before anything is assigned",
+        file="coordinator/groups/connect.py",
+        original="""    def revokes_all(self, group: Any) -> bool:
+        return group.eager""",
+        replacement="""    def revokes_all(self, group: Any) -> bool:
+        return False  # mutation: eager targets keep what they keep""",
+        tests=(
+            f"{UNIT}/test_connect_assignors_core.py::test_an_eager_round_revokes_everything_before_anything_is_assigned",
         ),
     ),
     # -- workers ----------------------------------------------------------------------------

@@ -33,6 +33,17 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         future.result(30)
 
 
+def groups_describe(bootstrap: str, group: str) -> str:
+    """What `connect-rebalance groups describe GROUP` prints, as an operator runs it."""
+    result = subprocess.run(
+        [sys.executable, "-m", "connect_rebalance_cli.cli", "groups", "--bootstrap-server", bootstrap,
+         "describe", group],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.05) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not predicate():

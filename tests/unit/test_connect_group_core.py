@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.connect_group import ClientAssignor
 from connect_rebalance.work import work_of
-from coordinator.groups import GroupSettings
+from coordinator.groups.settings import GroupSettings
 from tests.support import connect_case_studies as case_studies
 from tests.support.connect_case_studies import EVERYTHING, Expire, computing
 from tests.support.connect_driver import ConnectDriver, notation, work
@@ -281,17 +281,22 @@ operation = st.one_of(
 
 
 class Cluster:
-    """Simulated workers: a worker runs work from when it is given it until it stops it."""
+    """Simulated workers: a worker runs work from when it is given it until it stops it.
+    `assignors` says what each worker offers (the driver's default otherwise)."""
 
-    def __init__(self) -> None:
+    def __init__(self, assignors: dict[str, list[ClientAssignor]] | None = None) -> None:
         self.h, self.d = driver()
         self.alive: set[str] = set()
         self.crashed: set[str] = set()
+        self.assignors = assignors or {}
+
+    def join(self, worker: str) -> dict[str, Any]:
+        return self.d.join(worker, assignors=self.assignors.get(worker))
 
     def run(self, op: tuple[str, Any]) -> None:
         kind, arg = op
         if kind == "join" and arg not in self.alive:
-            if self.d.join(arg)["error_code"] == 0:
+            if self.join(arg)["error_code"] == 0:
                 self.alive.add(arg)
                 self.crashed.discard(arg)
         elif kind == "leave" and arg in self.alive:
@@ -324,7 +329,7 @@ class Cluster:
         if self.d.last[worker]["error_code"] != 0:
             # fenced or unknown: stop everything and rejoin as the draft says
             self.d.runs[worker] = frozenset()
-            if self.d.join(worker)["error_code"] != 0:
+            if self.join(worker)["error_code"] != 0:
                 self.alive.discard(worker)
 
     def _compute(self, seed: int) -> None:
