@@ -15,8 +15,10 @@ sticky balancing assignor (keep what you have up to your share; hand out the res
 installs its result. Work is 100 connectors with 10 tasks each (1,100 items).
 
     python bench/connect_group.py [--workers 100] [--connectors 100] [--tasks-per-connector 10]
+                                  [--update-readme]
 
-Prints a table and saves bench/results/connect_group.json.
+Prints a table and saves bench/results/connect_group.json; `--update-readme` renders the
+README's block from it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from connect_rebalance.protocol.api_keys import ApiKey
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
@@ -322,6 +325,25 @@ async def over_tcp(bootstrap: str, workers: int, work: frozenset[Work]) -> dict[
         await admin.close()
 
 
+def readme_block(results: dict[str, Any]) -> str:
+    virtual, tcp = results["virtual_clock"], results["tcp"]
+
+    def moved(side: dict[str, Any]) -> str:
+        return f"{side['join_stops']} / {side['join_starts']}"
+
+    return "\n".join([
+        "| | virtual clock | TCP |",
+        "|---|---:|---:|",
+        f"| heartbeats answered per second (stable group) | {virtual['heartbeats_per_second']:,} "
+        f"| {tcp['heartbeats_per_second']:,} |",
+        f"| join: heartbeat rounds (heartbeats / workers) | {virtual['join_rounds']:.2f} "
+        f"| {tcp['join_rounds']:.2f} |",
+        f"| join: time until every worker is at the new epoch "
+        f"| {virtual['join_virtual_ms'] / 1000:.1f} s (virtual) | {tcp['join_wall_ms'] / 1000:.1f} s |",
+        f"| join: connectors and tasks stopped / started | {moved(virtual)} | {moved(tcp)} |",
+    ])  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -329,6 +351,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=100)
     parser.add_argument("--connectors", type=int, default=100)
     parser.add_argument("--tasks-per-connector", type=int, default=10)
+    parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args()
     work = all_work(args.connectors, args.tasks_per_connector)
     print(f"{args.workers} workers, {len(work)} connectors and tasks; worker {args.workers + 1} joins")
@@ -357,6 +380,8 @@ def main() -> int:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(f"saved {RESULTS.relative_to(ROOT)}")
+    if args.update_readme:
+        update_readme("connect_group", readme_block(results))
     return 0
 
 

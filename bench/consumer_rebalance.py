@@ -49,7 +49,6 @@ import heapq
 import itertools
 import json
 import random
-import re
 import sys
 import tempfile
 import textwrap
@@ -71,6 +70,7 @@ from kafka.protocol.consumer.metadata import (  # noqa: E402
     ConsumerProtocolSubscription,
 )
 
+from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
@@ -85,7 +85,6 @@ PROTOCOLS = ("consumer", "classic-eager", "classic-cooperative")
 EVENTS = ("join", "leave", "crash", "stuck")
 PARTITIONS_PER_MEMBER = 10
 RESULTS = ROOT / "bench" / "results" / "consumer_rebalance.json"
-README = ROOT / "README.md"
 
 
 @dataclass(frozen=True)
@@ -871,24 +870,11 @@ def plot(results: list[dict[str, Any]], out: Path) -> None:
     figure.savefig(out, dpi=100)
 
 
-README_INTRO = (
-    "`bench/consumer_rebalance.py` compares the consumer protocol (KIP-848) with the classic protocol, "
-    "eager and cooperative-sticky, when a member joins, leaves, crashes, or gets stuck (it stops "
-    "polling just as another member joins). Its members speak the protocols themselves (heartbeats, "
-    "JoinGroup/SyncGroup with the leader assigning), on the pure coordinator core with a virtual clock "
-    "and over TCP against a coordinator process. Settled: until every partition is consumed by exactly "
-    "one member, evenly. Stable: until the coordinator says so (consumer groups: once every member, "
-    "moved or not, has heartbeated at the new epoch). Partitions paused: partitions nobody consumed at "
-    "some moment before the group settled. "
-    "Members stopped: members other than the one the event is about that held nothing at some moment. "
-    "Newcomer waited: until the joining member held its first partition."
-)
-
-
-def update_readme(results: dict[str, Any]) -> None:
+def readme_block(results: dict[str, Any]) -> str:
+    """The README's figures: the largest size on the virtual clock and over TCP, from the JSON."""
     size = max(results["sizes"])
     lines = [
-        f"Virtual clock, {size} members, {size * PARTITIONS_PER_MEMBER} partitions, mean of "
+        f"Virtual clock, {size} members, {size * results['partitions_per_member']} partitions, mean of "
         f"{results['trials']} runs (the event at random moments of the heartbeat cycle):",
         "",
         *table([r for r in results["virtual_clock"] if r["size"] == size], "s"),
@@ -898,26 +884,18 @@ def update_readme(results: dict[str, Any]) -> None:
         where = "a coordinator process; the members share this 2-core machine"
         lines += ["", f"Over TCP, {size} members ({where}), one run:", ""]
         lines += table(tcp, "s, wall")
-    body = "\n".join(lines)
     others = ", ".join(str(s) for s in results["sizes"] if s != size)
-    note = "\n\n" + textwrap.fill(
+    tcp_others = ", ".join(str(s) for s in sorted({r["size"] for r in results.get("tcp", [])}) if s != size)
+    note = (
         "Kafka's default timings: 3 s classic heartbeats, 5 s consumer-group heartbeats (500 ms while "
         "a member has reconciliation pending), 45 s sessions, 300 s max.poll.interval.ms. The virtual "
         "clock has no network or processing time, so an eager rebalance costs there only the waiting; "
-        "over TCP it costs its round trips too. "
-        f"Other sizes ({others} members): `bench/results/consumer_rebalance.json` and `.png`.",
-        90,
+        "over TCP it costs its round trips too."
     )
-    text = README.read_text()
-    start, end = "<!-- bench:consumer_rebalance -->", "<!-- /bench:consumer_rebalance -->"
-    block = f"{start}\n{body}{note}\n{end}"
-    if start in text:
-        text = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block, text, flags=re.S)
-    else:
-        anchor = "## Layout"
-        intro = textwrap.fill(README_INTRO, 90) + "\n\n"
-        text = text.replace(anchor, intro + block + "\n\n" + anchor, 1)
-    README.write_text(text)
+    if others or tcp_others:
+        sizes = "; ".join(x for x in (others, tcp_others and f"over TCP {tcp_others}") if x)
+        note += f" Other sizes ({sizes} members): `bench/results/consumer_rebalance.json` and `.png`."
+    return "\n".join(lines) + "\n\n" + textwrap.fill(note, 90)
 
 
 def main() -> int:
@@ -973,7 +951,7 @@ def main() -> int:
     plot(results["virtual_clock"], RESULTS.with_suffix(".png"))
     print(f"saved {RESULTS.relative_to(ROOT)} and {RESULTS.with_suffix('.png').relative_to(ROOT)}")
     if args.update_readme:
-        update_readme(results)
+        update_readme("consumer_rebalance", readme_block(results))
         print("updated README.md")
     return 0
 

@@ -23,17 +23,25 @@ from tests.support.group_harness import GroupHarness
 pytestmark = pytest.mark.unit
 
 
+SESSION_MS = 10000
+
+
 def driver(harness: GroupHarness | None = None) -> tuple[GroupHarness, ConnectDriver]:
-    h = harness or GroupHarness(GroupSettings(connect_session_timeout_ms=10000))
+    h = harness or GroupHarness(GroupSettings(connect_session_timeout_ms=SESSION_MS))
     return h, ConnectDriver(lambda api_key, fields: h.call(api_key, 0, **fields))
 
 
 def expire_on_the_virtual_clock(h: GroupHarness, d: ConnectDriver) -> Expire:
     def expire(gone: str, alive: list[str]) -> None:
-        while gone in d.state()["members"]:
+        silent_ms = 0
+        while gone in d.state()["members"] and silent_ms <= SESSION_MS:
             h.advance(1000)
+            silent_ms += 1000
             for w in alive:
                 d.beat(w)
+        assert gone not in d.state()["members"], (
+            f"{gone} is still a member {silent_ms} ms after its last heartbeat"
+        )
 
     return expire
 

@@ -17,6 +17,7 @@ from workers.session_key import (
 )
 from workers.worker_config import WorkerConfig
 
+pytestmark = pytest.mark.unit
 NOW = 1_700_000_000_000
 PATH = task_configs_path("orders")
 
