@@ -99,6 +99,7 @@ class ConsumerGroup(ModernGroup[Item]):
     subscribed_metadata: tuple[tuple[str, int], ...] = ()  # (topic id, partitions) the last epoch saw
     subscribed_names: frozenset[str] = frozenset()  # the topic names behind them
     computing: int | None = None  # the epoch an offloaded server-side computation is under way for
+    computations: int = 0  # server-side target computations started (a figure for /metrics)
     metadata_seen: tuple[int, int] | None = None  # (topics version, profiles version) last looked at
     prepared: PreparedGroup | None = None
 
@@ -403,6 +404,7 @@ class ConsumerGroups(ModernGroups[Item]):
 
     def _computation(self, group: Any) -> ComputeTarget:
         """What the server-side assignor needs, as plain values (it may run on another thread)."""
+        self.ctx.journal.set_attr(group, "computations", group.computations + 1)
         if group.compute.member_id is not None:  # the group left client-side assignment
             self.ctx.cancel(self.key("compute", group.group_id, group.compute.member_id))
             self.ctx.journal.keep(group.compute)
