@@ -115,23 +115,24 @@ def _deal(members: IntArray, partitions: IntArray, owner: IntArray, sizes: IntAr
     """Give `partitions` to the least loaded of `members`, lowest level first (water filling)."""
     level = sizes[members]
     count = partitions.size
-    low = int(level.min())
-    high = low + count
-    while low < high:  # the highest fill level whose cost fits in `count`
-        mid = (low + high + 1) // 2
-        if int(np.clip(mid - level, 0, None).sum()) <= count:
-            low = mid
-        else:
-            high = mid - 1
-    adds = np.clip(low - level, 0, None)
-    remainder = count - int(adds.sum())
-    if remainder:
-        at_top = np.flatnonzero(level + adds == low)
-        at_top = at_top[np.lexsort((members[at_top], level[at_top]))][:remainder]
-        adds[at_top] += 1
+    # Sorted by (level, member index): Kafka's order among members of equal level.
+    rank = np.argsort(level, kind="stable")
+    ordered = level[rank]
+    below = np.concatenate(([0], np.cumsum(ordered)))
+    # Raising the first i members (sorted) to the level of member i costs i * level - their sum.
+    cost = ordered * np.arange(ordered.size) - below[:-1]
+    raised = int(np.searchsorted(cost, count, side="right"))
+    fill = (count + int(below[raised])) // raised
+    adds = np.zeros(members.size, dtype=np.int64)
+    adds[rank[:raised]] = fill - ordered[:raised]
+    # What is left (fewer than `raised`) goes one each to the first members at the fill level.
+    adds[rank[: count - int(adds.sum())]] += 1
     who = np.repeat(np.arange(members.size), adds)
     step = np.arange(count) - np.repeat(np.cumsum(adds) - adds, adds)
-    order = np.lexsort((members[who], level[who], level[who] + step))
+    position = np.empty(members.size, dtype=np.int64)
+    position[rank] = np.arange(members.size)
+    # Kafka hands out partitions level by level: by the member's size before it, then its rank.
+    order = np.argsort((level[who] + step) * members.size + position[who], kind="stable")
     owner[partitions] = members[who[order]]
     sizes[members] += adds
 
