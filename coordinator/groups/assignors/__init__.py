@@ -5,16 +5,19 @@
 
 `uniform` (the default) puts balance first and stickiness second: in a group whose members all
 subscribe to the same topics, assignment sizes differ by at most one; with different
-subscriptions no partition could move to a subscriber of its topic holding two fewer; members
-keep as much of their previous target as balance allows. `range` hands each topic's partitions
-out in contiguous ranges to its subscribers in a fixed order (static members by instance id,
-then the rest by member id), so members subscribed to co-partitioned topics get the same
-partition numbers of each. Assignors are looked up by name in `ASSIGNORS`.
+subscriptions the sizes are the most even those subscriptions allow (no chain of moves, each
+member giving one partition to a subscriber of its topic, reaches a member holding two fewer
+than the first); members keep as much of their previous target as balance allows. `range`
+hands each topic's partitions out in contiguous ranges to its subscribers in a fixed order
+(static members by instance id, then the rest by member id), so members subscribed to
+co-partitioned topics get the same partition numbers of each. Assignors are looked up by name in `ASSIGNORS`.
 
 The package's parts:
 - `spec.py`: the integer-array representation every assignor works on (layout, members,
   subscription and topic classes, per-member views);
 - `uniform.py`, `range.py`: the assignors, as functions of a `GroupSpec`;
+- `levels.py`, `chains.py`: the uniform assignor's moves for different subscriptions (dealing
+  and single moves; chains of moves across subscription classes);
 - `members.py`: the conversion from and to the coordinator's per-member frozensets.
 Nothing here does IO or reads a clock; an assignor holds no state between calls.
 """

@@ -17,21 +17,26 @@ Heterogeneous groups, as Kafka's UniformHeterogeneousAssignmentBuilder:
    lowest level first (Kafka's order: by the member's size before the partition, then member
    index). Topics with the same subscribers (a *topic class*) are dealt together, classes with
    the most partitions per subscriber first, the way Kafka orders topics.
-3. Balance: while some member holding a partition of a class has at least two more partitions
-   than another subscriber of that class, the most loaded such member gives one to the least
-   loaded. Passes over the classes repeat until a pass moves nothing. Every move lowers the sum
-   of squared sizes, so this ends; when it ends no partition can move to a subscriber of its
-   topic with two fewer partitions, which is Kafka's definition of balanced (Kafka stops after
-   16 passes; its assignments can be left "almost balanced" where ours are not).
-Cost: O(P log P + sum of class sizes) array work per pass plus O(moves log M) for the moves.
+3. Balance, single moves: while some member holding a partition of a class has at least two
+   more partitions than another subscriber of that class, the most loaded such member gives one
+   to the least loaded. Passes over the classes repeat until a pass moves nothing. Every move
+   lowers the sum of squared sizes, so this ends; then no partition can move to a subscriber of
+   its topic with two fewer partitions, which is Kafka's definition of balanced (Kafka stops
+   after 16 passes; its assignments can be left "almost balanced" where ours are not).
+4. Balance, chains (`chains.py`): where no single move helps, a member may still give a
+   partition to a co-subscriber who gives one of another topic on, ..., to a member holding two
+   fewer (a={x}, b={x,y}, c={y} left at 3/4/5 become 4/4/4). Such chains are moved until none
+   is left: the sizes are then the most even the subscriptions allow.
+Cost: O(P log P + sum of class sizes) array work per pass plus O(moves log M) for the moves;
+the chains cost O(subscription classes + their links) per chain found, one check when none is.
 """
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 
+from .chains import move_along_chains
+from .levels import balance, deal
 from .spec import GroupSpec, IntArray, TopicClass, topic_classes
 
 
@@ -87,12 +92,13 @@ def _heterogeneous(spec: GroupSpec) -> IntArray:
     for topic_class, partitions in zip(classes, class_partitions, strict=True):
         free = partitions[owner[partitions] < 0]
         if free.size:
-            _deal(topic_class.members, free, owner, sizes)
+            deal(topic_class.members, free, owner, sizes)
     movable = [
         (c, p) for c, p in zip(classes, class_partitions, strict=True) if c.members.size > 1 and p.size
     ]
-    while sum(_balance(c.members, p, owner, sizes) for c, p in movable):
+    while sum(balance(c.members, p, owner, sizes) for c, p in movable):
         pass
+    move_along_chains(spec, subscribes, classes, class_partitions, owner, sizes)
     return owner
 
 
@@ -109,77 +115,3 @@ def _ordered(classes: list[TopicClass], spec: GroupSpec) -> list[TopicClass]:
         return (-most / c.members.size, c.members.size, int(c.topics.min()))
 
     return sorted(classes, key=key)
-
-
-def _deal(members: IntArray, partitions: IntArray, owner: IntArray, sizes: IntArray) -> None:
-    """Give `partitions` to the least loaded of `members`, lowest level first (water filling)."""
-    level = sizes[members]
-    count = partitions.size
-    # Sorted by (level, member index): Kafka's order among members of equal level.
-    rank = np.argsort(level, kind="stable")
-    ordered = level[rank]
-    below = np.concatenate(([0], np.cumsum(ordered)))
-    # Raising the first i members (sorted) to the level of member i costs i * level - their sum.
-    cost = ordered * np.arange(ordered.size) - below[:-1]
-    raised = int(np.searchsorted(cost, count, side="right"))
-    fill = (count + int(below[raised])) // raised
-    adds = np.zeros(members.size, dtype=np.int64)
-    adds[rank[:raised]] = fill - ordered[:raised]
-    # What is left (fewer than `raised`) goes one each to the first members at the fill level.
-    adds[rank[: count - int(adds.sum())]] += 1
-    who = np.repeat(np.arange(members.size), adds)
-    step = np.arange(count) - np.repeat(np.cumsum(adds) - adds, adds)
-    position = np.empty(members.size, dtype=np.int64)
-    position[rank] = np.arange(members.size)
-    # Kafka hands out partitions level by level: by the member's size before it, then its rank.
-    order = np.argsort((level[who] + step) * members.size + position[who], kind="stable")
-    owner[partitions] = members[who[order]]
-    sizes[members] += adds
-
-
-def _balance(members: IntArray, partitions: IntArray, owner: IntArray, sizes: IntArray) -> int:
-    """Move partitions of one topic class from its most to its least loaded subscribers, one at a
-    time, until no holder has two more than any subscriber. Returns the number moved."""
-    level = sizes[members]
-    holder = np.searchsorted(members, owner[partitions])  # position of each owner in `members`
-    holds = np.bincount(holder, minlength=members.size)
-    if int(level[holds > 0].max()) - int(level.min()) <= 1:
-        return 0
-    by_holder = np.argsort(holder, kind="stable")
-    ends = np.cumsum(holds)  # partitions of holder h: partitions[by_holder[ends[h] - holds[h]:ends[h]]]
-    given: dict[int, list[int]] = {}  # partitions a member received here (it may give them on)
-    levels, held = level.tolist(), holds.tolist()
-    receivers = [(lv, m) for m, lv in enumerate(levels)]
-    donors = [(-lv, -m) for m, lv in enumerate(levels) if held[m] > 0]
-    heapq.heapify(receivers)
-    heapq.heapify(donors)
-    moved = 0
-    while donors and receivers:
-        top, d = -donors[0][0], -donors[0][1]
-        if top != levels[d] or held[d] == 0:  # stale entry
-            heapq.heappop(donors)
-            continue
-        low, r = receivers[0]
-        if low != levels[r]:
-            heapq.heappop(receivers)
-            continue
-        if top - low <= 1:
-            break
-        if given.get(d):
-            partition = given[d].pop()
-        else:
-            taken = held[d] - len(given.get(d, ()))  # still-original partitions of d
-            partition = int(partitions[by_holder[ends[d] - holds[d] + taken - 1]])
-        owner[partition] = members[r]
-        given.setdefault(r, []).append(partition)
-        levels[d] -= 1
-        levels[r] += 1
-        held[d] -= 1
-        held[r] += 1
-        heapq.heapreplace(donors, (-levels[d], -d)) if held[d] else heapq.heappop(donors)
-        heapq.heapreplace(receivers, (levels[r], r))
-        heapq.heappush(receivers, (levels[d], d))
-        heapq.heappush(donors, (-levels[r], -r))
-        moved += 1
-    sizes[members] = levels
-    return moved
