@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.readme_table import update_readme  # noqa: E402
-from coordinator.groups.assignors import (  # noqa: E402
+from coordinator.assignors import (  # noqa: E402
     ASSIGNORS,
     AssignmentMember,
     MemberPartitions,

@@ -49,7 +49,6 @@ import heapq
 import itertools
 import json
 import random
-import re
 import sys
 import tempfile
 import textwrap
@@ -61,6 +60,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from connect_rebalance.protocol.api_keys import ApiKey
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -69,20 +70,21 @@ from kafka.protocol.consumer.metadata import (  # noqa: E402
     ConsumerProtocolSubscription,
 )
 
+from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
-from coordinator.groups import GroupCoordinator, GroupRequest, GroupSettings  # noqa: E402
+from coordinator.groups.coordinator import GroupCoordinator  # noqa: E402
+from coordinator.groups.requests import GroupRequest  # noqa: E402
+from coordinator.groups.settings import GroupSettings  # noqa: E402
 
 TOPIC = "events"
-JOIN, SYNC, HEARTBEAT, LEAVE, DESCRIBE, CONSUMER_HEARTBEAT, CONSUMER_DESCRIBE = 11, 14, 12, 13, 15, 68, 69
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS = 79, 27
 UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_MEMBER_EPOCH = 25, 22, 110
 PROTOCOLS = ("consumer", "classic-eager", "classic-cooperative")
 EVENTS = ("join", "leave", "crash", "stuck")
 PARTITIONS_PER_MEMBER = 10
 RESULTS = ROOT / "bench" / "results" / "consumer_rebalance.json"
-README = ROOT / "README.md"
 
 
 @dataclass(frozen=True)
@@ -417,7 +419,7 @@ class ConsumerMember(Member):
     def beat(self) -> None:
         joining = self.epoch == 0
         owned = [{"topic_id": self.topic_id, "partitions": sorted(self.owned)}] if self.topic_id else []
-        self.send(CONSUMER_HEARTBEAT, 1, {
+        self.send(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
             "group_id": self.ledger.group, "member_id": self.member_id, "member_epoch": self.epoch,
             "instance_id": None, "rack_id": None,
             "rebalance_timeout_ms": self.timings.rebalance if joining else -1,
@@ -455,7 +457,7 @@ class ConsumerMember(Member):
 
     def leave(self) -> None:
         self.hold(set())
-        self.send(CONSUMER_HEARTBEAT, 1, {
+        self.send(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
             "group_id": self.ledger.group, "member_id": self.member_id, "member_epoch": -1,
             "instance_id": None,
             "rack_id": None, "rebalance_timeout_ms": -1, "subscribed_topic_names": None,
@@ -537,7 +539,7 @@ class ClassicMember(Member):
         self.set_busy(True)
         if not self.cooperative:
             self.hold(set())  # eager: everything is revoked before rejoining
-        self.send(JOIN, 5, {
+        self.send(ApiKey.JOIN_GROUP, 5, {
             "group_id": self.ledger.group, "session_timeout_ms": self.timings.session,
             "rebalance_timeout_ms": self.timings.rebalance, "member_id": self.member_id,
             "group_instance_id": None, "protocol_type": "consumer",
@@ -570,7 +572,7 @@ class ClassicMember(Member):
                 plan = cooperative_plan(owned, self.ledger.partitions)
             else:
                 plan = range_plan(list(metadata), self.ledger.partitions)
-        self.send(SYNC, 3, {
+        self.send(ApiKey.SYNC_GROUP, 3, {
             "group_id": self.ledger.group, "generation_id": self.generation, "member_id": self.member_id,
             "group_instance_id": None,
             "assignments": [{"member_id": m, "assignment": assignment(self.ledger.topic, ps)}
@@ -605,7 +607,7 @@ class ClassicMember(Member):
     def beat(self) -> None:
         if self._busy and not self.stuck:
             return
-        self.send(HEARTBEAT, 3, {
+        self.send(ApiKey.HEARTBEAT, 3, {
             "group_id": self.ledger.group, "generation_id": self.generation, "member_id": self.member_id,
             "group_instance_id": None,
         }, self.beaten)  # fmt: skip
@@ -629,7 +631,7 @@ class ClassicMember(Member):
 
     def leave(self) -> None:
         self.hold(set())
-        self.send(LEAVE, 3, {
+        self.send(ApiKey.LEAVE_GROUP, 3, {
             "group_id": self.ledger.group,
             "members": [{"member_id": self.member_id, "group_instance_id": None}],
         }, lambda _: None)  # fmt: skip
@@ -696,8 +698,12 @@ class Scenario:
     def describe_request(self) -> tuple[int, int, dict[str, Any]]:
         if self.protocol == "consumer":
             fields = {"group_ids": [self.ledger.group], "include_authorized_operations": False}
-            return CONSUMER_DESCRIBE, 0, fields
-        return DESCRIBE, 5, {"groups": [self.ledger.group], "include_authorized_operations": False}
+            return ApiKey.CONSUMER_GROUP_DESCRIBE, 0, fields
+        return (
+            ApiKey.DESCRIBE_GROUPS,
+            5,
+            {"groups": [self.ledger.group], "include_authorized_operations": False},
+        )
 
     def coordinator_agrees(self, answer: dict[str, Any]) -> str:
         """Checks a describe answer against what the members hold; returns the group's state."""
@@ -862,24 +868,11 @@ def plot(results: list[dict[str, Any]], out: Path) -> None:
     figure.savefig(out, dpi=100)
 
 
-README_INTRO = (
-    "`bench/consumer_rebalance.py` compares the consumer protocol (KIP-848) with the classic protocol, "
-    "eager and cooperative-sticky, when a member joins, leaves, crashes, or gets stuck (it stops "
-    "polling just as another member joins). Its members speak the protocols themselves (heartbeats, "
-    "JoinGroup/SyncGroup with the leader assigning), on the pure coordinator core with a virtual clock "
-    "and over TCP against a coordinator process. Settled: until every partition is consumed by exactly "
-    "one member, evenly. Stable: until the coordinator says so (consumer groups: once every member, "
-    "moved or not, has heartbeated at the new epoch). Partitions paused: partitions nobody consumed at "
-    "some moment before the group settled. "
-    "Members stopped: members other than the one the event is about that held nothing at some moment. "
-    "Newcomer waited: until the joining member held its first partition."
-)
-
-
-def update_readme(results: dict[str, Any]) -> None:
+def readme_block(results: dict[str, Any]) -> str:
+    """The README's figures: the largest size on the virtual clock and over TCP, from the JSON."""
     size = max(results["sizes"])
     lines = [
-        f"Virtual clock, {size} members, {size * PARTITIONS_PER_MEMBER} partitions, mean of "
+        f"Virtual clock, {size} members, {size * results['partitions_per_member']} partitions, mean of "
         f"{results['trials']} runs (the event at random moments of the heartbeat cycle):",
         "",
         *table([r for r in results["virtual_clock"] if r["size"] == size], "s"),
@@ -889,26 +882,18 @@ def update_readme(results: dict[str, Any]) -> None:
         where = "a coordinator process; the members share this 2-core machine"
         lines += ["", f"Over TCP, {size} members ({where}), one run:", ""]
         lines += table(tcp, "s, wall")
-    body = "\n".join(lines)
     others = ", ".join(str(s) for s in results["sizes"] if s != size)
-    note = "\n\n" + textwrap.fill(
+    tcp_others = ", ".join(str(s) for s in sorted({r["size"] for r in results.get("tcp", [])}) if s != size)
+    note = (
         "Kafka's default timings: 3 s classic heartbeats, 5 s consumer-group heartbeats (500 ms while "
         "a member has reconciliation pending), 45 s sessions, 300 s max.poll.interval.ms. The virtual "
         "clock has no network or processing time, so an eager rebalance costs there only the waiting; "
-        "over TCP it costs its round trips too. "
-        f"Other sizes ({others} members): `bench/results/consumer_rebalance.json` and `.png`.",
-        90,
+        "over TCP it costs its round trips too."
     )
-    text = README.read_text()
-    start, end = "<!-- bench:consumer_rebalance -->", "<!-- /bench:consumer_rebalance -->"
-    block = f"{start}\n{body}{note}\n{end}"
-    if start in text:
-        text = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block, text, flags=re.S)
-    else:
-        anchor = "## Layout"
-        intro = textwrap.fill(README_INTRO, 90) + "\n\n"
-        text = text.replace(anchor, intro + block + "\n\n" + anchor, 1)
-    README.write_text(text)
+    if others or tcp_others:
+        sizes = "; ".join(x for x in (others, tcp_others and f"over TCP {tcp_others}") if x)
+        note += f" Other sizes ({sizes} members): `bench/results/consumer_rebalance.json` and `.png`."
+    return "\n".join(lines) + "\n\n" + textwrap.fill(note, 90)
 
 
 def main() -> int:
@@ -964,7 +949,7 @@ def main() -> int:
     plot(results["virtual_clock"], RESULTS.with_suffix(".png"))
     print(f"saved {RESULTS.relative_to(ROOT)} and {RESULTS.with_suffix('.png').relative_to(ROOT)}")
     if args.update_readme:
-        update_readme(results)
+        update_readme("consumer_rebalance", readme_block(results))
         print("updated README.md")
     return 0
 

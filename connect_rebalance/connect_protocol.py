@@ -2,7 +2,7 @@
 
 Workers on `group.protocol=classic` put these bytes in JoinGroup protocol metadata and in
 SyncGroup member assignments (and the coordinator reads and writes them for classic workers
-inside a connect group, coordinator/groups/connect_migration.py), so that they can share a
+inside a connect group, coordinator/groups/classic_bridge.py), so that they can share a
 group with Apache Kafka Connect workers (reference/connect-protocol-wire.md):
 - protocol type "connect"; protocol names "default" (v0, eager), "compatible" (v1,
   incremental cooperative) and "sessioned" (v2: v1's layout, and the group supports session

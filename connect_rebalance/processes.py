@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 _READY = re.compile(r"listening on (\S+):(\d+) ")
-_ADMIN = re.compile(r"; admin (http://\S+)")
+_ADMIN = re.compile(r"; admin (https?://\S+)")
+_LISTENERS = re.compile(r"; listeners ([^;\s]+)")
 
 
 def connect_timings(session_ms: int, heartbeat_ms: int = 1000) -> dict[str, str]:
@@ -40,25 +41,40 @@ class CoordinatorProcess:
         self.log_path = log_path or self.data_dir.parent / f"{self.data_dir.name}-coordinator.log"
         self.port = 0
         self.admin_url = ""  # the admin HTTP port (/metrics), on a free port of its own
+        # Every Kafka listener as NAME://host:port, once started (a restart binds the same ports).
+        self.listener_urls: list[str] = []
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    def bootstrap_for(self, listener_name: str) -> str:
+        """host:port of the named listener (e.g. SASL_SSL)."""
+        for url in self.listener_urls:
+            name, _, address = url.partition("://")
+            if name == listener_name.upper():
+                return address
+        raise KeyError(f"no listener {listener_name} among {self.listener_urls}")
+
     def start(self, timeout: float = 30.0) -> CoordinatorProcess:
         command = [
             sys.executable,
             "-m",
-            "connect_rebalance.cli",
+            "connect_rebalance_cli.cli",
             "coordinator",
             "--listen",
             f"127.0.0.1:{self.port}",
             "--data-dir",
             str(self.data_dir),
         ]
-        admin = self.admin_url or "http://127.0.0.1:0"  # a restart keeps the same port
-        for name, value in {"admin.listeners": admin, **self.overrides}.items():
+        settings = dict(self.overrides)
+        settings.setdefault("admin.listeners", "http://127.0.0.1:0")
+        if self.admin_url:  # a restart keeps the same ports
+            settings["admin.listeners"] = self.admin_url
+        if self.listener_urls and "listeners" in self.overrides:
+            settings["listeners"] = ",".join(self.listener_urls)
+        for name, value in settings.items():
             command += ["-o", f"{name}={value}"]
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child from here on
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file)
@@ -75,6 +91,8 @@ class CoordinatorProcess:
                     self.port = int(match.group(2))
                     admin_match = _ADMIN.search(line.decode(errors="replace"))
                     self.admin_url = admin_match.group(1) if admin_match else ""
+                    listeners_match = _LISTENERS.search(line.decode(errors="replace"))
+                    self.listener_urls = listeners_match.group(1).split(",") if listeners_match else []
                     return self
             if self.process.poll() is not None:
                 break

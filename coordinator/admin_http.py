@@ -1,4 +1,5 @@
-"""The coordinator's admin HTTP port: Prometheus `/metrics` and a `/health` probe.
+"""The coordinator's admin HTTP port: Prometheus `/metrics` and a `/health` probe, over
+plain HTTP or, with `admin.listeners=https://...`, TLS from the broker's `ssl.*` settings.
 
 It only reads what the pure core counted (`coordinator.groups.group_metrics`); serving it
 never touches the Kafka listener or the groups' state.
@@ -11,8 +12,10 @@ import socket
 from aiohttp import web
 
 from connect_rebalance.prometheus import Exposition
+from connect_rebalance.tls_server import server_context
 
 from .broker import Broker
+from .security.settings import tls_settings
 
 
 def render_metrics(broker: Broker) -> str:
@@ -48,6 +51,12 @@ class AdminServer:
     def __init__(self, broker: Broker, host: str, port: int) -> None:
         self.broker, self.host, self.port = broker, host, port
         self._runner: web.AppRunner | None = None
+        # https:// admin.listeners: the broker's ssl.* settings (keystore, truststore, client auth).
+        self._tls = (
+            server_context(tls_settings(broker.config, None), "the admin port (admin.listeners)")
+            if broker.config.admin_uses_tls
+            else None
+        )
 
     async def start(self) -> None:
         app = web.Application()
@@ -57,7 +66,7 @@ class AdminServer:
         # Bound here, so that port 0 gets a free port whose number is then known.
         sock = socket.create_server((self.host, self.port), reuse_port=False)
         self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
+        await web.SockSite(self._runner, sock, ssl_context=self._tls).start()
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -65,7 +74,7 @@ class AdminServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self._tls is not None else 'http'}://{self.host}:{self.port}"
 
     async def _metrics(self, request: web.Request) -> web.Response:
         return web.Response(text=render_metrics(self.broker), content_type=Exposition.CONTENT_TYPE)

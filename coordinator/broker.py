@@ -29,6 +29,8 @@ from .topic_configs import log_settings
 
 if TYPE_CHECKING:
     from .group_service import GroupService
+    from .security.authorizer import StandardAuthorizer
+    from .security.store import SecurityStore
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,18 @@ def kafka_uuid_string(value: uuid.UUID) -> str:
 
 class DataDirectoryLocked(RuntimeError):
     pass
+
+
+def lock_data_dir(data_dir: Path) -> int:
+    """Take the data directory for this process alone (a lock file); returns the lock's fd."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(data_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        os.close(fd)
+        raise DataDirectoryLocked(f"{data_dir} is in use by another coordinator") from exc
+    return fd
 
 
 class ProducerIdAllocator:
@@ -80,18 +94,14 @@ class Broker:
         self._tasks: list[asyncio.Task[None]] = []
         # The group coordinator's IO edge, attached by whoever serves this broker.
         self.groups: GroupService | None = None
+        # SCRAM credentials and ACLs, and the authorizer when authorizer.class.name names one.
+        self.security: SecurityStore | None = None
+        self.authorizer: StandardAuthorizer | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def open(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_fd = os.open(self.data_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-            raise DataDirectoryLocked(f"{self.data_dir} is in use by another coordinator") from exc
+        self._lock_fd = lock_data_dir(self.data_dir)
         meta = self.data_dir / "meta.json"
         if meta.exists():
             self.cluster_id = read_json(meta)["cluster_id"]

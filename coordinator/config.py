@@ -20,13 +20,25 @@ from pydantic import (
     model_validator,
 )
 
+from connect_rebalance.properties import ConfigError
+
 from .groups.settings import GroupSettings
+from .security.listeners import (
+    DEFAULT_PROTOCOL_MAP,
+    Listener,
+    host_and_port,
+    parse_listeners,
+    parse_protocol_map,
+)
+from .security.settings import (
+    LISTENER_PREFIX,
+    check_security,
+    listener_overrides,
+    secret_setting,
+    unsupported_setting,
+)
 
 LONG_MAX = 2**63 - 1
-
-
-class ConfigError(ValueError):
-    """A setting is unknown or invalid; the message names it."""
 
 
 class CoordinatorConfig(BaseModel):
@@ -34,8 +46,33 @@ class CoordinatorConfig(BaseModel):
 
     listeners: str = Field("127.0.0.1:9092", alias="listeners")
     advertised_listeners: str | None = Field(None, alias="advertised.listeners")
-    # The admin HTTP port (Prometheus /metrics, /health), e.g. http://127.0.0.1:9644; off when unset.
+    listener_security_protocol_map: str = Field(DEFAULT_PROTOCOL_MAP, alias="listener.security.protocol.map")
+    # The admin HTTP port (Prometheus /metrics, /health), e.g. http://127.0.0.1:9644 or https://...
+    # (TLS from the ssl.* settings); off when unset.
     admin_listeners: str | None = Field(None, alias="admin.listeners")
+    # TLS (coordinator/security/tls.py), Kafka's names and defaults.
+    ssl_keystore_type: str = Field("JKS", alias="ssl.keystore.type")
+    ssl_keystore_location: str | None = Field(None, alias="ssl.keystore.location")
+    ssl_keystore_password: str | None = Field(None, alias="ssl.keystore.password")
+    ssl_keystore_key: str | None = Field(None, alias="ssl.keystore.key")
+    ssl_keystore_certificate_chain: str | None = Field(None, alias="ssl.keystore.certificate.chain")
+    ssl_key_password: str | None = Field(None, alias="ssl.key.password")
+    ssl_truststore_type: str = Field("JKS", alias="ssl.truststore.type")
+    ssl_truststore_location: str | None = Field(None, alias="ssl.truststore.location")
+    ssl_truststore_password: str | None = Field(None, alias="ssl.truststore.password")
+    ssl_truststore_certificates: str | None = Field(None, alias="ssl.truststore.certificates")
+    ssl_client_auth: str = Field("none", alias="ssl.client.auth")
+    ssl_enabled_protocols: str = Field("TLSv1.2,TLSv1.3", alias="ssl.enabled.protocols")
+    ssl_protocol: str = Field("TLSv1.3", alias="ssl.protocol")
+    ssl_principal_mapping_rules: str = Field("DEFAULT", alias="ssl.principal.mapping.rules")
+    # SASL on SASL_PLAINTEXT / SASL_SSL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.
+    sasl_enabled_mechanisms: str = Field("GSSAPI", alias="sasl.enabled.mechanisms")
+    # ACLs (coordinator/security/authorizer.py): off unless an authorizer is named.
+    authorizer_class_name: str = Field("", alias="authorizer.class.name")
+    super_users: str = Field("", alias="super.users")
+    allow_everyone_if_no_acl_found: bool = Field(False, alias="allow.everyone.if.no.acl.found")
+    # `listener.name.<listener>.<setting>` overrides, by lower-case listener name.
+    listener_name_settings: dict[str, dict[str, str]] = Field(default_factory=dict)
     node_id: int = Field(1, alias="node.id", ge=0)
     log_dirs: Path = Field(Path("./data"), alias="log.dirs")
     num_partitions: int = Field(1, alias="num.partitions", ge=1)
@@ -112,6 +149,12 @@ class CoordinatorConfig(BaseModel):
     )
 
     @model_validator(mode="after")
+    def _security(self) -> CoordinatorConfig:
+        """Listeners, their TLS and SASL settings, and the authorizer all make sense together."""
+        check_security(self)
+        return self
+
+    @model_validator(mode="after")
     def _within_bounds(self) -> CoordinatorConfig:
         """Each group type's session and heartbeat lie within their bounds, heartbeat < session."""
         for prefix in ("group", "group.consumer", "group.connect"):
@@ -153,21 +196,35 @@ class CoordinatorConfig(BaseModel):
             raise ValueError(f"{name} must be bidirectional, upgrade, downgrade or disabled; got {value!r}")
         return policy
 
-    @field_validator("listeners", "advertised_listeners")
+    @field_validator("listener_security_protocol_map")
     @classmethod
-    def _listener_has_port(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_listener(value)
+    def _protocol_map(cls, value: str) -> str:
+        parse_protocol_map(value)
         return value
 
     @field_validator("admin_listeners")
     @classmethod
     def _admin_is_http(cls, value: str | None) -> str | None:
         if value is not None and value.strip():
-            if not value.strip().startswith("http://"):
-                raise ValueError(f"{value!r} is not http://host:port")
+            if not value.strip().startswith(("http://", "https://")):
+                raise ValueError(f"{value!r} is not http://host:port or https://host:port")
             parse_listener(value)
             return value.strip()
+        return None
+
+    @property
+    def kafka_listeners(self) -> list[Listener]:
+        return parse_listeners(self.listeners, parse_protocol_map(self.listener_security_protocol_map))
+
+    def advertised_for(self, listener_name: str) -> tuple[str, int] | None:
+        """The address `advertised.listeners` gives a listener, or None to advertise the bound one."""
+        if self.advertised_listeners is None:
+            return None
+        protocol_map = parse_protocol_map(self.listener_security_protocol_map)
+        advertised = parse_listeners(self.advertised_listeners, protocol_map)
+        for listener in advertised:
+            if listener.name == listener_name:
+                return listener.host, listener.port
         return None
 
     @property
@@ -175,12 +232,27 @@ class CoordinatorConfig(BaseModel):
         return parse_listener(self.admin_listeners) if self.admin_listeners else None
 
     @property
+    def admin_uses_tls(self) -> bool:
+        return bool(self.admin_listeners and self.admin_listeners.startswith("https://"))
+
+    @property
     def bind(self) -> tuple[str, int]:
-        return parse_listener(self.listeners)
+        first = self.kafka_listeners[0]
+        return first.host, first.port
 
     @property
     def advertised(self) -> tuple[str, int]:
-        return parse_listener(self.advertised_listeners or self.listeners)
+        first = self.kafka_listeners[0]
+        return self.advertised_for(first.name) or (first.host, first.port)
+
+    def setting(self, name: str, listener_name: str | None = None) -> str | None:
+        """A setting by its Kafka name, as `listener.name.<listener>.<name>` overrides it."""
+        if listener_name is not None:
+            override = self.listener_name_settings.get(listener_name.lower(), {}).get(name)
+            if override is not None:
+                return override
+        value = _by_alias(self, name)
+        return None if value is None else str(value)
 
     def group_settings(self) -> GroupSettings:
         return GroupSettings(
@@ -205,12 +277,23 @@ class CoordinatorConfig(BaseModel):
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> CoordinatorConfig:
-        known = {f.alias for f in cls.model_fields.values()}
-        for name in settings:
+        known = {f.alias for f in cls.model_fields.values() if f.alias}
+        plain: dict[str, Any] = {}
+        for name, value in settings.items():
+            if name.startswith(LISTENER_PREFIX):
+                continue
             if name not in known:
-                raise ConfigError(f"unknown setting {name!r}")
+                reason = unsupported_setting(name)
+                raise ConfigError(
+                    f"setting {name!r} is not supported: {reason}" if reason else f"unknown setting {name!r}"
+                )
+            plain[name] = value
         try:
-            return cls.model_validate(settings)
+            plain["listener_name_settings"] = listener_overrides(settings)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+        try:
+            return cls.model_validate(plain)
         except ValidationError as exc:
             first = exc.errors()[0]
             name = ".".join(str(p) for p in first["loc"])
@@ -222,11 +305,16 @@ class CoordinatorConfig(BaseModel):
         """Every setting by its Kafka name, as DescribeConfigs reports them."""
         out = {}
         for name, field in type(self).model_fields.items():
+            if field.alias is None:
+                continue
             value = getattr(self, name)
             if isinstance(value, bool):
                 value = str(value).lower()
             out[field.alias] = "" if value is None else str(value)
-        return out
+        for listener, overrides in self.listener_name_settings.items():
+            for name, value in overrides.items():
+                out[f"{LISTENER_PREFIX}{listener}.{name}"] = value
+        return {name: (None if secret_setting(name) and value else value) for name, value in out.items()}
 
 
 def _by_alias(config: BaseModel, alias: str) -> Any:
@@ -239,28 +327,8 @@ def _ordered(config: BaseModel, low: str, high: str) -> None:
 
 
 def parse_listener(value: str) -> tuple[str, int]:
-    """`host:port` or `PLAINTEXT://host:port` (the first of a comma-separated list)."""
+    """`host:port` or `SCHEME://host:port` (the first of a comma-separated list)."""
     first = value.split(",")[0].strip()
     if "://" in first:
         first = first.split("://", 1)[1]
-    host, sep, port = first.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"listener {value!r} is not host:port")
-    return host or "0.0.0.0", int(port)
-
-
-def read_properties(path: Path) -> dict[str, str]:
-    """A Java properties file: `name=value` or `name: value` lines, `#` and `!` comments."""
-    settings: dict[str, str] = {}
-    for number, raw in enumerate(path.read_text().splitlines(), start=1):
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        for sep in ("=", ":"):
-            if sep in line:
-                name, value = line.split(sep, 1)
-                settings[name.strip()] = value.strip()
-                break
-        else:
-            raise ConfigError(f"{path}:{number}: expected name=value, got {raw!r}")
-    return settings
+    return host_and_port(first, "listener")

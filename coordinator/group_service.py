@@ -4,8 +4,10 @@ The core (`coordinator.groups.GroupCoordinator`) is a deterministic state machin
 service is the only thing that feeds it:
 - each group request gets an id and a future; the core's outcome names the requests it
   answers (a JoinGroup may be answered much later, when its rebalance completes);
-- the outcome's records are appended to the internal topic `__consumer_offsets` before any
-  reply is released, so an acknowledged change is in the log;
+- the outcome's records are appended to the internal topic `__consumer_offsets`, as one
+  batch, before any reply is released, so an acknowledged change is in the log; if they
+  cannot be written, the core takes the outcome back and every reply of it becomes an error
+  with a message (the connection stays open, and nothing of the outcome is seen again);
 - a timer task sleeps until the core's next deadline and calls `on_timer`;
 - at start-up every record in the internal topic is replayed into a fresh core.
 """
@@ -16,21 +18,48 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import struct
 import uuid
 from typing import Any
 
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from connect_rebalance.errors import ErrorCode, KafkaApiError
 
 from .broker import Broker
-from .groups import GroupCoordinator, GroupRequest, Outcome
-from .groups.records import GroupMetadataRecord, Record, decode_record, encode_record
-from .storage import batches
+from .group_record_codec import decode_record, encode_record
+from .groups.coordinator import GroupCoordinator
+from .groups.records import GroupMetadataRecord, Record
+from .groups.requests import GroupRequest, Outcome
 from .storage.partition_log import PartitionLog, now_ms
+from .storage.record_log import append_records, read_records
 
 log = logging.getLogger(__name__)
 
 INTERNAL_TOPIC = "__consumer_offsets"
-BATCH_TARGET_BYTES = 512 * 1024
+
+
+def write_error(exc: Exception) -> tuple[int, str]:
+    """The Kafka error an outcome that could not be written answers with, and why.
+
+    A change that can never be stored (a record over `max.message.bytes`, a field over its
+    schema's limit) is UNKNOWN_SERVER_ERROR, as Kafka answers a RecordTooLargeException; a
+    failing disk is COORDINATOR_NOT_AVAILABLE, which clients retry.
+    """
+    if isinstance(exc, KafkaApiError) and exc.code in (
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+    ):
+        return (
+            ErrorCode.UNKNOWN_SERVER_ERROR,
+            f"the group coordinator cannot store this change: {exc.message}",
+        )
+    if isinstance(exc, struct.error | ValueError | OverflowError):
+        return ErrorCode.UNKNOWN_SERVER_ERROR, f"the group coordinator cannot store this change: {exc}"
+    if isinstance(exc, OSError):
+        return (
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            f"the group coordinator could not write {INTERNAL_TOPIC}: {exc}",
+        )
+    return ErrorCode.UNKNOWN_SERVER_ERROR, f"the group coordinator could not write {INTERNAL_TOPIC}: {exc!r}"
 
 
 class BrokerTopics:
@@ -61,7 +90,7 @@ class GroupService:
         self.core = GroupCoordinator(
             broker.config.group_settings(), self._partition_count, topics_view=BrokerTopics(broker)
         )
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[int, tuple[asyncio.Future[dict[str, Any]], int, int]] = {}
         self._request_ids = itertools.count(1)
         self._wake = asyncio.Event()
         self._timer_task: asyncio.Task[None] | None = None
@@ -105,20 +134,8 @@ class GroupService:
 
     def _read_records(self):  # type: ignore[no-untyped-def]
         assert self._log is not None
-        offset = self._log.log_start_offset
-        while offset < self._log.log_end_offset:
-            data = self._log.read(offset, 4 * 1024 * 1024)
-            position = 0
-            while position < len(data):
-                header = batches.read_header(data, position)
-                batch = DefaultRecordBatch(bytearray(data[position : position + header.size]))
-                for record in batch:
-                    if record.offset >= offset:
-                        yield decode_record(
-                            bytes(record.key), None if record.value is None else bytes(record.value)
-                        )
-                position += header.size
-                offset = header.next_offset
+        for key, value in read_records(self._log):
+            yield decode_record(key, value)
 
     # -- requests -------------------------------------------------------------------------
 
@@ -127,7 +144,7 @@ class GroupService:
     ) -> dict[str, Any]:
         request_id = next(self._request_ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
+        self._pending[request_id] = (future, api_key, version)
         try:
             request = GroupRequest(request_id, api_key, version, body, client_id or "", client_host)
             self._apply(self.core.handle(request, now_ms()))
@@ -137,15 +154,30 @@ class GroupService:
 
     def _apply(self, outcome: Outcome) -> None:
         if outcome.records:
-            self._persist(outcome.records)
+            try:
+                self._persist(outcome.records)
+            except Exception as exc:  # noqa: BLE001 - whatever failed, the outcome is taken back
+                code, message = write_error(exc)
+                log.error("group coordinator could not write %d record(s): %s", len(outcome.records), message)
+                self.core.write_failed(outcome, self._api_of, code, message, now_ms())
+            else:
+                self._log_changes(outcome.records)
         for request_id, fields in outcome.replies.items():
-            future = self._pending.get(request_id)
-            if future is not None and not future.done():
-                future.set_result(fields)
+            pending = self._pending.get(request_id)
+            if pending is not None and not pending[0].done():
+                pending[0].set_result(fields)
         self._wake.set()
 
+    def _api_of(self, request_id: int) -> tuple[int, int] | None:
+        pending = self._pending.get(request_id)
+        return None if pending is None else pending[1:]
+
     def _persist(self, records: list[Record]) -> None:
+        """All of an outcome's records in one batch: in the log together or not at all."""
         assert self._log is not None
+        append_records(self._log, [encode_record(record) for record in records], now_ms())
+
+    def _log_changes(self, records: list[Record]) -> None:
         for record in records:
             if isinstance(record, GroupMetadataRecord):
                 if record.value is None:
@@ -156,22 +188,6 @@ class GroupService:
                         record.group_id, record.value.generation, len(record.value.members),
                         record.value.protocol_name, record.value.leader_id,
                     )  # fmt: skip
-        timestamp = now_ms()
-        incoming = []
-        builder = None
-        for record in records:
-            if builder is None:
-                builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 30)
-                count = 0
-            key, value = encode_record(record)
-            builder.append(count, timestamp, key, value, [])
-            count += 1
-            if builder.size() >= BATCH_TARGET_BYTES:
-                incoming.extend(batches.split_batches(builder.build()))
-                builder = None
-        if builder is not None:
-            incoming.extend(batches.split_batches(builder.build()))
-        self._log.append(incoming, timestamp)
 
     async def _run_timers(self) -> None:
         while True:

@@ -13,6 +13,9 @@ from .admin_http import AdminServer
 from .broker import Broker, DataDirectoryLocked
 from .config import CoordinatorConfig
 from .group_service import GroupService
+from .security.authorizer import StandardAuthorizer
+from .security.settings import super_users
+from .security.store import SecurityStore
 from .server import CoordinatorServer
 
 log = logging.getLogger(__name__)
@@ -28,8 +31,13 @@ async def serve(
     broker.open()
     broker.groups = GroupService(broker)
     broker.groups.open()
-    server = CoordinatorServer(broker)
-    admin = AdminServer(broker, *config.admin_bind) if config.admin_bind else None
+    attach_security(broker)
+    try:
+        server = CoordinatorServer(broker)
+        admin = AdminServer(broker, *config.admin_bind) if config.admin_bind else None
+    except ValueError:
+        await close_broker(broker)
+        raise
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -49,15 +57,34 @@ async def serve(
         if admin is not None:
             await admin.stop()
         await server.stop()
+        await close_broker(broker)
+
+
+def attach_security(broker: Broker) -> None:
+    """Open the security store; with authorizer.class.name set, enforce its ACLs."""
+    config = broker.config
+    store = SecurityStore.open(broker.data_dir, config)
+    broker.security = store
+    if config.authorizer_class_name.strip():
+        broker.authorizer = StandardAuthorizer(
+            lambda: store.acls.keys(), super_users(config), config.allow_everyone_if_no_acl_found
+        )
+
+
+async def close_broker(broker: Broker) -> None:
+    if broker.groups is not None:
         await broker.groups.close()
-        await broker.close()
+    if broker.security is not None:
+        broker.security.close()
+    await broker.close()
 
 
 def announce(broker: Broker, server: CoordinatorServer, admin: AdminServer | None) -> None:
     host, port = broker.advertised_address
     print(
         f"connect-rebalance coordinator listening on {host}:{port} "
-        f"(data {broker.data_dir}, cluster {broker.cluster_id})"
+        f"(data {broker.data_dir}, cluster {broker.cluster_id}); "
+        f"listeners {','.join(server.listener_urls())}"
         + (f"; admin {admin.url}" if admin is not None else ""),
         flush=True,
     )
@@ -71,4 +98,7 @@ def run(config: CoordinatorConfig) -> int:
     except (OSError, DataDirectoryLocked) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except ValueError as exc:  # key material or another setting that only fails when used
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0

@@ -1,4 +1,11 @@
-"""The network edge: one asyncio listener speaking Kafka's framing.
+"""The network edge: asyncio listeners speaking Kafka's framing, in plain text or TLS.
+
+Each configured listener (`listeners`, coordinator/security/listeners.py) is one server;
+TLS listeners (SSL, SASL_SSL) do their handshake before the first frame is read, and
+every connection carries a session (coordinator/security/session.py) whose principal each
+request is authorized as. On SASL listeners nothing but ApiVersions, SaslHandshake and
+SaslAuthenticate is answered until authentication succeeds; anything else closes the
+connection, as Kafka's broker does.
 
 Per connection, requests are read and answered strictly in order, one at a time, as
 Kafka's broker does (a client may pipeline; a long-poll Fetch holds only its own
@@ -20,12 +27,18 @@ import socket
 import struct
 
 from connect_rebalance.protocol import codec
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.codec import FrameError, RequestHeader, UnsupportedApiError
+from connect_rebalance.tls_server import certificate_principal, server_context
 
 from .apis import HANDLERS, RequestContext
 from .apis.cluster import advertised_api_versions
 from .apis.registry import CloseConnection
 from .broker import Broker
+from .security.listeners import Listener
+from .security.sasl import PRE_AUTHENTICATION_APIS, AuthenticationFailed, SaslState, store_lookup
+from .security.session import Session
+from .security.settings import sasl_mechanisms, tls_settings
 
 log = logging.getLogger(__name__)
 
@@ -35,36 +48,80 @@ CLOSE = None  # _answer() returns None to close the connection, b"" to send noth
 class CoordinatorServer:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self._server: asyncio.base_events.Server | None = None
+        self.listeners = broker.config.kafka_listeners
+        self._servers: list[asyncio.base_events.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
-        self.port = 0
+        # Per listener name: the port bound and the address advertised to its clients.
+        self.ports: dict[str, int] = {}
+        self.advertised: dict[str, tuple[str, int]] = {}
+        # TLS contexts are built before anything listens, so bad key material stops the start.
+        config = broker.config
+        self._tls = {
+            listener.name: server_context(tls_settings(config, listener.name), f"listener {listener.name}")
+            for listener in self.listeners
+            if listener.protocol.uses_tls
+        }
+
+    @property
+    def port(self) -> int:
+        """The first listener's port."""
+        return self.ports.get(self.listeners[0].name, 0)
 
     async def start(self) -> None:
-        host, port = self.broker.config.bind
-        self._server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
-        self.port = self._server.sockets[0].getsockname()[1]
-        if self.broker.config.advertised_listeners is None:
-            advertised_host = host if host not in ("", "0.0.0.0", "::") else socket.getfqdn()
-            self.broker.advertised_address = (advertised_host, self.port)
-        log.info("listening on %s:%d", host, self.port)
+        for listener in self.listeners:
+            server = await asyncio.start_server(
+                lambda r, w, listener=listener: self._serve(r, w, listener),
+                listener.host,
+                listener.port,
+                reuse_address=True,
+                ssl=self._tls.get(listener.name),
+                ssl_handshake_timeout=30 if listener.protocol.uses_tls else None,
+            )
+            self._servers.append(server)
+            port = server.sockets[0].getsockname()[1]
+            self.ports[listener.name] = port
+            advertised = self.broker.config.advertised_for(listener.name)
+            if advertised is None:
+                host = listener.host
+                advertised = (host if host not in ("", "0.0.0.0", "::") else socket.getfqdn(), port)
+            self.advertised[listener.name] = advertised
+            log.info("listener %s (%s) on %s:%d", listener.name, listener.protocol, listener.host, port)
+        self.broker.advertised_address = self.advertised[self.listeners[0].name]
+
+    def listener_urls(self) -> list[str]:
+        return [listener.url(self.ports[listener.name]) for listener in self.listeners]
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for task in list(self._connections):
             task.cancel()
         for task in list(self._connections):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def new_session(self, listener: Listener, client_host: str, peer_certificate: bytes | None) -> Session:
+        session = Session(
+            listener, client_host, self.advertised.get(listener.name, self.broker.advertised_address)
+        )
+        if listener.protocol.uses_sasl:
+            session.sasl = SaslState(sasl_mechanisms(self.broker.config, listener.name))
+        elif listener.protocol.uses_tls:
+            session.principal = certificate_principal(peer_certificate)
+        return session
+
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener: Listener
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
         peer = writer.get_extra_info("peername")
         client_host = peer[0] if peer else "unknown"
+        tls = writer.get_extra_info("ssl_object")
+        session = self.new_session(listener, client_host, tls.getpeercert(binary_form=True) if tls else None)
         idle_timeout = self.broker.config.connections_max_idle_ms / 1000
         max_size = self.broker.config.socket_request_max_bytes
         try:
@@ -81,12 +138,17 @@ class CoordinatorServer:
                     return
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
-                answer = await self._answer(frame, client_host)
+                if session.sasl is not None and session.sasl.raw_tokens and not session.sasl.complete:
+                    answer = await self._raw_sasl_token(frame, session)
+                else:
+                    answer = await self._answer(frame, session)
                 if answer is CLOSE:
                     return
                 if answer:
                     writer.write(answer)
                     await writer.drain()
+                if session.close_after_response:
+                    return
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
@@ -95,7 +157,21 @@ class CoordinatorServer:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _answer(self, frame: bytes, client_host: str) -> bytes | None:
+    async def _raw_sasl_token(self, frame: bytes, session: Session) -> bytes | None:
+        """After a SaslHandshake v0, tokens travel as bare size-prefixed frames (Kafka's
+        original SASL framing); a failed exchange just closes the connection."""
+        assert session.sasl is not None
+        try:
+            challenge, user = await session.sasl.step(frame, store_lookup(self.broker.security))
+        except AuthenticationFailed as failure:
+            log.warning("%s: SASL authentication failed: %s; closing", session.client_host, failure)
+            return CLOSE
+        if user is not None:
+            session.principal = f"User:{user}"
+        return struct.pack(">i", len(challenge)) + challenge
+
+    async def _answer(self, frame: bytes, session: Session) -> bytes | None:
+        client_host = session.client_host
         try:
             header, body_offset = codec.parse_request_header(frame)
         except UnsupportedApiError as exc:
@@ -107,7 +183,7 @@ class CoordinatorServer:
         spec = HANDLERS.get(header.api_key)
         if (
             spec is not None
-            and header.api_key == codec.API_VERSIONS_KEY
+            and header.api_key == ApiKey.API_VERSIONS
             and header.api_version > spec.max_version
         ):
             return _api_versions_fallback(header)
@@ -120,12 +196,21 @@ class CoordinatorServer:
                 header.api_version,
             )
             return CLOSE
+        if not session.authenticated and header.api_key not in PRE_AUTHENTICATION_APIS:
+            log.warning(
+                "%s (client %r): %s before SASL authentication on listener %s; closing",
+                client_host,
+                header.client_id,
+                codec.api_name(header.api_key),
+                session.listener.name,
+            )
+            return CLOSE
         try:
             request = codec.decode_request_body(header, frame, body_offset)
         except FrameError as exc:
             log.warning("%s (client %r): %s; closing", client_host, header.client_id, exc)
             return CLOSE
-        context = RequestContext(self.broker, header, client_host)
+        context = RequestContext(self.broker, header, client_host, session)
         try:
             fields = await spec.handler(context, request)
             if fields is None:
@@ -152,6 +237,6 @@ class CoordinatorServer:
 def _api_versions_fallback(header: RequestHeader) -> bytes:
     """KIP-511: a too-new ApiVersions gets a v0 answer with UNSUPPORTED_VERSION and our ranges."""
     response = codec.build_response(
-        codec.API_VERSIONS_KEY, 0, {"error_code": 35, "api_keys": advertised_api_versions()}
+        ApiKey.API_VERSIONS, 0, {"error_code": 35, "api_keys": advertised_api_versions()}
     )
-    return codec.encode_response_frame(codec.API_VERSIONS_KEY, 0, header.correlation_id, response)
+    return codec.encode_response_frame(ApiKey.API_VERSIONS, 0, header.correlation_id, response)

@@ -31,11 +31,17 @@ def sticky_balanced(
             if len(plan[m]) < quota[m] and item not in taken:
                 plan[m].add(item)
                 taken.add(item)
-    # Tasks first, task 0s of every connector before task 1s, so each connector's tasks spread
-    # before quotas fill up; connector instances (lightweight) fill in last.
-    for item in sorted(work - taken, key=lambda w: (w[1] == CONNECTOR, w[1], w[0])):
-        under = [m for m in members if len(plan[m]) < quota[m]]
-        plan[min(under, key=lambda m: _crowding(plan[m], item))].add(item)
+    # Free items are dealt out connector by connector, tasks first and connector instances
+    # (lightweight) last, each to the member under its share with the fewest of that
+    # connector's items, then the fewest items, then the next in turn: a connector's tasks go
+    # round the members, so they spread, and the turn carries on to the next connector, so
+    # the totals stay level and no connector is left to members with room for only a few.
+    turn = 0
+    for item in sorted(work - taken, key=lambda w: (w[1] == CONNECTOR, w[0], w[1])):
+        under = [i for i, m in enumerate(members) if len(plan[m]) < quota[m]]
+        chosen = min(under, key=lambda i: (*_crowding(plan[members[i]], item), (i - turn) % len(members)))
+        plan[members[chosen]].add(item)
+        turn = chosen + 1
     return {m: frozenset(items) for m, items in plan.items()}
 
 

@@ -24,6 +24,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from connect_rebalance.protocol.api_keys import ApiKey
+
 with warnings.catch_warnings():
     # kafka-python loads each schema with importlib.resources.read_text, which warns on 3.11+.
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -31,13 +33,11 @@ with warnings.catch_warnings():
     from kafka.protocol.api_message import ApiMessage
 
     for _module in pkgutil.walk_packages(_kafka_protocol.__path__, "kafka.protocol."):
-        if _module.name.endswith(("generate_stubs", "sasl")):
+        if _module.name.endswith("generate_stubs"):
             continue
         importlib.import_module(_module.name)
     # The project's own API schemas register themselves on import.
     importlib.import_module("connect_rebalance.protocol.messages")
-
-API_VERSIONS_KEY = 18
 
 
 class FrameError(ValueError):
@@ -141,7 +141,7 @@ def parse_request_header(frame: bytes | memoryview) -> tuple[RequestHeader, int]
     versions = schema_versions(api_key)
     if versions is None:
         raise UnsupportedApiError(header, f"unknown API key {api_key}")
-    too_new_api_versions = api_key == API_VERSIONS_KEY and api_version > versions[1]
+    too_new_api_versions = api_key == ApiKey.API_VERSIONS and api_version > versions[1]
     if is_flexible(api_key, api_version) and not too_new_api_versions:
         count, pos = _read_unsigned_varint(buf, pos)
         for _ in range(count):
@@ -186,6 +186,11 @@ def _to_container(data_class: type, fields: dict[str, Any], version: int | None)
     return data_class(version=version, **converted)
 
 
+def response_field_names(api_key: int) -> frozenset[str]:
+    """The top-level fields of an API's response (any version; a version encodes only its own)."""
+    return frozenset(_RESPONSES[api_key]._struct.fields)
+
+
 def build_response(api_key: int, version: int, fields: dict[str, Any]) -> Any:
     """A response object from plain (nested) dicts with the schema's snake_case names.
 
@@ -202,7 +207,7 @@ def build_request(api_key: int, version: int, fields: dict[str, Any]) -> Any:
 def encode_response_frame(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
     """A size-prefixed response frame: header v0/v1 and the encoded body."""
     payload = body.encode() if not isinstance(body, bytes | bytearray) else body
-    flexible_header = api_key != API_VERSIONS_KEY and is_flexible(api_key, version)
+    flexible_header = api_key != ApiKey.API_VERSIONS and is_flexible(api_key, version)
     header = struct.pack(">i", correlation_id) + (b"\x00" if flexible_header else b"")
     return struct.pack(">i", len(header) + len(payload)) + header + payload
 
@@ -226,7 +231,7 @@ def decode_response_body(api_key: int, version: int, frame: bytes | memoryview) 
     buf = memoryview(frame)
     (correlation_id,) = struct.unpack_from(">i", buf, 0)
     pos = 4
-    if api_key != API_VERSIONS_KEY and is_flexible(api_key, version):
+    if api_key != ApiKey.API_VERSIONS and is_flexible(api_key, version):
         count, pos = _read_unsigned_varint(buf, pos)
         for _ in range(count):
             _tag, pos = _read_unsigned_varint(buf, pos)

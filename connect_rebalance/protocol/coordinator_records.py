@@ -113,3 +113,22 @@ class ConnectGroupCurrentMemberAssignmentKey(ApiData, load_json=_SCHEMAS):
 
 class ConnectGroupCurrentMemberAssignmentValue(ApiData, load_json=_SCHEMAS):
     pass
+
+
+# The coordinator's security log (coordinator/security/store.py): SCRAM credentials and ACLs.
+
+
+class SecurityScramCredentialKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class SecurityScramCredentialValue(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class SecurityAclKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class SecurityAclValue(ApiData, load_json=_SCHEMAS):
+    pass

@@ -1,5 +1,10 @@
 """Cluster-level APIs: ApiVersions, Metadata, DescribeCluster, DescribeConfigs.
 
+With an authorizer, Metadata lists only the topics the principal may Describe, and a topic
+asked for by name without Describe answers TOPIC_AUTHORIZATION_FAILED (whether it exists or
+not); auto-creation needs Create on the cluster or the topic. DescribeConfigs needs
+DescribeConfigs on the topic, or on the cluster for the broker's settings.
+
 A single node is the leader of every partition, with itself as the only replica and ISR,
 at leader epoch 0. Clients bootstrap from ApiVersions and Metadata alone.
 """
@@ -10,17 +15,19 @@ import re
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.protocol.api_keys import ApiKey
 
+from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from ..security.settings import secret_setting
 from ..storage.partition_log import LEADER_EPOCH
 from ..storage.topic_store import Topic
 from ..topic_configs import STATIC_BROKER_CONFIG, STRING, TOPIC_CONFIGS, effective_configs
 from .registry import HANDLERS, RequestContext, handles
 
-API_VERSIONS, METADATA, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 18, 3, 32, 60
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 ENDPOINT_BROKER = 1
 NO_AUTHORIZED_OPERATIONS = -(2**31)
-_SOFTWARE_FIELD = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+_SOFTWARE_FIELD = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def advertised_api_versions() -> list[dict[str, int]]:
@@ -30,12 +37,12 @@ def advertised_api_versions() -> list[dict[str, int]]:
     ]
 
 
-@handles(API_VERSIONS, 0, 4)
+@handles(ApiKey.API_VERSIONS, 0, 4)
 async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     error = ErrorCode.NONE
     if ctx.version >= 3 and not (
-        _SOFTWARE_FIELD.match(request.client_software_name or "")
-        and _SOFTWARE_FIELD.match(request.client_software_version or "")
+        _SOFTWARE_FIELD.fullmatch(request.client_software_name or "")
+        and _SOFTWARE_FIELD.fullmatch(request.client_software_version or "")
     ):
         error = ErrorCode.INVALID_REQUEST
     return {"error_code": error, "api_keys": advertised_api_versions(), "throttle_time_ms": 0}
@@ -66,13 +73,18 @@ def _topic_metadata(ctx: RequestContext, topic: Topic) -> dict[str, Any]:
     }
 
 
-@handles(METADATA, 0, 13)
+@handles(ApiKey.METADATA, 0, 13)
 async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
-    host, port = broker.advertised_address
+    host, port = ctx.advertised_address
     wanted = request.topics
     if wanted is None or (ctx.version == 0 and not wanted):
-        topics = [_topic_metadata(ctx, t) for t in broker.topics.topics.values()]
+        # Every topic the principal may see: the others are not mentioned at all.
+        topics = [
+            _topic_metadata(ctx, t)
+            for t in broker.topics.topics.values()
+            if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
+        ]
     else:
         allow_auto_create = request.allow_auto_topic_creation if ctx.version >= 4 else True
         topics = []
@@ -82,9 +94,18 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
             try:
                 if name is None:
                     found = broker.topics.by_id(topic_id)
-                    if found is None:
+                    if found is None or not ctx.authorized(
+                        AclOperation.DESCRIBE, ResourceType.TOPIC, found.name
+                    ):
                         raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_ID, f"no topic with id {topic_id}")
                 else:
+                    # Without Describe, whether the topic exists is not told.
+                    ctx.require(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+                    creates = allow_auto_create and broker.topics.get(name) is None
+                    if creates and not ctx.authorized(
+                        AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
+                    ):
+                        ctx.require(AclOperation.CREATE, ResourceType.TOPIC, name)
                     found = broker.topic_for_request(name, allow_auto_create)
                 topics.append(_topic_metadata(ctx, found))
             except KafkaApiError as exc:
@@ -99,10 +120,10 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     }
 
 
-@handles(DESCRIBE_CLUSTER, 0, 2)
+@handles(ApiKey.DESCRIBE_CLUSTER, 0, 2)
 async def describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
-    host, port = broker.advertised_address
+    host, port = ctx.advertised_address
     response: dict[str, Any] = {
         "throttle_time_ms": 0,
         "error_code": 0,
@@ -124,7 +145,7 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 def _config_entry(
     name: str,
-    value: str,
+    value: str | None,
     source: int,
     config_type: int,
     read_only: bool,
@@ -138,7 +159,7 @@ def _config_entry(
         "read_only": read_only,
         "config_source": source,
         "is_default": source == 5,
-        "is_sensitive": False,
+        "is_sensitive": secret_setting(name),
         "synonyms": [{"name": name, "value": value, "source": source}] if request.include_synonyms else [],
         "config_type": config_type,
         "documentation": doc if version >= 3 and request.include_documentation else None,
@@ -149,6 +170,7 @@ def _describe_resource(ctx: RequestContext, resource: Any, request: Any) -> list
     broker = ctx.broker
     keys = set(resource.configuration_keys) if resource.configuration_keys is not None else None
     if resource.resource_type == RESOURCE_TOPIC:
+        ctx.require(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, resource.resource_name)
         topic = broker.topics.get(resource.resource_name)
         if topic is None:
             raise KafkaApiError(
@@ -168,6 +190,7 @@ def _describe_resource(ctx: RequestContext, resource: Any, request: Any) -> list
             for name, (value, source) in effective_configs(topic.configs, broker.config).items()
         ]
     elif resource.resource_type == RESOURCE_BROKER:
+        ctx.require(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
         if resource.resource_name not in ("", str(broker.node_id)):
             raise KafkaApiError(
                 ErrorCode.INVALID_REQUEST,
@@ -185,7 +208,7 @@ def _describe_resource(ctx: RequestContext, resource: Any, request: Any) -> list
     return [e for e in entries if keys is None or e["name"] in keys]
 
 
-@handles(DESCRIBE_CONFIGS, 1, 4)
+@handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
 async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
     results = []
     for resource in request.resources:

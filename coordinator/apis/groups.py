@@ -1,102 +1,89 @@
 """Group APIs: FindCoordinator is answered here (this node coordinates every group); the
-rest go to the group coordinator core through the group service."""
+rest go to the group coordinator core through the group service, once authorized
+(group_authorization.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from connect_rebalance.errors import ErrorCode
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.protocol.api_keys import ApiKey
 
-from ..groups.coordinator import (
-    CONNECT_GROUP_DESCRIBE,
-    CONNECT_GROUP_HEARTBEAT,
-    CONNECT_GROUP_INSTALL_ASSIGNMENT,
-    CONNECT_GROUP_PREPARE_ASSIGNMENT,
-    CONSUMER_GROUP_DESCRIBE,
-    CONSUMER_GROUP_HEARTBEAT,
-    CONSUMER_GROUP_INSTALL_ASSIGNMENT,
-    CONSUMER_GROUP_PREPARE_ASSIGNMENT,
-    DELETE_GROUPS,
-    DESCRIBE_GROUPS,
-    HEARTBEAT,
-    JOIN_GROUP,
-    LEAVE_GROUP,
-    LIST_GROUPS,
-    OFFSET_COMMIT,
-    OFFSET_DELETE,
-    OFFSET_FETCH,
-    SYNC_GROUP,
-)
+from ..security.acls import AclOperation, ResourceType
+from .group_authorization import authorized_call
 from .registry import RequestContext, handles
 
-FIND_COORDINATOR = 10
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
 BATCHED_FROM_VERSION = 4
 
 
-@handles(FIND_COORDINATOR, 0, 6)
+@handles(ApiKey.FIND_COORDINATOR, 0, 6)
 async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    host, port = ctx.broker.advertised_address
+    host, port = ctx.advertised_address
     key_type = request.key_type if ctx.version >= 1 else KEY_TYPE_GROUP
     # Transaction coordinators are "found" too, so that a transactional producer reaches
     # InitProducerId and fails there with a clear, fatal error.
-    error = (
-        ErrorCode.NONE if key_type in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION) else ErrorCode.INVALID_REQUEST
-    )
-    message = None if error == ErrorCode.NONE else f"key type {key_type} is not supported"
-    node = ctx.broker.node_id if error == ErrorCode.NONE else -1
+
+    def locate(key: str) -> dict[str, Any]:
+        error, message = ErrorCode.NONE, None
+        try:
+            if key_type == KEY_TYPE_GROUP:
+                ctx.require(AclOperation.DESCRIBE, ResourceType.GROUP, key)
+            elif key_type == KEY_TYPE_TRANSACTION:
+                ctx.require(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key)
+            else:
+                raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"key type {key_type} is not supported")
+        except KafkaApiError as exc:
+            error, message = exc.code, exc.message
+        node = ctx.broker.node_id if error == ErrorCode.NONE else -1
+        return {
+            "key": key,
+            "node_id": node,
+            "host": host if node >= 0 else "",
+            "port": port if node >= 0 else -1,
+            "error_code": error,
+            "error_message": message,
+        }
+
     if ctx.version >= BATCHED_FROM_VERSION:
-        coordinators = [
-            {
-                "key": key,
-                "node_id": node,
-                "host": host if node >= 0 else "",
-                "port": port if node >= 0 else -1,
-                "error_code": error,
-                "error_message": message,
-            }
-            for key in request.coordinator_keys
-        ]
-        return {"throttle_time_ms": 0, "coordinators": coordinators}
-    return {
-        "throttle_time_ms": 0,
-        "error_code": error,
-        "error_message": message,
-        "node_id": node,
-        "host": host if node >= 0 else "",
-        "port": port if node >= 0 else -1,
-    }
+        return {"throttle_time_ms": 0, "coordinators": [locate(key) for key in request.coordinator_keys]}
+    found = locate(request.key)
+    del found["key"]
+    return {"throttle_time_ms": 0, **found}
 
 
 def _forward(api_key: int, min_version: int, max_version: int) -> None:
     async def handler(ctx: RequestContext, request: Any) -> dict[str, Any]:
-        assert ctx.broker.groups is not None, "the group service is not running"
-        return await ctx.broker.groups.call(
-            api_key, ctx.version, request, ctx.header.client_id, ctx.client_host
-        )
+        groups = ctx.broker.groups
+        assert groups is not None, "the group service is not running"
+
+        async def core(body: Any) -> dict[str, Any]:
+            return await groups.call(api_key, ctx.version, body, ctx.header.client_id, ctx.client_host)
+
+        return await authorized_call(ctx, api_key, request, core)
 
     handler.__name__ = f"group_api_{api_key}"
     handles(api_key, min_version, max_version)(handler)
 
 
 for _key, _low, _high in (
-    (OFFSET_COMMIT, 2, 9),
-    (OFFSET_FETCH, 1, 9),
-    (JOIN_GROUP, 0, 9),
-    (HEARTBEAT, 0, 4),
-    (LEAVE_GROUP, 0, 5),
-    (SYNC_GROUP, 0, 5),
-    (DESCRIBE_GROUPS, 0, 6),
-    (LIST_GROUPS, 0, 5),
-    (DELETE_GROUPS, 0, 2),
-    (OFFSET_DELETE, 0, 0),
-    (CONSUMER_GROUP_HEARTBEAT, 0, 1),
-    (CONSUMER_GROUP_DESCRIBE, 0, 1),
-    (CONNECT_GROUP_HEARTBEAT, 0, 0),
-    (CONNECT_GROUP_PREPARE_ASSIGNMENT, 0, 0),
-    (CONNECT_GROUP_INSTALL_ASSIGNMENT, 0, 0),
-    (CONNECT_GROUP_DESCRIBE, 0, 0),
-    (CONSUMER_GROUP_PREPARE_ASSIGNMENT, 0, 0),
-    (CONSUMER_GROUP_INSTALL_ASSIGNMENT, 0, 0),
+    (ApiKey.OFFSET_COMMIT, 2, 9),
+    (ApiKey.OFFSET_FETCH, 1, 9),
+    (ApiKey.JOIN_GROUP, 0, 9),
+    (ApiKey.HEARTBEAT, 0, 4),
+    (ApiKey.LEAVE_GROUP, 0, 5),
+    (ApiKey.SYNC_GROUP, 0, 5),
+    (ApiKey.DESCRIBE_GROUPS, 0, 6),
+    (ApiKey.LIST_GROUPS, 0, 5),
+    (ApiKey.DELETE_GROUPS, 0, 2),
+    (ApiKey.OFFSET_DELETE, 0, 0),
+    (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1),
+    (ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1),
+    (ApiKey.CONNECT_GROUP_HEARTBEAT, 0, 0),
+    (ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT, 0, 0),
+    (ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT, 0, 0),
+    (ApiKey.CONNECT_GROUP_DESCRIBE, 0, 0),
+    (ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT, 0, 0),
+    (ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT, 0, 0),
 ):
     _forward(_key, _low, _high)

@@ -12,10 +12,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol import codec
 from connect_rebalance.protocol.codec import RequestHeader
+from connect_rebalance.tls_server import ANONYMOUS
 
 from ..broker import Broker
+from ..security.acls import AclOperation, ResourceType
+from ..security.session import Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,11 +27,51 @@ class RequestContext:
     broker: Broker
     header: RequestHeader
     client_host: str
+    # The connection's session; None for handlers driven in-process (tests), which act as ANONYMOUS.
+    session: Session | None = None
 
     @property
     def version(self) -> int:
         return self.header.api_version
 
+    @property
+    def principal(self) -> str:
+        return self.session.principal if self.session is not None else ANONYMOUS
+
+    def authorized(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        """Whether this connection's principal may do `operation` on the resource; always
+        true without an authorizer (authorizer.class.name unset)."""
+        authorizer = self.broker.authorizer
+        return authorizer is None or authorizer.authorize(
+            self.principal, self.client_host, operation, resource_type, name
+        )
+
+    def require(self, operation: AclOperation, resource_type: ResourceType, name: str) -> None:
+        """Raise the resource type's *_AUTHORIZATION_FAILED, with a message, unless authorized."""
+        if not self.authorized(operation, resource_type, name):
+            raise KafkaApiError(
+                REFUSAL_CODES[resource_type],
+                f"{self.principal} is not authorized to {operation.name} {resource_type.name} {name!r}",
+            )
+
+    def authorized_any(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        authorizer = self.broker.authorizer
+        return authorizer is None or authorizer.authorize_any(
+            self.principal, self.client_host, operation, resource_type
+        )
+
+    @property
+    def advertised_address(self) -> tuple[str, int]:
+        """Where clients of the listener this request came in on should connect."""
+        return self.session.advertised if self.session is not None else self.broker.advertised_address
+
+
+REFUSAL_CODES = {
+    ResourceType.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ResourceType.GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    ResourceType.CLUSTER: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ResourceType.TRANSACTIONAL_ID: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+}
 
 Handler = Callable[[RequestContext, Any], Awaitable[dict[str, Any] | None]]
 

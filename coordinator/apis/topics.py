@@ -10,11 +10,11 @@ from collections import Counter
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.protocol.api_keys import ApiKey
 
+from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..topic_configs import effective_configs, validate_topic_configs
 from .registry import RequestContext, handles
-
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 
 
 def _check_replicas(ctx: RequestContext, broker_ids: list[int]) -> None:
@@ -51,7 +51,7 @@ def _partition_count(ctx: RequestContext, spec: Any) -> int:
     return len(indexes)
 
 
-@handles(CREATE_TOPICS, 2, 7)
+@handles(ApiKey.CREATE_TOPICS, 2, 7)
 async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     repeated = {name for name, count in Counter(t.name for t in request.topics).items() if count > 1}
@@ -68,6 +68,8 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         try:
             if spec.name in repeated:
                 raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"topic {spec.name!r} appears more than once")
+            if not ctx.authorized(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
+                ctx.require(AclOperation.CREATE, ResourceType.TOPIC, spec.name)
             partitions = _partition_count(ctx, spec)
             configs = validate_topic_configs({c.name: c.value for c in spec.configs})
             broker.topics.check_new_topic(spec.name, partitions)
@@ -93,7 +95,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": results}
 
 
-@handles(DELETE_TOPICS, 1, 6)
+@handles(ApiKey.DELETE_TOPICS, 1, 6)
 async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     if ctx.version >= 6:
@@ -111,6 +113,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 if topic is None:
                     raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_ID, f"no topic with id {topic_id}")
                 name = topic.name
+            ctx.require(AclOperation.DELETE, ResourceType.TOPIC, name)
             deleted = broker.topics.delete(name)
             result.update(name=deleted.name, topic_id=deleted.topic_id)
         except KafkaApiError as exc:
@@ -119,13 +122,14 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "responses": responses}
 
 
-@handles(CREATE_PARTITIONS, 0, 3)
+@handles(ApiKey.CREATE_PARTITIONS, 0, 3)
 async def create_partitions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     results = []
     for spec in request.topics:
         result: dict[str, Any] = {"name": spec.name, "error_code": 0, "error_message": None}
         try:
+            ctx.require(AclOperation.ALTER, ResourceType.TOPIC, spec.name)
             broker.topics.check_partition_increase(spec.name, spec.count)
             for assignment in spec.assignments or []:
                 _check_replicas(ctx, list(assignment.broker_ids))

@@ -1,9 +1,4 @@
-"""The group coordinator: a pure state machine (no sockets, no disk, no clock) over groups
-and committed offsets. See coordinator.py for its interface and classic.py for the rules
-of classic groups."""
-
-from .coordinator import GROUP_APIS, GroupCoordinator
-from .requests import GroupRequest, Outcome
-from .settings import GroupSettings
-
-__all__ = ["GROUP_APIS", "GroupCoordinator", "GroupRequest", "GroupSettings", "Outcome"]
+"""The group coordinator: a pure state machine (no sockets, no disk, no clock) over groups and
+committed offsets. `coordinator.py` is the dispatcher and the core's interface; `context.py`
+what every part may touch; `classic.py`, `modern/` (with `consumer.py` and `connect.py` as its
+flavours) and `classic_bridge.py` the group types; `offsets.py` committed offsets."""

@@ -28,17 +28,23 @@ A group moves through Empty -> PreparingRebalance -> CompletingRebalance -> Stab
 Membership details real clients depend on: JoinGroup v4+ with an empty member id is answered
 MEMBER_ID_REQUIRED with a generated id, held as a *pending member* for a session timeout;
 static members (`group.instance.id`) keep their place across restarts, a rejoin with a new
-member id replaces the old one (whose parked requests are answered FENCED_INSTANCE_ID), and
-a request naming an instance id with another member id is FENCED_INSTANCE_ID. A member
-awaiting its join response is kept alive; otherwise a member that does not heartbeat within
-its session timeout is removed, which starts a rebalance.
+member id replaces the old one (whose parked requests are answered FENCED_INSTANCE_ID) and,
+in a Stable group, is answered at once unless the protocol the group would select changes,
+and a request naming an instance id with another member id is FENCED_INSTANCE_ID. A join
+that would grow the group beyond group.max.size is GROUP_MAX_SIZE_REACHED, counted as
+Kafka's `acceptJoiningMember` counts (`ClassicGroups._has_room_for`). A member awaiting its
+join response is kept alive; otherwise a member that does not heartbeat within its session
+timeout is removed, which starts a rebalance.
 
-Classic requests to a consumer group (online migration, migration.py) are handed over by
-`_migrated`: its classic members speak this protocol but live by the consumer group's rules.
+Classic requests for a consumer or connect group never reach this module: the dispatcher
+hands them to that group's classic bridge (classic_bridge.py).
 
 What is persisted: the group as of its last completed generation (GroupMetadataRecord), and
-nothing of the transient join/sync phases. Replaying the records gives a Stable (or Empty)
-group whose members must heartbeat again within their session timeouts.
+nothing of the transient join/sync phases. As in Apache Kafka (whose classic-group records
+are written with `replayRecords` off), a classic group is changed in memory and its snapshot
+written when a phase ends; every change is journaled, so a snapshot that cannot be written
+takes the group back to where it was. Replaying the records gives a Stable (or Empty) group
+whose members must heartbeat again within their session timeouts.
 """
 
 from __future__ import annotations
@@ -46,17 +52,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import Any
 
-from connect_rebalance.errors import ErrorCode
+from connect_rebalance import consumer_protocol
+from connect_rebalance.errors import ErrorCode, KafkaApiError
 
+from .context import GroupContext
 from .records import ClassicGroupSnapshot, ClassicMemberSnapshot, GroupMetadataRecord
-from .requests import GroupRequest, Outcome
+from .requests import GroupRequest
 
-if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
-
-JOIN, SYNC, HEARTBEAT, LEAVE = 11, 14, 12, 13
 MEMBER_ID_REQUIRED_FROM_VERSION = 4
 
 
@@ -133,6 +137,52 @@ class ClassicGroup:
             and not self.pending_members
         )
 
+    @property
+    def empty_since_ms(self) -> int:
+        return self.state_timestamp_ms
+
+    def tombstones(self) -> list[GroupMetadataRecord]:
+        return [GroupMetadataRecord(self.group_id, None)]
+
+    def subscribed_topics(self) -> set[str] | None:
+        """What a live `consumer`-protocol group subscribes to, read from its members' metadata;
+        None for a live group of another embedded protocol (unknown)."""
+        if self.state == ClassicState.EMPTY:
+            return set()
+        if self.protocol_type != consumer_protocol.PROTOCOL_TYPE:
+            return None
+        metadata = (m.metadata(self.protocol_name) for m in self.members.values())
+        return {topic for data in metadata for topic in consumer_protocol.subscribed_topics(data)}
+
+    def validate_offset_commit(
+        self, member_id: str, instance_id: str | None, generation: int, version: int
+    ) -> None:
+        """Kafka's rules: a simple commit (generation -1, no member id) needs an Empty group;
+        otherwise a member of the current generation, not in the middle of an assignment."""
+        if self.state == ClassicState.DEAD:
+            raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group is being deleted")
+        if generation < 0 and not member_id and self.state == ClassicState.EMPTY:
+            return
+        if instance_id is not None:
+            registered = self.static_members.get(instance_id)
+            if registered is None:
+                raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"instance {instance_id!r} is not a member")
+            if registered != member_id:
+                raise KafkaApiError(
+                    ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id!r} has another member id"
+                )
+        if member_id not in self.members:
+            raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id!r} is not in the group")
+        if generation != self.generation:
+            raise KafkaApiError(
+                ErrorCode.ILLEGAL_GENERATION, f"generation {generation} is not the group's {self.generation}"
+            )
+        if self.state == ClassicState.COMPLETING_REBALANCE:
+            raise KafkaApiError(ErrorCode.REBALANCE_IN_PROGRESS, "the group is completing a rebalance")
+
+    def validate_offset_fetch(self, member_id: str | None, epoch: int) -> None:
+        """Anyone may read a classic group's offsets."""
+
     def transition(self, state: ClassicState, now_ms: int) -> None:
         self.state = state
         self.state_timestamp_ms = now_ms
@@ -167,6 +217,29 @@ class ClassicGroup:
 
     def all_members_joined(self) -> bool:
         return not self.pending_members and all(m.join is not None for m in self.members.values())
+
+    def described(self) -> dict[str, object]:
+        """DescribeGroups' view, as Kafka 4.x gives it: the chosen protocol and each member's
+        metadata for it only while Stable (empty in every other state, CompletingRebalance
+        included: the generation's protocol and subscriptions are not settled until the leader
+        has assigned); each member's assignment as it holds it."""
+        stable = self.state == ClassicState.STABLE
+        return {
+            "group_state": self.state.value,
+            "protocol_type": self.protocol_type or "",
+            "protocol_data": (self.protocol_name or "") if stable else "",
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_metadata": m.metadata(self.protocol_name) if stable else b"",
+                    "member_assignment": m.assignment,
+                }
+                for m in self.members.values()
+            ],
+        }
 
     def snapshot(self) -> ClassicGroupSnapshot:
         return ClassicGroupSnapshot(
@@ -210,19 +283,19 @@ class ClassicGroup:
 
 
 def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("classic-session", group_id, member_id)
+    return (group_id, "classic-session", member_id)
 
 
 def pending_member_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("classic-pending", group_id, member_id)
+    return (group_id, "classic-pending", member_id)
 
 
 def join_key(group_id: str) -> tuple[str, str]:
-    return ("classic-join", group_id)
+    return (group_id, "classic-join")
 
 
 def sync_key(group_id: str) -> tuple[str, str]:
-    return ("classic-sync", group_id)
+    return (group_id, "classic-sync")
 
 
 # -- responses ------------------------------------------------------------------------------
@@ -253,56 +326,64 @@ def sync_response(
 
 
 class ClassicGroups:
-    """The classic-protocol handlers, operating on the coordinator's shared state."""
+    """The classic-protocol handlers, over the groups table of the context."""
 
-    def __init__(self, core: GroupCoordinator) -> None:
-        self.core = core
+    def __init__(self, ctx: GroupContext) -> None:
+        self.ctx = ctx
 
-    @property
-    def settings(self):  # type: ignore[no-untyped-def]
-        return self.core.settings
+    def _group(self, group_id: str, changing: bool = True) -> ClassicGroup | None:
+        group = self.ctx.groups.get(group_id)
+        if not isinstance(group, ClassicGroup):
+            return None
+        if changing:
+            self.ctx.journal.keep(group)  # whatever this request changes can be taken back
+        return group
 
-    def _group(self, group_id: str) -> ClassicGroup | None:
-        group = self.core.groups.get(group_id)
-        return group if isinstance(group, ClassicGroup) else None
+    def _member(self, member: ClassicMember) -> ClassicMember:
+        """A member about to be changed in place (kept, so the change can be taken back)."""
+        self.ctx.journal.keep(member)
+        return member
 
-    def _migrated(self, group_id: str) -> bool:
-        """Whether requests for this group go to a consumer group's classic members."""
-        group = self.core.groups.get(group_id)
-        return self.core.migration is not None and group is not None and group.type_name == "consumer"
-
-    def _refresh_session(self, group: ClassicGroup, member: ClassicMember, now_ms: int) -> None:
-        self.core.timers.schedule(
-            session_key(group.group_id, member.member_id), now_ms + member.session_timeout_ms
+    def refresh_session(self, group: ClassicGroup, member: ClassicMember, now_ms: int) -> None:
+        group_id, member_id = group.group_id, member.member_id
+        self.ctx.schedule(
+            session_key(group_id, member_id),
+            now_ms + member.session_timeout_ms,
+            lambda now: self.on_session_expired(group_id, member_id, now),
         )
+
+    def _schedule_join(self, group: ClassicGroup, deadline_ms: int) -> None:
+        group_id = group.group_id
+        self.ctx.schedule(join_key(group_id), deadline_ms, lambda now: self.on_join_deadline(group_id, now))
 
     # -- JoinGroup ------------------------------------------------------------------------
 
-    def join(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+    def join(self, request: GroupRequest, now_ms: int) -> None:
         body, version = request.body, request.version
         member_id = body.member_id or ""
         instance_id = body.group_instance_id if version >= 5 else None
         protocols = [(p.name, bytes(p.metadata)) for p in body.protocols]
 
         def fail(code: ErrorCode, member: str = member_id) -> None:
-            out.reply(request.request_id, join_error(version, code, member))
+            self.ctx.reply(request.request_id, join_error(version, code, member))
 
         if not body.group_id:
             return fail(ErrorCode.INVALID_GROUP_ID)
-        if self._migrated(body.group_id):
-            assert self.core.migration is not None
-            return self.core.migration.join(request, now_ms, out)
         if (
-            not self.settings.min_session_timeout_ms
+            not self.ctx.settings.min_session_timeout_ms
             <= body.session_timeout_ms
-            <= self.settings.max_session_timeout_ms
+            <= self.ctx.settings.max_session_timeout_ms
         ):
             return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
-        existing = self.core.groups.get(body.group_id)
+        existing = self.ctx.groups.get(body.group_id)
         if existing is not None and not isinstance(existing, ClassicGroup):
             return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if existing is not None:
+            self.ctx.journal.keep(existing)
         if existing is None and member_id:
             return fail(ErrorCode.UNKNOWN_MEMBER_ID)
+        if existing is not None and not self._has_room_for(existing, member_id):
+            return self._refuse_joining_member(existing, member_id, request, now_ms)
         if not body.protocol_type or not protocols:
             return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         group = existing or ClassicGroup(body.group_id, state_timestamp_ms=now_ms)
@@ -316,50 +397,81 @@ class ClassicGroups:
             body.session_timeout_ms, body.protocol_type, protocols,
         )  # fmt: skip
         if existing is None:
-            self.core.groups[group.group_id] = group
+            self.ctx.add_group(group)
         if not member_id:
-            self._join_unknown_member(group, candidate, request, now_ms, out)
+            self._join_unknown_member(group, candidate, request, now_ms)
         else:
-            self._join_known_member(group, candidate, request, now_ms, out)
+            self._join_known_member(group, candidate, request, now_ms)
 
     def _join_unknown_member(
-        self, group: ClassicGroup, candidate: ClassicMember, request: GroupRequest, now_ms: int, out: Outcome
+        self, group: ClassicGroup, candidate: ClassicMember, request: GroupRequest, now_ms: int
     ) -> None:
         version = request.version
-        if len(group.members) + len(group.pending_members) >= self.settings.max_group_size:
-            out.reply(request.request_id, join_error(version, ErrorCode.GROUP_MAX_SIZE_REACHED))
-            return
-        candidate.member_id = self.core.new_member_id(request.client_id)
+        candidate.member_id = self.ctx.new_member_id(request.client_id)
         if candidate.group_instance_id is not None and candidate.group_instance_id in group.static_members:
-            self._replace_static_member(group, candidate, request, now_ms, out)
+            self._replace_static_member(group, candidate, request, now_ms)
             return
         if candidate.group_instance_id is None and version >= MEMBER_ID_REQUIRED_FROM_VERSION:
             group.pending_members.add(candidate.member_id)
-            self.core.timers.schedule(
-                pending_member_key(group.group_id, candidate.member_id), now_ms + candidate.session_timeout_ms
+            group_id, member_id = group.group_id, candidate.member_id
+            self.ctx.schedule(
+                pending_member_key(group_id, member_id),
+                now_ms + candidate.session_timeout_ms,
+                lambda now: self.on_pending_member_expired(group_id, member_id, now),
             )
-            out.reply(
+            self.ctx.reply(
                 request.request_id, join_error(version, ErrorCode.MEMBER_ID_REQUIRED, candidate.member_id)
             )
             return
-        self._add_member_and_rebalance(group, candidate, request, now_ms, out)
+        self._add_member_and_rebalance(group, candidate, request, now_ms)
+
+    def _has_room_for(self, group: ClassicGroup, member_id: str) -> bool:
+        """Kafka's `acceptJoiningMember`: whether group.max.size lets this join in.
+
+        An Empty group takes every join. While preparing a rebalance, a member already awaiting
+        its join answer is in; anyone else counts against the members awaiting theirs (not all
+        members: those that do not rejoin are about to be removed, and a lowered limit then
+        leaves out the last to rejoin). Otherwise members are in and newcomers count against
+        the members. Members still to rejoin after MEMBER_ID_REQUIRED do not count.
+        """
+        limit = self.ctx.settings.max_group_size
+        if group.state in (ClassicState.EMPTY, ClassicState.DEAD) or len(group.members) < limit:
+            return True  # nobody awaits a join answer without being a member
+        member = group.members.get(member_id)
+        if group.state == ClassicState.PREPARING_REBALANCE:
+            if member is not None and member.join is not None:
+                return True
+            return sum(1 for m in group.members.values() if m.join is not None) < limit
+        return member is not None
+
+    def _refuse_joining_member(
+        self, group: ClassicGroup, member_id: str, request: GroupRequest, now_ms: int
+    ) -> None:
+        """GROUP_MAX_SIZE_REACHED, and the member (or pending member) named is out of the group."""
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            self.ctx.cancel(pending_member_key(group.group_id, member_id))
+        else:
+            self.remove_member(group, member_id)
+        self.ctx.reply(request.request_id, join_error(request.version, ErrorCode.GROUP_MAX_SIZE_REACHED))
+        self._try_complete_join(group, now_ms)
 
     def _join_known_member(
-        self, group: ClassicGroup, candidate: ClassicMember, request: GroupRequest, now_ms: int, out: Outcome
+        self, group: ClassicGroup, candidate: ClassicMember, request: GroupRequest, now_ms: int
     ) -> None:
         version, member_id = request.version, candidate.member_id
         if member_id in group.pending_members:
             group.pending_members.discard(member_id)
-            self.core.timers.cancel(pending_member_key(group.group_id, member_id))
-            self._add_member_and_rebalance(group, candidate, request, now_ms, out)
+            self.ctx.cancel(pending_member_key(group.group_id, member_id))
+            self._add_member_and_rebalance(group, candidate, request, now_ms)
             return
         fenced = self._static_member_error(group, member_id, candidate.group_instance_id)
         if fenced is not None:
-            out.reply(request.request_id, join_error(version, fenced, member_id))
+            self.ctx.reply(request.request_id, join_error(version, fenced, member_id))
             return
         member = group.members.get(member_id)
         if member is None or group.state in (ClassicState.EMPTY, ClassicState.DEAD):
-            out.reply(request.request_id, join_error(version, ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+            self.ctx.reply(request.request_id, join_error(version, ErrorCode.UNKNOWN_MEMBER_ID, member_id))
             return
         # A follower rejoining with the same protocols learns the current generation again;
         # the leader rejoining, or anyone changing protocols, starts a rebalance.
@@ -368,14 +480,14 @@ class ClassicGroups:
             group.state == ClassicState.STABLE and member_id != group.leader_id
         )
         if group.state == ClassicState.PREPARING_REBALANCE:
-            self._update_member(member, candidate, request, out)
-            self._try_complete_join(group, now_ms, out)
+            self._update_member(member, candidate, request)
+            self._try_complete_join(group, now_ms)
         elif settled and unchanged:
-            self._refresh_session(group, member, now_ms)
-            out.reply(request.request_id, self._join_response(group, member, version))
+            self.refresh_session(group, member, now_ms)
+            self.ctx.reply(request.request_id, self._join_response(group, member, version))
         else:
-            self._update_member(member, candidate, request, out)
-            self.prepare_rebalance(group, now_ms, out)
+            self._update_member(member, candidate, request)
+            self.prepare_rebalance(group, now_ms)
 
     def _static_member_error(
         self, group: ClassicGroup, member_id: str, instance_id: str | None
@@ -389,12 +501,11 @@ class ClassicGroups:
             return ErrorCode.FENCED_INSTANCE_ID
         return None
 
-    def _update_member(
-        self, member: ClassicMember, candidate: ClassicMember, request: GroupRequest, out: Outcome
-    ) -> None:
+    def _update_member(self, member: ClassicMember, candidate: ClassicMember, request: GroupRequest) -> None:
+        self._member(member)
         if member.join is not None and member.join.request_id != request.request_id:
             # A second join while one is parked replaces it; the first is told to rejoin.
-            out.reply(
+            self.ctx.reply(
                 member.join.request_id,
                 join_error(member.join.version, ErrorCode.REBALANCE_IN_PROGRESS, member.member_id),
             )
@@ -404,12 +515,10 @@ class ClassicGroups:
         member.session_timeout_ms = candidate.session_timeout_ms
         member.client_id, member.client_host = candidate.client_id, candidate.client_host
         member.join = ParkedRequest(request.request_id, request.version)
-        self.core.timers.cancel(
-            session_key(request.body.group_id, member.member_id)
-        )  # kept alive while parked
+        self.ctx.cancel(session_key(request.body.group_id, member.member_id))  # kept alive while parked
 
     def _add_member_and_rebalance(
-        self, group: ClassicGroup, member: ClassicMember, request: GroupRequest, now_ms: int, out: Outcome
+        self, group: ClassicGroup, member: ClassicMember, request: GroupRequest, now_ms: int
     ) -> None:
         if not group.members:
             group.protocol_type = member.protocol_type
@@ -419,18 +528,29 @@ class ClassicGroups:
         member.join = ParkedRequest(request.request_id, request.version)
         group.new_member_added = True
         if group.state == ClassicState.PREPARING_REBALANCE:
-            self._try_complete_join(group, now_ms, out)
+            self._try_complete_join(group, now_ms)
         else:
-            self.prepare_rebalance(group, now_ms, out)
+            self.prepare_rebalance(group, now_ms)
 
     def _replace_static_member(
-        self, group: ClassicGroup, candidate: ClassicMember, request: GroupRequest, now_ms: int, out: Outcome
+        self, group: ClassicGroup, candidate: ClassicMember, request: GroupRequest, now_ms: int
     ) -> None:
-        """A static member rejoined with a fresh member id: it takes the old member's place."""
+        """A static member rejoined with a fresh member id: it takes the old member's place.
+
+        As in Kafka's GroupMetadataManager, the new member keeps the old one's assignment and
+        brings its own protocols (metadata bytes included) and timeouts. In a Stable group
+        the join is answered at once, at the same generation, unless the protocol the group
+        would now select differs from the one it runs: the bytes are not compared, because
+        clients put changing data in them (the Java consumer's generation and owned
+        partitions, the cooperative-sticky assignor's user data). The member then gets its old
+        assignment through SyncGroup and nobody else notices. In any other state the member
+        takes part in the rebalance (one starts if the group was completing one, since the
+        leader may be assigning to the old member id).
+        """
         assert candidate.group_instance_id is not None
         old_id = group.static_members[candidate.group_instance_id]
-        old = group.members.pop(old_id)
-        self.core.timers.cancel(session_key(group.group_id, old_id))
+        old = group.members[old_id]
+        self.ctx.cancel(session_key(group.group_id, old_id))
         for parked in (old.join, old.sync):
             if parked is not None:
                 fields = (
@@ -438,33 +558,37 @@ class ClassicGroups:
                     if parked is old.join
                     else sync_response(ErrorCode.FENCED_INSTANCE_ID)
                 )
-                out.reply(parked.request_id, fields)
+                self.ctx.reply(parked.request_id, fields)
         leader_before = group.leader_id
         candidate.assignment = old.assignment
-        group.members[candidate.member_id] = candidate
+        # In the old member's place: the order breaks ties in the protocol vote.
+        group.members = {
+            (candidate.member_id if member_id == old_id else member_id): (
+                candidate if member_id == old_id else member
+            )
+            for member_id, member in group.members.items()
+        }
         group.static_members[candidate.group_instance_id] = candidate.member_id
         if group.leader_id == old_id:
             group.leader_id = candidate.member_id
         if old_id in group.pending_sync:
             group.pending_sync.discard(old_id)
             group.pending_sync.add(candidate.member_id)
-        unchanged = old.protocols == candidate.protocols
-        if group.state == ClassicState.STABLE and unchanged:
-            # Same subscription: no rebalance; it gets its old assignment through SyncGroup.
-            self._refresh_session(group, candidate, now_ms)
+        if group.state == ClassicState.STABLE and group.select_protocol() == group.protocol_name:
+            self.refresh_session(group, candidate, now_ms)
             answer = self._join_response(group, candidate, request.version, static_rejoin=True)
             if request.version < 9:
                 # Before KIP-814 a rejoining static leader must not think it leads an empty group:
                 # Kafka names the leader as it was, so the member syncs as a follower.
                 answer["leader"] = leader_before or ""
-            out.reply(request.request_id, answer)
-            out.records.append(GroupMetadataRecord(group.group_id, group.snapshot()))
+            self.ctx.reply(request.request_id, answer)
+            self.ctx.write(GroupMetadataRecord(group.group_id, group.snapshot()))
             return
         candidate.join = ParkedRequest(request.request_id, request.version)
         if group.state == ClassicState.PREPARING_REBALANCE:
-            self._try_complete_join(group, now_ms, out)
+            self._try_complete_join(group, now_ms)
         else:
-            self.prepare_rebalance(group, now_ms, out)
+            self.prepare_rebalance(group, now_ms)
 
     def _join_response(
         self, group: ClassicGroup, member: ClassicMember, version: int, static_rejoin: bool = False
@@ -494,87 +618,99 @@ class ClassicGroups:
 
     # -- rebalance phases -----------------------------------------------------------------
 
-    def prepare_rebalance(self, group: ClassicGroup, now_ms: int, out: Outcome) -> None:
+    def prepare_rebalance(self, group: ClassicGroup, now_ms: int) -> None:
         if group.state == ClassicState.COMPLETING_REBALANCE:
-            for member in group.members.values():
+            for member in map(self._member, group.members.values()):
                 member.assignment = b""
                 if member.sync is not None:
-                    out.reply(member.sync.request_id, sync_response(ErrorCode.REBALANCE_IN_PROGRESS))
+                    self.ctx.reply(member.sync.request_id, sync_response(ErrorCode.REBALANCE_IN_PROGRESS))
                     member.sync = None
         group.pending_sync.clear()
-        self.core.timers.cancel(sync_key(group.group_id))
-        initial = group.state == ClassicState.EMPTY and self.settings.initial_rebalance_delay_ms > 0
+        self.ctx.cancel(sync_key(group.group_id))
+        initial = group.state == ClassicState.EMPTY and self.ctx.settings.initial_rebalance_delay_ms > 0
         group.transition(ClassicState.PREPARING_REBALANCE, now_ms)
         rebalance_timeout = group.rebalance_timeout_ms()
         if initial:
-            delay = min(self.settings.initial_rebalance_delay_ms, rebalance_timeout)
+            delay = min(self.ctx.settings.initial_rebalance_delay_ms, rebalance_timeout)
             group.in_initial_delay = True
             group.new_member_added = False
             group.initial_delay_remaining_ms = max(rebalance_timeout - delay, 0)
-            self.core.timers.schedule(join_key(group.group_id), now_ms + delay)
+            self._schedule_join(group, now_ms + delay)
         else:
             group.in_initial_delay = False
-            self.core.timers.schedule(join_key(group.group_id), now_ms + rebalance_timeout)
-            self._try_complete_join(group, now_ms, out)
+            self._schedule_join(group, now_ms + rebalance_timeout)
+            self._try_complete_join(group, now_ms)
 
-    def _try_complete_join(self, group: ClassicGroup, now_ms: int, out: Outcome) -> None:
+    def _try_complete_join(self, group: ClassicGroup, now_ms: int) -> None:
         if (
             group.state == ClassicState.PREPARING_REBALANCE
             and not group.in_initial_delay
             and group.all_members_joined()
         ):
-            self.complete_join(group, now_ms, out)
+            self.complete_join(group, now_ms)
 
-    def on_join_deadline(self, group: ClassicGroup, now_ms: int, out: Outcome) -> None:
-        if group.state != ClassicState.PREPARING_REBALANCE:
+    def on_join_deadline(self, group_id: str, now_ms: int) -> None:
+        group = self._group(group_id)
+        if group is None or group.state != ClassicState.PREPARING_REBALANCE:
             return
         if group.in_initial_delay and group.new_member_added and group.initial_delay_remaining_ms > 0:
-            delay = min(self.settings.initial_rebalance_delay_ms, group.initial_delay_remaining_ms)
+            delay = min(self.ctx.settings.initial_rebalance_delay_ms, group.initial_delay_remaining_ms)
             group.initial_delay_remaining_ms -= delay
             group.new_member_added = False
-            self.core.timers.schedule(join_key(group.group_id), now_ms + delay)
+            self._schedule_join(group, now_ms + delay)
             return
-        self.complete_join(group, now_ms, out)
+        self.complete_join(group, now_ms)
 
-    def complete_join(self, group: ClassicGroup, now_ms: int, out: Outcome) -> None:
-        self.core.timers.cancel(join_key(group.group_id))
+    def complete_join(self, group: ClassicGroup, now_ms: int) -> None:
+        self.ctx.cancel(join_key(group.group_id))
         group.in_initial_delay = False
         for member in [m for m in group.members.values() if m.join is None]:
-            self.remove_member(group, member.member_id, out)
+            self.remove_member(group, member.member_id)
         group.generation += 1
         if not group.members:
             group.protocol_name = None
             group.leader_id = None
             group.transition(ClassicState.EMPTY, now_ms)
-            out.records.append(GroupMetadataRecord(group.group_id, group.snapshot()))
+            self.ctx.write(GroupMetadataRecord(group.group_id, group.snapshot()))
             return
         group.protocol_name = group.select_protocol()
         if group.leader_id not in group.members:
             group.leader_id = next(iter(group.members))
         group.transition(ClassicState.COMPLETING_REBALANCE, now_ms)
-        for member in group.members.values():
+        for member in map(self._member, group.members.values()):
             assert member.join is not None
-            out.reply(member.join.request_id, self._join_response(group, member, member.join.version))
+            self.ctx.reply(member.join.request_id, self._join_response(group, member, member.join.version))
             member.join = None
-            self._refresh_session(group, member, now_ms)
+            self.refresh_session(group, member, now_ms)
         group.pending_sync = set(group.members)
-        self.core.timers.schedule(sync_key(group.group_id), now_ms + group.rebalance_timeout_ms())
+        group_id = group.group_id
+        self.ctx.schedule(
+            sync_key(group_id),
+            now_ms + group.rebalance_timeout_ms(),
+            lambda now: self.on_sync_deadline(group_id, now),
+        )
 
-    def on_sync_deadline(self, group: ClassicGroup, now_ms: int, out: Outcome) -> None:
-        if not group.pending_sync or group.state not in (
-            ClassicState.COMPLETING_REBALANCE,
-            ClassicState.STABLE,
+    def on_sync_deadline(self, group_id: str, now_ms: int) -> None:
+        group = self._group(group_id)
+        if (
+            group is None
+            or not group.pending_sync
+            or group.state
+            not in (
+                ClassicState.COMPLETING_REBALANCE,
+                ClassicState.STABLE,
+            )
         ):
             return
         for member_id in sorted(group.pending_sync):
-            self.remove_member(group, member_id, out)
-        self.prepare_rebalance(group, now_ms, out)
+            self.remove_member(group, member_id)
+        self.prepare_rebalance(group, now_ms)
 
-    def remove_member(self, group: ClassicGroup, member_id: str, out: Outcome) -> None:
+    def remove_member(self, group: ClassicGroup, member_id: str) -> None:
         member = group.members.pop(member_id, None)
         if member is None:
             return
-        self.core.timers.cancel(session_key(group.group_id, member_id))
+        self.ctx.cancel(session_key(group.group_id, member_id))
         if (
             member.group_instance_id is not None
             and group.static_members.get(member.group_instance_id) == member_id
@@ -582,38 +718,38 @@ class ClassicGroups:
             del group.static_members[member.group_instance_id]
         group.pending_sync.discard(member_id)
         if member.join is not None:
-            out.reply(
+            self.ctx.reply(
                 member.join.request_id,
                 join_error(member.join.version, ErrorCode.UNKNOWN_MEMBER_ID, member_id),
             )
         if member.sync is not None:
-            out.reply(member.sync.request_id, sync_response(ErrorCode.UNKNOWN_MEMBER_ID))
+            self.ctx.reply(member.sync.request_id, sync_response(ErrorCode.UNKNOWN_MEMBER_ID))
         if group.leader_id == member_id:
             joined = [m.member_id for m in group.members.values() if m.join is not None]
             group.leader_id = joined[0] if joined else None
 
-    def members_left(self, group: ClassicGroup, now_ms: int, out: Outcome) -> None:
+    def members_left(self, group: ClassicGroup, now_ms: int) -> None:
         """After members were removed: rebalance, or finish a join that now has everyone."""
         if group.state in (ClassicState.STABLE, ClassicState.COMPLETING_REBALANCE):
-            self.prepare_rebalance(group, now_ms, out)
+            self.prepare_rebalance(group, now_ms)
         else:
-            self._try_complete_join(group, now_ms, out)
+            self._try_complete_join(group, now_ms)
 
     # -- timers ---------------------------------------------------------------------------
 
-    def on_session_expired(self, group_id: str, member_id: str, now_ms: int, out: Outcome) -> None:
+    def on_session_expired(self, group_id: str, member_id: str, now_ms: int) -> None:
         group = self._group(group_id)
         if group is None or member_id not in group.members:
             return
-        self.remove_member(group, member_id, out)
-        self.members_left(group, now_ms, out)
+        self.remove_member(group, member_id)
+        self.members_left(group, now_ms)
 
-    def on_pending_member_expired(self, group_id: str, member_id: str, now_ms: int, out: Outcome) -> None:
+    def on_pending_member_expired(self, group_id: str, member_id: str, now_ms: int) -> None:
         group = self._group(group_id)
         if group is None or member_id not in group.pending_members:
             return
         group.pending_members.discard(member_id)
-        self._try_complete_join(group, now_ms, out)
+        self._try_complete_join(group, now_ms)
 
     # -- SyncGroup ------------------------------------------------------------------------
 
@@ -631,12 +767,9 @@ class ClassicGroups:
             return ErrorCode.ILLEGAL_GENERATION
         return None
 
-    def sync(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+    def sync(self, request: GroupRequest, now_ms: int) -> None:
         body, version = request.body, request.version
         instance_id = body.group_instance_id if version >= 3 else None
-        if self._migrated(body.group_id):
-            assert self.core.migration is not None
-            return self.core.migration.sync(request, now_ms, out)
         group = self._group(body.group_id)
         error = self._member_error(group, body.member_id, instance_id, body.generation_id)
         mismatched = (
@@ -654,63 +787,53 @@ class ClassicGroups:
         if error is None and group is not None and group.state == ClassicState.EMPTY:
             error = ErrorCode.UNKNOWN_MEMBER_ID
         if error is not None or group is None:
-            out.reply(request.request_id, sync_response(error or ErrorCode.UNKNOWN_MEMBER_ID))
+            self.ctx.reply(request.request_id, sync_response(error or ErrorCode.UNKNOWN_MEMBER_ID))
             return
         member = group.members[body.member_id]
-        self._refresh_session(group, member, now_ms)
+        self.refresh_session(group, member, now_ms)
         group.pending_sync.discard(member.member_id)
         if not group.pending_sync:
-            self.core.timers.cancel(sync_key(group.group_id))
+            self.ctx.cancel(sync_key(group.group_id))
         if group.state == ClassicState.STABLE:
-            out.reply(request.request_id, sync_response(ErrorCode.NONE, member.assignment, group))
+            self.ctx.reply(request.request_id, sync_response(ErrorCode.NONE, member.assignment, group))
             return
-        member.sync = ParkedRequest(request.request_id, version)
+        self._member(member).sync = ParkedRequest(request.request_id, version)
         if member.member_id != group.leader_id:
             return
         assignments = {a.member_id: bytes(a.assignment) for a in body.assignments}
-        for m in group.members.values():
+        for m in map(self._member, group.members.values()):
             m.assignment = assignments.get(m.member_id, b"")
         group.transition(ClassicState.STABLE, now_ms)
-        out.records.append(GroupMetadataRecord(group.group_id, group.snapshot()))
+        self.ctx.write(GroupMetadataRecord(group.group_id, group.snapshot()))
         for m in group.members.values():
             if m.sync is not None:
-                out.reply(m.sync.request_id, sync_response(ErrorCode.NONE, m.assignment, group))
+                self.ctx.reply(m.sync.request_id, sync_response(ErrorCode.NONE, m.assignment, group))
                 m.sync = None
 
     # -- Heartbeat ------------------------------------------------------------------------
 
-    def heartbeat(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+    def heartbeat(self, request: GroupRequest, now_ms: int) -> None:
         body, version = request.body, request.version
         instance_id = body.group_instance_id if version >= 3 else None
-        if self._migrated(body.group_id):
-            assert self.core.migration is not None
-            return self.core.migration.heartbeat(request, now_ms, out)
-        group = self._group(body.group_id)
+        group = self._group(body.group_id, changing=False)  # a heartbeat changes timers only
         error = self._member_error(group, body.member_id, instance_id, body.generation_id)
         if error is None and group is not None:
             if group.state == ClassicState.EMPTY:
                 error = ErrorCode.UNKNOWN_MEMBER_ID
             else:
-                self._refresh_session(group, group.members[body.member_id], now_ms)
+                self.refresh_session(group, group.members[body.member_id], now_ms)
                 if group.state == ClassicState.PREPARING_REBALANCE:
                     error = ErrorCode.REBALANCE_IN_PROGRESS
-        out.reply(request.request_id, {"throttle_time_ms": 0, "error_code": error or ErrorCode.NONE})
+        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "error_code": error or ErrorCode.NONE})
 
     # -- LeaveGroup -----------------------------------------------------------------------
 
-    def leave(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+    def leave(self, request: GroupRequest, now_ms: int) -> None:
         body, version = request.body, request.version
-        identities = (
-            [(m.member_id, m.group_instance_id) for m in body.members]
-            if version >= 3
-            else [(body.member_id, None)]
-        )
-        if self._migrated(body.group_id):
-            assert self.core.migration is not None
-            return self.core.migration.leave(request, now_ms, out)
+        identities = leave_identities(body, version)
         group = self._group(body.group_id)
         if group is None:
-            out.reply(request.request_id, {"error_code": ErrorCode.UNKNOWN_MEMBER_ID, "members": []})
+            self.ctx.reply(request.request_id, {"error_code": ErrorCode.UNKNOWN_MEMBER_ID, "members": []})
             return
         results = []
         removed = False
@@ -726,15 +849,90 @@ class ClassicGroups:
                 target = registered
             if error == ErrorCode.NONE and target in group.pending_members:
                 group.pending_members.discard(target)
-                self.core.timers.cancel(pending_member_key(group.group_id, target))
+                self.ctx.cancel(pending_member_key(group.group_id, target))
                 removed = True
             elif error == ErrorCode.NONE and target not in group.members:
                 error = ErrorCode.UNKNOWN_MEMBER_ID
             elif error == ErrorCode.NONE and target is not None:
-                self.remove_member(group, target, out)
+                self.remove_member(group, target)
                 removed = True
             results.append({"member_id": member_id, "group_instance_id": instance_id, "error_code": error})
         if removed:
-            self.members_left(group, now_ms, out)
+            self.members_left(group, now_ms)
         top_error = results[0]["error_code"] if version < 3 else ErrorCode.NONE
-        out.reply(request.request_id, {"throttle_time_ms": 0, "error_code": top_error, "members": results})
+        self.ctx.reply(
+            request.request_id, {"throttle_time_ms": 0, "error_code": top_error, "members": results}
+        )
+
+    # -- conversions (classic_bridge.py) ----------------------------------------------------
+
+    def forget(self, classic: ClassicGroup) -> None:
+        """A classic group converted away: its parked requests are answered REBALANCE_IN_PROGRESS
+        (its members rejoin the group that replaced it) and its deadlines dropped."""
+        group_id = classic.group_id
+        self.ctx.journal.keep(classic)
+        for m in map(self._member, classic.members.values()):
+            if m.join is not None:
+                self.ctx.reply(
+                    m.join.request_id,
+                    join_error(m.join.version, ErrorCode.REBALANCE_IN_PROGRESS, m.member_id),
+                )
+            if m.sync is not None:
+                self.ctx.reply(m.sync.request_id, sync_response(ErrorCode.REBALANCE_IN_PROGRESS))
+            m.join = m.sync = None
+            self.ctx.cancel(session_key(group_id, m.member_id))
+        for member_id in classic.pending_members:
+            self.ctx.cancel(pending_member_key(group_id, member_id))
+        self.ctx.cancel(join_key(group_id))
+        self.ctx.cancel(sync_key(group_id))
+
+    def start(self, classic: ClassicGroup, now_ms: int) -> None:
+        """A group turned classic takes over: recorded, its members' sessions running, and a
+        rebalance prepared at once so they rejoin with the classic protocol and elect a leader."""
+        self.ctx.add_group(classic)
+        self.ctx.write(GroupMetadataRecord(classic.group_id, classic.snapshot()))
+        for m in classic.members.values():
+            self.refresh_session(classic, m, now_ms)
+        self.prepare_rebalance(classic, now_ms)
+
+    # -- replay and DescribeGroups --------------------------------------------------------
+
+    def replay(self, record: GroupMetadataRecord) -> None:
+        """Start-up: a snapshot rebuilds the group; a tombstone (live too) deletes it."""
+        journal, groups = self.ctx.journal, self.ctx.groups
+        if record.value is not None:
+            journal.set_item(
+                groups, record.group_id, ClassicGroup.from_snapshot(record.group_id, record.value)
+            )
+            return
+        group = journal.pop_item(groups, record.group_id)
+        if isinstance(group, ClassicGroup):
+            journal.set_attr(group, "state", ClassicState.DEAD)
+
+    def load_complete(self, now_ms: int) -> None:
+        for group in self.ctx.groups.values():
+            if isinstance(group, ClassicGroup):
+                for member in group.members.values():
+                    self.refresh_session(group, member, now_ms)
+
+    def describe(self, group_id: str, version: int) -> dict[str, Any]:
+        group = self.ctx.groups.get(group_id)
+        if isinstance(group, ClassicGroup) and group.state != ClassicState.DEAD:
+            return {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
+                    **group.described(), "authorized_operations": None}  # fmt: skip
+        missing = f"group {group_id!r} is not a classic group" if group is not None else (
+            f"group {group_id!r} does not exist")  # fmt: skip
+        return {
+            "error_code": ErrorCode.GROUP_ID_NOT_FOUND if version >= 6 else ErrorCode.NONE,
+            "error_message": missing if version >= 6 else None,
+            "group_id": group_id, "group_state": ClassicState.DEAD.value, "protocol_type": "",
+            "protocol_data": "", "members": [],
+            "authorized_operations": None,  # not requested: encodes as INT32_MIN
+        }  # fmt: skip
+
+
+def leave_identities(body: Any, version: int) -> list[tuple[str, str | None]]:
+    """(member id, instance id) of each member a LeaveGroup names (one, before v3)."""
+    if version >= 3:
+        return [(m.member_id, m.group_instance_id) for m in body.members]
+    return [(body.member_id, None)]

@@ -2,6 +2,7 @@
 
     handle(request, now_ms) -> Outcome     answers (maybe for other, parked requests) + records
     on_timer(now_ms)        -> Outcome     what deadlines up to now_ms caused
+    write_failed(outcome, ...)             its records could not be written: take it all back
     next_deadline()         -> int | None  when on_timer should next be called
     replay(record)                         rebuild persistent state from the log
     load_complete(now_ms)                  after replay: restart the clocks of loaded members
@@ -10,9 +11,10 @@ No sockets, no disk, no wall clock: `coordinator.group_service` is the IO around
 tests drive it directly with a virtual clock. Member ids come from an injected generator so
 runs are reproducible.
 
-This module owns what all group types share (the groups table, timers, dispatch and the
-admin APIs); each group type's rules live in its own module (classic.py; offsets.py for
-committed offsets).
+This module is the dispatcher: it routes each API to the group type that owns it (a classic
+API for a consumer or connect group to that group's classic bridge), each record to the
+group type that replays it, and answers the admin APIs through the `Group` protocol
+(group_type.py). The parts it wires together receive a `GroupContext`, never this object.
 """
 
 from __future__ import annotations
@@ -22,36 +24,26 @@ from collections.abc import Callable
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 
-from .classic import ClassicGroup, ClassicGroups, ClassicState
-from .connect import ConnectGroup, ConnectGroups
-from .connect_migration import ConnectMigration
+from .classic import ClassicGroups, ClassicState, join_error, sync_response
+from .classic_bridge import ClassicBridge
+from .connect import ConnectEmbedding, ConnectGroups
 from .connect_records import CONNECT_RECORD_TYPES
-from .consumer import ConsumerGroup, ConsumerGroups, TopicsView
+from .consumer import ConsumerEmbedding, ConsumerGroups
+from .context import GroupContext, TopicsView
 from .group_metrics import GroupMetrics
-from .migration import GroupMigration
+from .modern.group import ModernGroup
 from .offsets import Offsets
-from .records import (
-    ConsumerGroupEpochRecord,
-    GroupMetadataRecord,
-    OffsetCommitRecord,
-    Record,
-    TargetEpochRecord,
-)
+from .records import GroupMetadataRecord, OffsetCommitRecord, Record
 from .requests import GroupRequest, Outcome
 from .settings import GroupSettings
-from .timers import Timers
 
-OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
-DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
-CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
-# The project's private block of API keys (docs/protocol.md).
-CONNECT_GROUP_HEARTBEAT, CONNECT_GROUP_PREPARE_ASSIGNMENT = 10000, 10001
-CONNECT_GROUP_INSTALL_ASSIGNMENT, CONNECT_GROUP_DESCRIBE = 10002, 10003
-CONSUMER_GROUP_PREPARE_ASSIGNMENT, CONSUMER_GROUP_INSTALL_ASSIGNMENT = 10010, 10011
-GROUP_APIS = (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS,
-              LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE)  # fmt: skip
-OFFSET_EXPIRY_KEY = ("offset-expiry",)
+Handler = Callable[[GroupRequest, int], None]
+GROUP_APIS = (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT,
+              ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
+              ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)  # fmt: skip
+OFFSET_EXPIRY_KEY = ("", "offset-expiry")
 
 
 def random_member_id(client_id: str) -> str:
@@ -67,205 +59,161 @@ class GroupCoordinator:
         topics_view: TopicsView | None = None,
     ) -> None:
         self.settings = settings
-        self.partitions_of = partitions_of
-        self.new_member_id = member_id_factory
-        self.groups: dict[str, ClassicGroup | ConsumerGroup | ConnectGroup] = {}
-        self.timers = Timers()
+        self.ctx = GroupContext(settings, partitions_of, member_id_factory, topics_view, self.replay)
+        self.groups = self.ctx.groups
         self.metrics = GroupMetrics()
-        self.classic = ClassicGroups(self)
-        self.offsets = Offsets(self)
+        self.classic = ClassicGroups(self.ctx)
+        self.offsets = Offsets(self.ctx)
+        self.connect = ConnectGroups(self.ctx)
+        self.bridges: dict[str, ClassicBridge] = {
+            "connect": ClassicBridge(
+                self.ctx, self.connect, self.classic, ConnectEmbedding(self.connect),
+                settings.connect_migration_policy,
+            )
+        }  # fmt: skip
         # Consumer groups (KIP-848) need topic ids; the server attaches them once they are served.
-        self.consumer = ConsumerGroups(self, topics_view) if topics_view is not None else None
-        # Online migration between classic and consumer groups needs consumer groups served.
-        self.migration = GroupMigration(self, self.consumer) if self.consumer is not None else None
-        self.connect = ConnectGroups(self)
-        # Online migration between classic `connect` groups and connect groups.
-        self.connect_migration = ConnectMigration(self, self.connect)
-        self._handlers: dict[int, Callable[[GroupRequest, int, Outcome], None]] = {
-            JOIN_GROUP: self._classic_api(self.classic.join, self.connect_migration.join),
-            SYNC_GROUP: self._classic_api(self.classic.sync, self.connect_migration.sync),
-            HEARTBEAT: self._classic_api(self.classic.heartbeat, self.connect_migration.heartbeat),
-            LEAVE_GROUP: self._classic_api(self.classic.leave, self.connect_migration.leave),
-            OFFSET_COMMIT: self.offsets.commit,
-            OFFSET_FETCH: self.offsets.fetch,
-            OFFSET_DELETE: self.offsets.delete,
-            LIST_GROUPS: self.list_groups,
-            DESCRIBE_GROUPS: self.describe_groups,
-            DELETE_GROUPS: self.delete_groups,
-        }
-        self._handlers[CONNECT_GROUP_HEARTBEAT] = self.connect.heartbeat
-        self._handlers[CONNECT_GROUP_PREPARE_ASSIGNMENT] = self.connect.prepare
-        self._handlers[CONNECT_GROUP_INSTALL_ASSIGNMENT] = self.connect.install
-        self._handlers[CONNECT_GROUP_DESCRIBE] = self.connect.describe
+        self.consumer = ConsumerGroups(self.ctx) if topics_view is not None else None
         if self.consumer is not None:
-            self._handlers[CONSUMER_GROUP_HEARTBEAT] = self.consumer.heartbeat
-            self._handlers[CONSUMER_GROUP_DESCRIBE] = self.consumer.describe
-            self._handlers[CONSUMER_GROUP_PREPARE_ASSIGNMENT] = self.consumer.prepare
-            self._handlers[CONSUMER_GROUP_INSTALL_ASSIGNMENT] = self.consumer.install
+            self.bridges["consumer"] = ClassicBridge(
+                self.ctx, self.consumer, self.classic, ConsumerEmbedding(self.consumer),
+                settings.consumer_migration_policy,
+            )  # fmt: skip
+        self._handlers: dict[int, Handler] = {
+            ApiKey.JOIN_GROUP: self._classic_api("join"),
+            ApiKey.SYNC_GROUP: self._classic_api("sync"),
+            ApiKey.HEARTBEAT: self._classic_api("heartbeat"),
+            ApiKey.LEAVE_GROUP: self._classic_api("leave"),
+            ApiKey.OFFSET_COMMIT: self.offsets.commit,
+            ApiKey.OFFSET_FETCH: self.offsets.fetch,
+            ApiKey.OFFSET_DELETE: self.offsets.delete,
+            ApiKey.LIST_GROUPS: self.list_groups,
+            ApiKey.DESCRIBE_GROUPS: self.describe_groups,
+            ApiKey.DELETE_GROUPS: self.delete_groups,
+            ApiKey.CONNECT_GROUP_HEARTBEAT: self.connect.heartbeat,
+            ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT: self.connect.prepare,
+            ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT: self.connect.install,
+            ApiKey.CONNECT_GROUP_DESCRIBE: self.connect.describe,
+        }
+        if self.consumer is not None:
+            self._handlers[ApiKey.CONSUMER_GROUP_HEARTBEAT] = self.consumer.heartbeat
+            self._handlers[ApiKey.CONSUMER_GROUP_DESCRIBE] = self.consumer.describe
+            self._handlers[ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT] = self.consumer.prepare
+            self._handlers[ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT] = self.consumer.install
 
-    def _classic_api(
-        self,
-        classic: Callable[[GroupRequest, int, Outcome], None],
-        connect: Callable[[GroupRequest, int, Outcome], None],
-    ) -> Callable[[GroupRequest, int, Outcome], None]:
-        """A classic-protocol API: a connect group's classic workers go to connect_migration.py."""
+    def _classic_api(self, name: str) -> Handler:
+        """One routing rule: a classic API call for a modern group goes to its bridge."""
 
-        def handle(request: GroupRequest, now_ms: int, out: Outcome) -> None:
+        def handle(request: GroupRequest, now_ms: int) -> None:
             group = self.groups.get(getattr(request.body, "group_id", None) or "")
-            (connect if isinstance(group, ConnectGroup) else classic)(request, now_ms, out)
+            owner = self.bridges[group.type_name] if isinstance(group, ModernGroup) else self.classic
+            getattr(owner, name)(request, now_ms)
 
         return handle
 
     # -- the state machine's interface ----------------------------------------------------
 
     def handle(self, request: GroupRequest, now_ms: int) -> Outcome:
-        out = Outcome()
-        self._handlers[request.api_key](request, now_ms, out)
-        group_id = getattr(request.body, "group_id", None)
-        self.metrics.observe(group_id, self.groups.get(group_id or ""), now_ms)
-        return out
+        outcome = self.ctx.begin()
+        try:
+            self._handlers[request.api_key](request, now_ms)
+        finally:
+            self.ctx.end()
+        self.metrics.observe_groups(self.groups, self._group_ids(request), now_ms)
+        return outcome
 
     def on_timer(self, now_ms: int) -> Outcome:
-        out = Outcome()
-        for key in self.timers.pop_expired(now_ms):
-            self._on_deadline(key, now_ms, out)
-            if len(key) > 1:
-                self.metrics.observe(key[1], self.groups.get(key[1]), now_ms)
-        return out
+        outcome = self.ctx.begin()
+        touched: set[str] = set()
+        try:
+            for key, operation in self.ctx.timers.pop_expired(now_ms):
+                operation(now_ms)
+                touched.add(key[0])  # type: ignore[index]
+        finally:
+            self.ctx.end()
+        self.metrics.observe_groups(self.groups, touched - {""}, now_ms)
+        return outcome
 
-    def _on_deadline(self, key: tuple[str, ...], now_ms: int, out: Outcome) -> None:
-        kind = key[0]
-        if kind == "classic-session":
-            self.classic.on_session_expired(key[1], key[2], now_ms, out)
-        elif kind == "classic-pending":
-            self.classic.on_pending_member_expired(key[1], key[2], now_ms, out)
-        elif kind in ("classic-join", "classic-sync"):
-            group = self.groups.get(key[1])
-            if isinstance(group, ClassicGroup):
-                if kind == "classic-join":
-                    self.classic.on_join_deadline(group, now_ms, out)
-                else:
-                    self.classic.on_sync_deadline(group, now_ms, out)
-        elif kind == "consumer-session" and self.consumer is not None:
-            self.consumer.on_session_expired(key[1], key[2], now_ms, out)
-        elif kind == "consumer-rebalance" and self.consumer is not None:
-            self.consumer.on_rebalance_timeout(key[1], key[2], now_ms, out)
-        elif kind == "consumer-compute" and self.consumer is not None:
-            self.consumer.on_compute_timeout(key[1], key[2], now_ms, out)
-        elif kind in ("consumer-classic-join", "consumer-classic-sync") and self.migration is not None:
-            self.migration.on_classic_timeout(key[1], key[2], now_ms, out)
-        elif kind in ("connect-classic-join", "connect-classic-sync"):
-            self.connect_migration.on_classic_timeout(key[1], key[2], now_ms, out)
-        elif kind == "connect-session":
-            self.connect.on_session_expired(key[1], key[2], now_ms, out)
-        elif kind == "connect-rebalance":
-            self.connect.on_rebalance_timeout(key[1], key[2], now_ms, out)
-        elif kind == "connect-compute":
-            self.connect.on_compute_timeout(key[1], key[2], now_ms, out)
-        elif key == OFFSET_EXPIRY_KEY:
-            self.offsets.expire(now_ms, out)
-            self.timers.schedule(
-                OFFSET_EXPIRY_KEY, now_ms + self.settings.offsets_retention_check_interval_ms
-            )
+    def write_failed(
+        self,
+        outcome: Outcome,
+        api_of: Callable[[int], tuple[int, int] | None],
+        code: int,
+        message: str,
+        now_ms: int,
+    ) -> None:
+        """The outcome's records could not be written: memory goes back to what the log says and
+        every answer of the outcome becomes its API's error (`api_of(request id)` gives the
+        request's API key and version). Nothing of it is visible afterwards."""
+        assert outcome.journal is not None, "only the core's own outcomes can be taken back"
+        outcome.journal.undo()
+        touched = {getattr(record, "group_id", "") for record in outcome.records}
+        self.metrics.observe_groups(self.groups, touched, now_ms)
+        outcome.records = []
+        for request_id, fields in list(outcome.replies.items()):
+            api = api_of(request_id)
+            if api is not None:
+                outcome.replies[request_id] = self.failed_reply(*api, fields, code, message)
 
     def next_deadline(self) -> int | None:
-        return self.timers.next_deadline()
+        return self.ctx.timers.next_deadline()
+
+    def _group_ids(self, request: GroupRequest) -> set[str]:
+        body = request.body
+        single = getattr(body, "group_id", None)
+        many = getattr(body, "groups_names", None) or ()
+        return {single, *many} - {None, ""}  # type: ignore[operator]
 
     def replay(self, record: Record) -> None:
         if isinstance(record, OffsetCommitRecord):
             self.offsets.replay(record)
+        elif isinstance(record, GroupMetadataRecord):
+            self.classic.replay(record)
         elif isinstance(record, CONNECT_RECORD_TYPES):
             self.connect.replay(record)
-        elif not isinstance(record, GroupMetadataRecord):
+        else:
             assert self.consumer is not None, "consumer-group records need the consumer group type"
             self.consumer.replay(record)
-        elif record.value is None:
-            group = self.groups.pop(record.group_id, None)
-            if isinstance(group, ClassicGroup):
-                group.state = ClassicState.DEAD
-        else:
-            self.groups[record.group_id] = ClassicGroup.from_snapshot(record.group_id, record.value)
 
     def load_complete(self, now_ms: int) -> None:
-        for group in self.groups.values():
-            if isinstance(group, ClassicGroup):
-                for member in group.members.values():
-                    self.classic._refresh_session(group, member, now_ms)
-        if self.consumer is not None:
-            self.consumer.load_complete(now_ms)
-        self.connect.load_complete(now_ms)
+        self.classic.load_complete(now_ms)
+        for engine in (self.consumer, self.connect):
+            if engine is not None:
+                engine.load_complete(now_ms)
         self.metrics.seed(self.groups)
-        self.timers.schedule(OFFSET_EXPIRY_KEY, now_ms + self.settings.offsets_retention_check_interval_ms)
+        self._schedule_expiry(now_ms)
+
+    def _schedule_expiry(self, now_ms: int) -> None:
+        self.ctx.schedule(
+            OFFSET_EXPIRY_KEY, now_ms + self.settings.offsets_retention_check_interval_ms, self._expire
+        )
+
+    def _expire(self, now_ms: int) -> None:
+        self.offsets.expire(now_ms)
+        self._schedule_expiry(now_ms)
 
     # -- group administration -------------------------------------------------------------
 
-    def list_groups(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+    def list_groups(self, request: GroupRequest, now_ms: int) -> None:
         body, version = request.body, request.version
         states = {s.lower() for s in body.states_filter} if version >= 4 and body.states_filter else None
         types = {t.lower() for t in body.types_filter} if version >= 5 and body.types_filter else None
-        listed = []
-        for group_id, group in sorted(self.groups.items()):
-            if group.state == ClassicState.DEAD:
-                continue
-            if states is not None and group.state.value.lower() not in states:
-                continue
-            if types is not None and group.type_name not in types:
-                continue
-            listed.append({
-                "group_id": group_id,
-                "protocol_type": group.protocol_type or "",
-                "group_state": group.state.value,
-                "group_type": group.type_name,
-            })  # fmt: skip
-        out.reply(request.request_id, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": listed})
+        listed = [
+            {"group_id": group_id, "protocol_type": group.protocol_type or "",
+             "group_state": group.state.value, "group_type": group.type_name}
+            for group_id, group in sorted(self.groups.items())
+            if group.state != ClassicState.DEAD
+            and (states is None or group.state.value.lower() in states)
+            and (types is None or group.type_name in types)
+        ]  # fmt: skip
+        self.ctx.reply(
+            request.request_id, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": listed}
+        )
 
-    def _describe(self, group_id: str, version: int) -> dict[str, Any]:
-        group = self.groups.get(group_id)
-        if not isinstance(group, ClassicGroup) or group.state == ClassicState.DEAD:
-            return {
-                "error_code": ErrorCode.GROUP_ID_NOT_FOUND if version >= 6 else ErrorCode.NONE,
-                "error_message": (
-                    f"group {group_id!r} is not a classic group"
-                    if group is not None
-                    else f"group {group_id!r} does not exist"
-                )
-                if version >= 6
-                else None,  # fmt: skip
-                "group_id": group_id,
-                "group_state": ClassicState.DEAD.value,
-                "protocol_type": "",
-                "protocol_data": "",
-                "members": [],
-                "authorized_operations": None,  # not requested: encodes as INT32_MIN
-            }
-        chosen = group.state in (ClassicState.STABLE, ClassicState.COMPLETING_REBALANCE)
-        members = [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "member_metadata": m.metadata(group.protocol_name) if chosen else b"",
-                "member_assignment": m.assignment if group.state == ClassicState.STABLE else b"",
-            }
-            for m in group.members.values()
-        ]
-        return {
-            "error_code": ErrorCode.NONE,
-            "error_message": None,
-            "group_id": group_id,
-            "group_state": group.state.value,
-            "protocol_type": group.protocol_type or "",
-            "protocol_data": (group.protocol_name or "") if chosen else "",
-            "members": members,
-            "authorized_operations": None,  # not requested: encodes as INT32_MIN
-        }
+    def describe_groups(self, request: GroupRequest, now_ms: int) -> None:
+        described = [self.classic.describe(group_id, request.version) for group_id in request.body.groups]
+        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "groups": described})
 
-    def describe_groups(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
-        described = [self._describe(group_id, request.version) for group_id in request.body.groups]
-        out.reply(request.request_id, {"throttle_time_ms": 0, "groups": described})
-
-    def delete_groups(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+    def delete_groups(self, request: GroupRequest, now_ms: int) -> None:
         results = []
         for group_id in request.body.groups_names:
             group = self.groups.get(group_id)
@@ -275,17 +223,41 @@ class GroupCoordinator:
                 error = ErrorCode.NON_EMPTY_GROUP
             else:
                 error = ErrorCode.NONE
-                self.offsets.delete_all(group_id, out)
-                deletions: list[Record]
-                if isinstance(group, ClassicGroup):
-                    deletions = [GroupMetadataRecord(group_id, None)]
-                elif isinstance(group, ConnectGroup):
-                    deletions = list(self.connect.deletion_records(group_id))
-                else:
-                    deletions = [TargetEpochRecord(group_id, None), ConsumerGroupEpochRecord(group_id, None)]
-                for record in deletions:
-                    out.records.append(record)
-                    self.replay(record)
-            self.metrics.observe(group_id, self.groups.get(group_id), now_ms)
+                self.offsets.delete_all(group_id)
+                for record in group.tombstones():
+                    self.ctx.emit(record)
             results.append({"group_id": group_id, "error_code": error})
-        out.reply(request.request_id, {"throttle_time_ms": 0, "results": results})
+        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "results": results})
+
+    # -- answers when an outcome cannot be written ----------------------------------------
+
+    @staticmethod
+    def failed_reply(
+        api_key: int, version: int, fields: dict[str, Any], code: int, message: str
+    ) -> dict[str, Any]:
+        """The answer a request gets instead when its outcome could not be written: the API's
+        error with the message where the API carries one, and nothing it would have handed
+        out (an assignment, a member id, a generation)."""
+        if api_key == ApiKey.JOIN_GROUP:
+            return join_error(version, ErrorCode(code))
+        if api_key == ApiKey.SYNC_GROUP:
+            return sync_response(ErrorCode(code))
+        return _with_error(fields, code, message)
+
+
+def _with_error(value: Any, code: int, message: str) -> Any:
+    """Every error code in an answer set to `code` (top level and per item), messages beside them."""
+    if isinstance(value, list):
+        return [_with_error(v, code, message) for v in value]
+    if not isinstance(value, dict):
+        return value
+    failed = {k: _with_error(v, code, message) for k, v in value.items()}
+    if "error_code" in failed:
+        failed["error_code"] = code
+        if "error_message" in failed:
+            failed["error_message"] = message
+        if "assignment" in failed:
+            failed["assignment"] = None
+        if "member_epoch" in failed:
+            failed["member_epoch"] = -1
+    return failed

@@ -21,7 +21,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+from connect_rebalance import consumer_protocol
 
 
 @dataclass
@@ -52,6 +52,10 @@ class GroupMetrics:
             figures = self.groups[group_id] = GroupFigures(group.type_name, epoch=_epoch(group))
             figures.members = len(group.members)
             figures.owners = _owners(group) or {}
+
+    def observe_groups(self, groups: dict[str, Any], group_ids: Any, now_ms: int) -> None:
+        for group_id in sorted(group_ids):
+            self.observe(group_id, groups.get(group_id), now_ms)
 
     def forget(self, group_id: str) -> None:
         self.groups.pop(group_id, None)
@@ -118,10 +122,7 @@ def _owner(instance_id: str | None, member_id: str) -> str:
 
 
 def _consumer_assignment(data: bytes) -> Iterable[tuple[str, int]]:
-    if not data:
-        return []
     try:
-        decoded = ConsumerProtocolAssignment.decode(data)
-    except Exception:  # noqa: BLE001 - a custom protocol's bytes: nothing to count
+        return consumer_protocol.decode_assignment(data, keep_user_data=True)
+    except ValueError:  # a custom protocol's bytes: nothing to count
         return []
-    return [(tp.topic, p) for tp in decoded.assigned_partitions for p in tp.partitions]

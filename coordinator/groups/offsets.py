@@ -1,33 +1,28 @@
 """Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and retention.
 
-Rules (Apache Kafka's, for classic groups):
+Rules (Apache Kafka's):
 - A commit with generation -1 and no member id is a *simple* (admin or standalone) commit:
-  allowed on an Empty group, and it creates the group if there is none.
-- Otherwise the committer must be a member of the group's current generation
-  (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION), and not in the middle of
-  an assignment (REBALANCE_IN_PROGRESS while CompletingRebalance).
+  allowed on an empty group, and it creates a classic group if there is none.
+- Otherwise the group says who may commit (`Group.validate_offset_commit`: a member of a
+  classic group's current generation, a consumer or connect group member at its epoch).
 - Each partition must exist (UNKNOWN_TOPIC_OR_PARTITION) and its metadata must fit in
   `offset.metadata.max.bytes` (OFFSET_METADATA_TOO_LARGE); the others still commit.
 - An offset expires `offsets.retention.ms` after its group became empty (or after its
-  commit, for a topic a live consumer group does not subscribe to); a commit may name its
-  own expiry (OffsetCommit v2-v4). An empty group with no offsets left is deleted.
-Every change is a record; the live path applies records through `replay`, the same way
-recovery does.
+  commit, for a topic a live group does not subscribe to); a commit may name its own
+  expiry (OffsetCommit v2-v4). An empty classic group with no offsets left is deleted.
+Every change is a record, applied through `replay` as at start-up.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
 from .classic import ClassicGroup, ClassicState
+from .context import GroupContext
 from .records import CommittedOffset, GroupMetadataRecord, OffsetCommitRecord
-from .requests import GroupRequest, Outcome
-from .subscriptions import subscribed_topics
-
-if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
+from .requests import GroupRequest
 
 NO_OFFSET = -1
 OFFSET_FETCH_GROUPS_FROM_VERSION = 8
@@ -35,22 +30,32 @@ GROUP_ID_NOT_FOUND_FROM_COMMIT_VERSION = 9
 
 
 class Offsets:
-    def __init__(self, core: GroupCoordinator) -> None:
-        self.core = core
+    def __init__(self, ctx: GroupContext) -> None:
+        self.ctx = ctx
         self.committed: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
 
     def replay(self, record: OffsetCommitRecord) -> None:
-        offsets = self.committed.setdefault(record.group_id, {})
-        if record.value is None:
-            offsets.pop((record.topic, record.partition), None)
-            if not offsets:
-                del self.committed[record.group_id]
-        else:
-            offsets[(record.topic, record.partition)] = record.value
-
-    def _write(self, record: OffsetCommitRecord, out: Outcome) -> None:
-        out.records.append(record)
-        self.replay(record)
+        """Apply a commit or its deletion. A commit for a group that does not exist (a simple
+        commit) creates an empty classic group, live and at start-up alike, as Kafka does."""
+        journal = self.ctx.journal
+        if record.value is not None and record.group_id not in self.ctx.groups:
+            since = record.value.commit_timestamp_ms
+            journal.set_item(
+                self.ctx.groups, record.group_id, ClassicGroup(record.group_id, state_timestamp_ms=since)
+            )
+        offsets = self.committed.get(record.group_id)
+        if offsets is None:
+            if record.value is None:
+                return
+            offsets = {}
+            journal.set_item(self.committed, record.group_id, offsets)
+        key = (record.topic, record.partition)
+        if record.value is not None:
+            journal.set_item(offsets, key, record.value)
+            return
+        journal.pop_item(offsets, key)
+        if not offsets:
+            journal.pop_item(self.committed, record.group_id)
 
     def of_group(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
         return self.committed.get(group_id, {})
@@ -61,46 +66,22 @@ class Offsets:
         body, version = request.body, request.version
         generation = body.generation_id_or_member_epoch if version >= 1 else -1
         member_id = body.member_id if version >= 1 else ""
-        instance_id = body.group_instance_id if version >= 7 else None
-        group = self.core.groups.get(body.group_id)
         if not body.group_id:
             raise KafkaApiError(ErrorCode.INVALID_GROUP_ID, "group id is empty")
-        if group is None:
-            if generation >= 0:
-                code = (
-                    ErrorCode.GROUP_ID_NOT_FOUND
-                    if version >= GROUP_ID_NOT_FOUND_FROM_COMMIT_VERSION
-                    else ErrorCode.ILLEGAL_GENERATION
-                )
-                raise KafkaApiError(code, f"group {body.group_id!r} does not exist")
-            self.core.groups[body.group_id] = ClassicGroup(body.group_id, state_timestamp_ms=now_ms)
-            return
-        if not isinstance(group, ClassicGroup):
-            assert self.core.consumer is not None
-            self.core.consumer.validate_offset_commit(group, member_id, generation, version)
-            return
-        if group.state == ClassicState.DEAD:
-            raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group is being deleted")
-        if generation < 0 and not member_id and group.state == ClassicState.EMPTY:
-            return
-        if instance_id is not None:
-            registered = group.static_members.get(instance_id)
-            if registered is None:
-                raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"instance {instance_id!r} is not a member")
-            if registered != member_id:
-                raise KafkaApiError(
-                    ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id!r} has another member id"
-                )
-        if member_id not in group.members:
-            raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id!r} is not in the group")
-        if generation != group.generation:
-            raise KafkaApiError(
-                ErrorCode.ILLEGAL_GENERATION, f"generation {generation} is not the group's {group.generation}"
+        group = self.ctx.groups.get(body.group_id)
+        if group is not None:
+            group.validate_offset_commit(
+                member_id, body.group_instance_id if version >= 7 else None, generation, version
             )
-        if group.state == ClassicState.COMPLETING_REBALANCE:
-            raise KafkaApiError(ErrorCode.REBALANCE_IN_PROGRESS, "the group is completing a rebalance")
+        elif generation >= 0:
+            code = (
+                ErrorCode.GROUP_ID_NOT_FOUND
+                if version >= GROUP_ID_NOT_FOUND_FROM_COMMIT_VERSION
+                else ErrorCode.ILLEGAL_GENERATION
+            )
+            raise KafkaApiError(code, f"group {body.group_id!r} does not exist")
 
-    def commit(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+    def commit(self, request: GroupRequest, now_ms: int) -> None:
         body, version = request.body, request.version
         group_error: ErrorCode | None = None
         try:
@@ -111,13 +92,13 @@ class Offsets:
         topics = []
         for topic in body.topics:
             partitions = []
-            known = self.core.partitions_of(topic.name)
+            known = self.ctx.partitions_of(topic.name)
             for part in topic.partitions:
                 error = group_error
                 metadata = part.committed_metadata or ""
                 if error is None and (known is None or not 0 <= part.partition_index < known):
                     error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                if error is None and len(metadata.encode()) > self.core.settings.offset_metadata_max_bytes:
+                if error is None and len(metadata.encode()) > self.ctx.settings.offset_metadata_max_bytes:
                     error = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 if error is None:
                     commit_ts = (
@@ -130,22 +111,14 @@ class Offsets:
                         commit_ts,
                         now_ms + retention if retention >= 0 else -1,
                     )
-                    self._write(
-                        OffsetCommitRecord(body.group_id, topic.name, part.partition_index, value), out
-                    )
+                    self.ctx.emit(OffsetCommitRecord(body.group_id, topic.name, part.partition_index, value))
                 partitions.append(
                     {"partition_index": part.partition_index, "error_code": error or ErrorCode.NONE}
                 )
             topics.append({"name": topic.name, "partitions": partitions})
-        out.reply(request.request_id, {"throttle_time_ms": 0, "topics": topics})
+        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "topics": topics})
 
     # -- OffsetFetch ----------------------------------------------------------------------
-
-    def _validate_fetch(self, spec: Any, version: int) -> None:
-        """OffsetFetch v9+ naming a member of a consumer group must carry its current epoch."""
-        group = self.core.groups.get(spec.group_id)
-        if version >= 9 and group is not None and not isinstance(group, ClassicGroup) and self.core.consumer:
-            self.core.consumer.validate_offset_fetch(group, spec.member_id, spec.member_epoch)
 
     def _fetch_group(self, group_id: str, topics: Any) -> list[dict[str, Any]]:
         offsets = self.of_group(group_id)
@@ -171,38 +144,36 @@ class Offsets:
             result.append({"name": topic, "partitions": rows})
         return result
 
-    def fetch(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+    def fetch(self, request: GroupRequest, now_ms: int) -> None:
         body, version = request.body, request.version
-        if version >= OFFSET_FETCH_GROUPS_FROM_VERSION:
-            groups = []
-            for g in body.groups:
-                try:
-                    self._validate_fetch(g, version)
-                    groups.append({"group_id": g.group_id, "topics": self._fetch_group(g.group_id, g.topics),
-                                   "error_code": 0})  # fmt: skip
-                except KafkaApiError as exc:
-                    groups.append({"group_id": g.group_id, "topics": [], "error_code": exc.code})
-            out.reply(request.request_id, {"throttle_time_ms": 0, "groups": groups})
+        if version < OFFSET_FETCH_GROUPS_FROM_VERSION:
+            topics = self._fetch_group(body.group_id, body.topics)
+            self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "topics": topics, "error_code": 0})
             return
-        out.reply(
-            request.request_id,
-            {"throttle_time_ms": 0, "topics": self._fetch_group(body.group_id, body.topics), "error_code": 0},
-        )
+        groups = []
+        for g in body.groups:
+            try:
+                group = self.ctx.groups.get(g.group_id)
+                if version >= 9 and group is not None:
+                    group.validate_offset_fetch(g.member_id, g.member_epoch)
+                groups.append({"group_id": g.group_id, "topics": self._fetch_group(g.group_id, g.topics),
+                               "error_code": 0})  # fmt: skip
+            except KafkaApiError as exc:
+                groups.append({"group_id": g.group_id, "topics": [], "error_code": exc.code})
+        self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "groups": groups})
 
     # -- OffsetDelete ---------------------------------------------------------------------
 
-    def delete(self, request: GroupRequest, now_ms: int, out: Outcome) -> None:
+    def delete(self, request: GroupRequest, now_ms: int) -> None:
         body = request.body
-        group = self.core.groups.get(body.group_id)
-        if group is None or (isinstance(group, ClassicGroup) and group.state == ClassicState.DEAD):
-            out.reply(request.request_id, {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "topics": []})
+        group = self.ctx.groups.get(body.group_id)
+        if group is None or group.state == ClassicState.DEAD:
+            self.ctx.reply(request.request_id, {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "topics": []})
             return
-        subscribed: set[str] = set()
-        if isinstance(group, ClassicGroup) and group.state != ClassicState.EMPTY:
-            if group.protocol_type != "consumer":
-                out.reply(request.request_id, {"error_code": ErrorCode.NON_EMPTY_GROUP, "topics": []})
-                return
-            subscribed = subscribed_topics(group)
+        subscribed = group.subscribed_topics()
+        if subscribed is None:  # a live group whose use of topics is unknown
+            self.ctx.reply(request.request_id, {"error_code": ErrorCode.NON_EMPTY_GROUP, "topics": []})
+            return
         topics = []
         for topic in body.topics:
             partitions = []
@@ -211,45 +182,42 @@ class Offsets:
                 if error == ErrorCode.NONE and (topic.name, part.partition_index) in self.of_group(
                     body.group_id
                 ):
-                    self._write(
-                        OffsetCommitRecord(body.group_id, topic.name, part.partition_index, None), out
-                    )
+                    self.ctx.emit(OffsetCommitRecord(body.group_id, topic.name, part.partition_index, None))
                 partitions.append({"partition_index": part.partition_index, "error_code": error})
             topics.append({"name": topic.name, "partitions": partitions})
-        out.reply(request.request_id, {"error_code": ErrorCode.NONE, "throttle_time_ms": 0, "topics": topics})
+        self.ctx.reply(
+            request.request_id, {"error_code": ErrorCode.NONE, "throttle_time_ms": 0, "topics": topics}
+        )
 
-    def delete_all(self, group_id: str, out: Outcome) -> None:
+    def delete_all(self, group_id: str) -> None:
         for topic, partition in sorted(self.of_group(group_id)):
-            self._write(OffsetCommitRecord(group_id, topic, partition, None), out)
+            self.ctx.emit(OffsetCommitRecord(group_id, topic, partition, None))
 
     # -- retention ------------------------------------------------------------------------
 
-    def expire(self, now_ms: int, out: Outcome) -> None:
-        retention = self.core.settings.offsets_retention_ms
+    def expire(self, now_ms: int) -> None:
+        retention = self.ctx.settings.offsets_retention_ms
         for group_id in sorted(self.committed):
-            group = self.core.groups.get(group_id)
+            group = self.ctx.groups.get(group_id)
             empty = group is None or group.is_empty()
-            subscribed = None
-            if isinstance(group, ClassicGroup) and not empty and group.protocol_type == "consumer":
-                subscribed = subscribed_topics(group)
+            subscribed = None if empty else group.subscribed_topics()
             for (topic, partition), offset in sorted(self.of_group(group_id).items()):
                 if offset.expire_timestamp_ms >= 0:
                     expired = now_ms >= offset.expire_timestamp_ms
                 elif empty:
-                    since = max(offset.commit_timestamp_ms, group.state_timestamp_ms if group else -1)
+                    since = max(offset.commit_timestamp_ms, group.empty_since_ms if group else -1)
                     expired = now_ms - since >= retention
                 elif subscribed is not None and topic not in subscribed:
                     expired = now_ms - offset.commit_timestamp_ms >= retention
                 else:
                     expired = False
                 if expired:
-                    self._write(OffsetCommitRecord(group_id, topic, partition, None), out)
-        for group_id, group in sorted(self.core.groups.items()):
+                    self.ctx.emit(OffsetCommitRecord(group_id, topic, partition, None))
+        for group_id, group in sorted(self.ctx.groups.items()):
             if (
                 isinstance(group, ClassicGroup)
                 and group.state == ClassicState.EMPTY
                 and group.is_empty()
                 and group_id not in self.committed
             ):
-                out.records.append(GroupMetadataRecord(group_id, None))
-                self.core.replay(GroupMetadataRecord(group_id, None))
+                self.ctx.emit(GroupMetadataRecord(group_id, None))

@@ -30,6 +30,7 @@ class Outcome:
 
     replies: dict[int, dict[str, Any]] = field(default_factory=dict)
     records: list[Record] = field(default_factory=list)
+    journal: Any = field(default=None, repr=False, compare=False)  # what takes the outcome back
 
     def reply(self, request_id: int, fields: dict[str, Any]) -> None:
         self.replies[request_id] = fields

@@ -21,7 +21,7 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from .files import fsync_dir, read_json, write_json_atomically
 from .partition_log import LogSettings, PartitionLog
 
-LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_PARTITIONS = 10000
 # Topics the coordinator writes itself: clients may read them but not write, grow or delete them.
@@ -37,7 +37,8 @@ def validate_topic_name(name: str | None) -> str:
         raise KafkaApiError(
             ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters"
         )
-    if not LEGAL_TOPIC_NAME.match(name):
+    # fullmatch: `$` would also match before a trailing newline, and names become directories.
+    if not LEGAL_TOPIC_NAME.fullmatch(name):
         raise KafkaApiError(
             ErrorCode.INVALID_TOPIC_EXCEPTION,
             f"topic name {name!r} has characters other than ASCII letters, digits, '.', '_' and '-'",

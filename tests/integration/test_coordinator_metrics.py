@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
-from tests.support.group_scenario import MemberFleet, create_topic, wait_until
+from tests.support.group_scenario import MemberFleet, create_topic, groups_describe, wait_until
 from tests.support.worker_cluster import WorkerCluster, metrics, rest
 
 pytestmark = pytest.mark.integration
@@ -44,16 +44,6 @@ def column(header: str, row: str, name: str) -> str:
     return row[start : following[0] if following else None].strip()
 
 
-def describe(coordinator: CoordinatorProcess, group: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "connect_rebalance.cli", "groups", "--bootstrap-server",
-         coordinator.bootstrap, "describe", group],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
 def test_a_consumer_groups_rebalances_reconcile_time_and_moved_partitions(
     group_coordinator: CoordinatorProcess, fleets: list[MemberFleet], tmp_path: Path
 ) -> None:
@@ -76,7 +66,7 @@ def test_a_consumer_groups_rebalances_reconcile_time_and_moved_partitions(
     wait_until(lambda: of_group(scrape(group_coordinator), "moved_total", "kip848", "consumer") == 6, 30,
                "the 6 partitions m2 took counted as moved")  # fmt: skip
 
-    shown = describe(group_coordinator, "kip848")
+    shown = groups_describe(group_coordinator.bootstrap, "kip848")
     assert "TYPE consumer" in shown and "ASSIGNOR uniform" in shown and "MEMBERS 2" in shown
     lines = shown.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("MEMBER-ID"))
@@ -115,7 +105,7 @@ def test_a_connect_groups_metrics_and_its_describe_show_workers_and_their_work(t
                    f"two workers, and the {taken} items w2 took counted as moved")  # fmt: skip
         assert scrape(coordinator)['connect_rebalance_groups{type="connect"}'] == 1
 
-        shown = describe(coordinator, "connect-cluster")
+        shown = groups_describe(coordinator.bootstrap, "connect-cluster")
         assert "TYPE connect" in shown and "COMPUTING-WORKER" in shown and "MEMBERS 2" in shown
         lines = shown.splitlines()
         header = next(line for line in lines if line.startswith("MEMBER-ID"))
@@ -136,7 +126,7 @@ def test_a_connect_groups_metrics_and_its_describe_show_workers_and_their_work(t
         assert rebalances == epoch >= 3, "w1 joined, w2 joined, w2 left: each a new group epoch"
         assert reconciled >= 3, "each of them reconciled"
         missing = subprocess.run(
-            [sys.executable, "-m", "connect_rebalance.cli", "groups", "--bootstrap-server",
+            [sys.executable, "-m", "connect_rebalance_cli.cli", "groups", "--bootstrap-server",
              coordinator.bootstrap, "describe", "nope"], capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert missing.returncode == 1 and "does not exist" in missing.stderr

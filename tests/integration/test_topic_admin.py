@@ -59,6 +59,8 @@ def test_create_topics_validates_like_kafka(shared_coordinator) -> None:
         NewTopic("good-topic", 4, 1, config={"retention.ms": "60000", "cleanup.policy": "delete"}),
         NewTopic("too-many-replicas", 1, 3),
         NewTopic("bad/name", 1, 1),
+        NewTopic("abc\n", 1, 1),
+        NewTopic("..", 1, 1),
         NewTopic("bad-config-name", 1, 1, config={"retention.msx": "1"}),
         NewTopic("bad-config-value", 1, 1, config={"retention.ms": "soon"}),
         NewTopic("zero-partitions", 0, 1),
@@ -66,6 +68,9 @@ def test_create_topics_validates_like_kafka(shared_coordinator) -> None:
     assert outcome["good-topic"] is None
     assert error_of(outcome["too-many-replicas"])[0] == ErrorCode.INVALID_REPLICATION_FACTOR
     assert error_of(outcome["bad/name"])[0] == ErrorCode.INVALID_TOPIC_EXCEPTION
+    code, message = error_of(outcome["abc\n"])  # a trailing newline is not a legal character
+    assert code == ErrorCode.INVALID_TOPIC_EXCEPTION and "'abc\\n'" in message
+    assert error_of(outcome[".."])[0] == ErrorCode.INVALID_TOPIC_EXCEPTION
     name, message = error_of(outcome["bad-config-name"])
     assert name == ErrorCode.INVALID_CONFIG and "retention.msx" in message
     name, message = error_of(outcome["bad-config-value"])

@@ -3,7 +3,8 @@
 Every function talks to a real coordinator over TCP through the client library itself:
 confluent-kafka (librdkafka), kafka-python, aiokafka, and the kcat command line.
 Consumers read assigned partitions (no group) until they hold `expected` records or the
-deadline passes, and return (partition, offset, key, value) tuples.
+deadline passes, and return (partition, offset, key, value) tuples. `security` connects them
+over TLS and/or SASL (tests/support/client_security.py).
 """
 
 from __future__ import annotations
@@ -12,13 +13,27 @@ import asyncio
 import subprocess
 import time
 from collections.abc import Sequence
+from typing import Any
+
+from .client_security import (
+    ClientSecurity,
+    aiokafka_settings,
+    confluent_settings,
+    kafka_python_settings,
+    kcat_settings,
+)
 
 Record = tuple[int, int, bytes | None, bytes]
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 def produce_confluent(
-    bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none", **config: object
+    bootstrap: str,
+    topic: str,
+    items: Sequence[tuple[bytes, bytes]],
+    codec: str = "none",
+    security: ClientSecurity | None = None,
+    **config: object,
 ) -> None:
     from confluent_kafka import Producer
 
@@ -29,6 +44,7 @@ def produce_confluent(
             "acks": "all",
             "enable.idempotence": True,
             "linger.ms": 5,
+            **confluent_settings(security),
             **config,
         }
     )
@@ -41,40 +57,79 @@ def produce_confluent(
 
 
 def consume_confluent(
-    bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    expected: int,
+    timeout: float = 30,
+    security: ClientSecurity | None = None,
 ) -> list[Record]:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "unused-assign-only",
-            "enable.auto.commit": False,
-            "check.crcs": True,
-        }
-    )
+    consumer = _assign_only_confluent(bootstrap, security)
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[Record] = []
-    deadline = time.monotonic() + timeout
     try:
-        while len(out) < expected and time.monotonic() < deadline:
+        return _poll_confluent(consumer, expected, timeout)
+    finally:
+        consumer.close()
+
+
+def _assign_only_confluent(bootstrap: str, security: ClientSecurity | None = None) -> Any:
+    from confluent_kafka import Consumer
+
+    settings = {"bootstrap.servers": bootstrap, "group.id": "unused-assign-only", "enable.auto.commit": False}
+    return Consumer({**settings, "check.crcs": True, **confluent_settings(security)})
+
+
+def read_to_end(bootstrap: str, topic: str, partition: int = 0, timeout: float = 60) -> list[Record]:
+    """Every record of the partition from offset 0 up to its high watermark (asked for first), with
+    confluent-kafka: what the log holds, however many that is, so a duplicate at the tail or a
+    missing tail shows in the count."""
+    from confluent_kafka import TopicPartition
+
+    consumer = _assign_only_confluent(bootstrap)
+    try:
+        _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        out: list[Record] = []
+        deadline = time.monotonic() + timeout
+        while end > 0 and (not out or out[-1][1] < end - 1):
+            assert time.monotonic() < deadline, f"read {len(out)} records of {topic}-{partition}, end {end}"
             msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            assert msg.error() is None, msg.error()
-            out.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
+            if msg is not None:
+                assert msg.error() is None, msg.error()
+                out.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
     finally:
         consumer.close()
     return out
 
 
+def _poll_confluent(consumer: Any, expected: int, timeout: float) -> list[Record]:
+    out: list[Record] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < expected and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is None:
+            continue
+        assert msg.error() is None, msg.error()
+        out.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
+    return out
+
+
 def produce_kafka_python(
-    bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none"
+    bootstrap: str,
+    topic: str,
+    items: Sequence[tuple[bytes, bytes]],
+    codec: str = "none",
+    security: ClientSecurity | None = None,
 ) -> None:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", compression_type=None if codec == "none" else codec
+        bootstrap_servers=bootstrap,
+        acks="all",
+        compression_type=None if codec == "none" else codec,
+        **kafka_python_settings(security),
     )
     futures = [producer.send(topic, key=key, value=value) for key, value in items]
     producer.flush(30)
@@ -84,12 +139,21 @@ def produce_kafka_python(
 
 
 def consume_kafka_python(
-    bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    expected: int,
+    timeout: float = 30,
+    security: ClientSecurity | None = None,
 ) -> list[Record]:
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, auto_offset_reset="earliest", check_crcs=True, enable_auto_commit=False
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        check_crcs=True,
+        enable_auto_commit=False,
+        **kafka_python_settings(security),
     )
     consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
     out: list[Record] = []
@@ -104,7 +168,11 @@ def consume_kafka_python(
 
 
 async def _produce_aiokafka(
-    bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str
+    bootstrap: str,
+    topic: str,
+    items: Sequence[tuple[bytes, bytes]],
+    codec: str,
+    security: ClientSecurity | None,
 ) -> None:
     from aiokafka import AIOKafkaProducer
 
@@ -113,6 +181,7 @@ async def _produce_aiokafka(
         acks="all",
         enable_idempotence=True,
         compression_type=None if codec == "none" else codec,
+        **aiokafka_settings(security),
     )
     await producer.start()
     try:
@@ -123,18 +192,31 @@ async def _produce_aiokafka(
 
 
 def produce_aiokafka(
-    bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none"
+    bootstrap: str,
+    topic: str,
+    items: Sequence[tuple[bytes, bytes]],
+    codec: str = "none",
+    security: ClientSecurity | None = None,
 ) -> None:
-    asyncio.run(_produce_aiokafka(bootstrap, topic, items, codec))
+    asyncio.run(_produce_aiokafka(bootstrap, topic, items, codec, security))
 
 
 async def _consume_aiokafka(
-    bootstrap: str, topic: str, partitions: int, expected: int, timeout: float
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    expected: int,
+    timeout: float,
+    security: ClientSecurity | None,
 ) -> list[Record]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, auto_offset_reset="earliest", check_crcs=True, enable_auto_commit=False
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        check_crcs=True,
+        enable_auto_commit=False,
+        **aiokafka_settings(security),
     )
     await consumer.start()
     consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
@@ -150,17 +232,27 @@ async def _consume_aiokafka(
 
 
 def consume_aiokafka(
-    bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    expected: int,
+    timeout: float = 30,
+    security: ClientSecurity | None = None,
 ) -> list[Record]:
-    return asyncio.run(_consume_aiokafka(bootstrap, topic, partitions, expected, timeout))
+    return asyncio.run(_consume_aiokafka(bootstrap, topic, partitions, expected, timeout, security))
 
 
 def produce_kcat(
-    bootstrap: str, topic: str, items: Sequence[tuple[bytes, bytes]], codec: str = "none"
+    bootstrap: str,
+    topic: str,
+    items: Sequence[tuple[bytes, bytes]],
+    codec: str = "none",
+    security: ClientSecurity | None = None,
 ) -> None:
     lines = b"".join(key + b"\t" + value + b"\n" for key, value in items)
     subprocess.run(
-        ["kcat", "-b", bootstrap, "-P", "-t", topic, "-K", "\t", "-z", codec, "-X", "acks=all"],
+        ["kcat", "-b", bootstrap, "-P", "-t", topic, "-K", "\t", "-z", codec, "-X", "acks=all"]
+        + kcat_settings(security),
         input=lines,
         check=True,
         timeout=60,
@@ -169,7 +261,12 @@ def produce_kcat(
 
 
 def consume_kcat(
-    bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    expected: int,
+    timeout: float = 30,
+    security: ClientSecurity | None = None,
 ) -> list[Record]:
     out: list[Record] = []
     for partition in range(partitions):
@@ -190,7 +287,8 @@ def consume_kcat(
                 "check.crcs=true",
                 "-f",
                 "%p\t%o\t%k\t%s\n",
-            ],
+            ]
+            + kcat_settings(security),
             check=True,
             timeout=timeout,
             capture_output=True,
@@ -213,3 +311,57 @@ CONSUMERS = {
     "aiokafka": consume_aiokafka,
     "kcat": consume_kcat,
 }
+
+
+def consume_confluent_group(
+    bootstrap: str,
+    topic: str,
+    group: str,
+    group_protocol: str,
+    expected: int,
+    timeout: float = 60,
+    security: ClientSecurity | None = None,
+) -> list[Record]:
+    """Subscribe as a member of `group` (group.protocol consumer or classic), read `expected`
+    records from the start, commit them, and leave."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": group_protocol,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            **({"session.timeout.ms": 6000} if group_protocol == "classic" else {}),
+            **confluent_settings(security),
+        }
+    )
+    consumer.subscribe([topic])
+    try:
+        out = _poll_confluent(consumer, expected, timeout)
+        if out:
+            consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return out
+
+
+def assert_round_trip(client: str, bootstrap: str, topic: str, security: ClientSecurity | None) -> None:
+    """`client` produces 50 records to a new topic and reads back exactly those, in order."""
+    items = [(f"k{i}".encode(), f"{client}-{i}".encode()) for i in range(50)]
+    PRODUCERS[client](bootstrap, topic, items, security=security)
+    records = CONSUMERS[client](bootstrap, topic, 1, len(items), security=security)
+    assert [(key, value) for _, _, key, value in records] == items
+
+
+def assert_group_consumes(
+    bootstrap: str, topic: str, group_protocol: str, security: ClientSecurity | None
+) -> None:
+    """confluent-kafka produces 20 records and a group member (consumer or classic) reads them all."""
+    items = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(20)]
+    produce_confluent(bootstrap, topic, items, security=security)
+    records = consume_confluent_group(
+        bootstrap, topic, f"{topic}-group", group_protocol, 20, security=security
+    )
+    assert sorted(value for *_, value in records) == sorted(value for _, value in items)

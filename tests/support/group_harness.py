@@ -6,12 +6,13 @@ import itertools
 import uuid
 from typing import Any
 
+from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol import codec
-from coordinator.groups import GroupCoordinator, GroupRequest, GroupSettings, Outcome
+from connect_rebalance.protocol.api_keys import ApiKey
+from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.records import Record
-
-JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH = 11, 14, 12, 13, 8, 9
-LIST, DESCRIBE, DELETE, OFFSET_DELETE = 16, 15, 42, 47
+from coordinator.groups.requests import GroupRequest, Outcome
+from coordinator.groups.settings import GroupSettings
 
 
 def consumer_subscription(topics: list[str]) -> bytes:
@@ -58,8 +59,14 @@ class GroupHarness:
         self.answers: dict[int, dict[str, Any]] = {}
         self._ids = itertools.count(1)
         self._api_of: dict[int, tuple[int, int]] = {}
+        # While set, writing an outcome's records fails, as a full or broken disk would.
+        self.failing_writes: str | None = None
 
     def _absorb(self, outcome: Outcome) -> None:
+        if self.failing_writes is not None and outcome.records:
+            self.core.write_failed(
+                outcome, self._api_of.get, ErrorCode.COORDINATOR_NOT_AVAILABLE, self.failing_writes, self.now
+            )
         self.records.extend(outcome.records)
         for request_id, fields in outcome.replies.items():
             # Every answer must encode at its request's version, as the server will send it.
@@ -117,7 +124,7 @@ class GroupHarness:
     ) -> int:
         protocols = protocols if protocols is not None else [("range", b"meta-" + client_id.encode())]
         return self.send(
-            JOIN, version, client_id, group_id=group_id, session_timeout_ms=session_timeout_ms,
+            ApiKey.JOIN_GROUP, version, client_id, group_id=group_id, session_timeout_ms=session_timeout_ms,
             rebalance_timeout_ms=rebalance_timeout_ms, member_id=member_id, group_instance_id=instance_id,
             protocol_type=protocol_type, protocols=[{"name": n, "metadata": m} for n, m in protocols],
         )  # fmt: skip
@@ -132,7 +139,7 @@ class GroupHarness:
         instance_id: str | None = None,
     ) -> int:
         return self.send(
-            SYNC, version, group_id=group_id, generation_id=generation, member_id=member_id,
+            ApiKey.SYNC_GROUP, version, group_id=group_id, generation_id=generation, member_id=member_id,
             group_instance_id=instance_id,
             assignments=[{"member_id": m, "assignment": a} for m, a in (assignments or {}).items()],
         )  # fmt: skip
@@ -141,7 +148,7 @@ class GroupHarness:
         self, member_id: str, generation: int, group_id: str = "g", instance_id: str | None = None
     ) -> int:
         answer = self.call(
-            HEARTBEAT,
+            ApiKey.HEARTBEAT,
             3,
             group_id=group_id,
             generation_id=generation,

@@ -121,7 +121,7 @@ def run_kafka_python(args: argparse.Namespace, out: IO[str]) -> None:
         bootstrap_servers=args.bootstrap, group_id=args.group, enable_auto_commit=False,
         auto_offset_reset="earliest", partition_assignment_strategy=[assignor[args.assignor]],
         session_timeout_ms=args.session_timeout_ms, client_id=args.client_id,
-        heartbeat_interval_ms=max(args.session_timeout_ms // 10, 100),
+        heartbeat_interval_ms=max(args.session_timeout_ms // 10, 100), group_instance_id=args.instance_id,
     )  # fmt: skip
     pending: list[tuple[int, int, bytes]] = []
 
@@ -240,7 +240,9 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--client-id", default="member")
     parser.add_argument("--session-timeout-ms", type=int, default=10000)
-    parser.add_argument("--instance-id", help="group.instance.id: a static member (confluent-kafka only)")
+    parser.add_argument(
+        "--instance-id", help="group.instance.id: a static member (confluent-kafka, kafka-python)"
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: STOP.set())
     signal.signal(signal.SIGINT, lambda *_: STOP.set())

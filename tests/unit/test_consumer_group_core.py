@@ -141,7 +141,7 @@ def test_a_regex_subscription_picks_up_a_topic_created_later() -> None:
 
 def consumer_state(core) -> dict:  # type: ignore[no-untyped-def]
     """What a consumer group persists: epochs, targets, members and their assignments."""
-    from coordinator.groups.consumer import ConsumerGroup, _snapshot
+    from coordinator.groups.consumer import ConsumerGroup
 
     return {
         group_id: (
@@ -149,7 +149,7 @@ def consumer_state(core) -> dict:  # type: ignore[no-untyped-def]
             group.assignment_epoch,
             group.assignor_name,
             dict(group.target),
-            {m.member_id: (_snapshot(m), m.assignment) for m in group.members.values()},
+            {m.member_id: (m.profile, m.assignment) for m in group.members.values()},
             group.ownership.snapshot(),
         )  # fmt: skip
         for group_id, group in core.groups.items()
@@ -158,8 +158,9 @@ def consumer_state(core) -> dict:  # type: ignore[no-untyped-def]
 
 
 def assert_replay_rebuilds(h: GroupHarness) -> None:
-    from coordinator.groups import GroupCoordinator, GroupSettings
-    from coordinator.groups.records import decode_record, encode_record
+    from coordinator.group_record_codec import decode_record, encode_record
+    from coordinator.groups.coordinator import GroupCoordinator
+    from coordinator.groups.settings import GroupSettings
 
     replayed = GroupCoordinator(GroupSettings(), h.topics.get, topics_view=h.metadata)
     for record in h.records:

@@ -39,12 +39,14 @@ class InProcessServer:
         self.broker.groups = GroupService(self.broker)
         self.broker.groups.open()
         self.server = CoordinatorServer(self.broker)
+        self.session = self.server.new_session(self.server.listeners[0], "fuzz", None)
 
     def answer(self, frame: bytes) -> bytes | None:
         """The response frame, b"" for none (acks=0, or a JoinGroup parked for its rebalance),
         or None when the server closes the connection."""
         try:
-            return self.loop.run_until_complete(asyncio.wait_for(self.server._answer(frame, "fuzz"), 0.5))
+            answering = self.server._answer(frame, self.session)
+            return self.loop.run_until_complete(asyncio.wait_for(answering, 0.5))
         except TimeoutError:
             return b""
 

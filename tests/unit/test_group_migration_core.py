@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import pytest
 
+from connect_rebalance.consumer_protocol import decode_assignment, encode_assignment
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.config import ConfigError, CoordinatorConfig
-from coordinator.groups import GroupCoordinator, GroupSettings
+from coordinator.group_record_codec import decode_record, encode_record
 from coordinator.groups.classic import ClassicGroup, ClassicState
 from coordinator.groups.consumer import ConsumerGroup
-from coordinator.groups.migration import decode_assignment, encode_assignment
-from coordinator.groups.records import GroupMetadataRecord, decode_record, encode_record
-from tests.support.group_harness import LEAVE, LIST, GroupHarness
+from coordinator.groups.coordinator import GroupCoordinator
+from coordinator.groups.records import GroupMetadataRecord
+from coordinator.groups.settings import GroupSettings
+from tests.support.group_harness import GroupHarness
 
 pytestmark = pytest.mark.unit
 
-COMMIT, DESCRIBE, CONSUMER_DESCRIBE = 8, 15, 69
 GROUP = "cg"  # the harness's consumer_heartbeat default group id
 
 
@@ -150,7 +152,7 @@ def test_an_empty_classic_group_becomes_a_consumer_group_whatever_the_policy() -
     h = harness(consumer_migration_policy="disabled")
     (a, b), generation = classic_group(h)
     for member in (a, b):
-        h.call(LEAVE, 1, group_id=GROUP, member_id=member)
+        h.call(ApiKey.LEAVE_GROUP, 1, group_id=GROUP, member_id=member)
     assert consumer_join(h, "C")["error_code"] == 0
     assert isinstance(h.core.groups[GROUP], ConsumerGroup)
 
@@ -216,8 +218,8 @@ def test_classic_members_are_checked_for_generation_and_commit_with_their_member
     assert h.heartbeat("nobody", generation, group_id=GROUP) == ErrorCode.UNKNOWN_MEMBER_ID
 
     def commit(generation_id: int) -> int:
-        answer = h.call(COMMIT, 8, group_id=GROUP, generation_id_or_member_epoch=generation_id, member_id=a,
-                        group_instance_id=None, topics=[{"name": "orders", "partitions": [
+        answer = h.call(ApiKey.OFFSET_COMMIT, 8, group_id=GROUP, generation_id_or_member_epoch=generation_id,
+                        member_id=a, group_instance_id=None, topics=[{"name": "orders", "partitions": [
                             {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": 0,
                              "committed_metadata": ""}]}])  # fmt: skip
         return answer["topics"][0]["partitions"][0]["error_code"]
@@ -236,7 +238,9 @@ def test_a_new_classic_member_joins_a_mixed_group_and_one_leaves_with_leave_grou
     assert joined["error_code"] == 0 and len(h.core.groups[GROUP].members) == 4
     bad = h.answer(h.join(client_id="x", group_id=GROUP, protocols=[("other", subscription())]))
     assert bad["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-    left = h.call(LEAVE, 3, group_id=GROUP, members=[{"member_id": b, "group_instance_id": None}])
+    left = h.call(
+        ApiKey.LEAVE_GROUP, 3, group_id=GROUP, members=[{"member_id": b, "group_instance_id": None}]
+    )
     assert left["members"][0]["error_code"] == 0 and b not in h.core.groups[GROUP].members
 
 
@@ -255,16 +259,16 @@ def test_mixed_groups_describe_and_list_sensibly() -> None:
     h = harness()
     (a, b), generation = classic_group(h)
     consumer_join(h, "C")
-    described = h.call(CONSUMER_DESCRIBE, 1, group_ids=[GROUP], include_authorized_operations=False)[
-        "groups"
-    ][0]
+    described = h.call(
+        ApiKey.CONSUMER_GROUP_DESCRIBE, 1, group_ids=[GROUP], include_authorized_operations=False
+    )["groups"][0]
     types = {m["member_id"]: m["member_type"] for m in described["members"]}
     assert types == {a: 0, b: 0, "C": 1}
-    listed = h.call(LIST, 5, states_filter=[], types_filter=[])["groups"]
+    listed = h.call(ApiKey.LIST_GROUPS, 5, states_filter=[], types_filter=[])["groups"]
     assert [(g["group_id"], g["group_type"], g["protocol_type"]) for g in listed] == [
         (GROUP, "consumer", "consumer")
     ]
-    old = h.call(DESCRIBE, 6, groups=[GROUP], include_authorized_operations=False)["groups"][0]
+    old = h.call(ApiKey.DESCRIBE_GROUPS, 6, groups=[GROUP], include_authorized_operations=False)["groups"][0]
     assert old["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND, (
         "as Kafka: describe it with ConsumerGroupDescribe"
     )
@@ -365,7 +369,10 @@ def test_replay_rebuilds_the_converted_consumer_group_with_its_classic_members()
         )
     assert back.ownership.snapshot() == live.ownership.snapshot()
     core.load_complete(h.now)
-    assert core.classic._migrated(GROUP), "its classic members keep being served by the consumer group"
+    # Its classic members keep being served by the consumer group.
+    h.core = core
+    epoch = core.groups[GROUP].members[a].assignment.member_epoch
+    assert h.heartbeat(a, epoch, group_id=GROUP) in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS)
 
 
 def test_replay_rebuilds_the_classic_group_after_a_downgrade() -> None:
@@ -431,3 +438,19 @@ def test_a_classic_member_told_to_rejoin_that_never_does_is_removed_after_its_re
     assert b not in members, "b joined but did not sync within its rebalance timeout"
     c = h.consumer_heartbeat("C", members["C"].assignment.member_epoch)
     assert sorted(h.assigned(c)["orders"]) == list(range(6)), "C alone gets everything once both are gone"
+
+
+def test_a_static_classic_member_restarted_on_the_consumer_protocol_takes_its_own_place() -> None:
+    """A rolling upgrade of static members: the classic member never left temporarily (the
+    classic protocol has no such leave), so its consumer-protocol successor replaces it rather
+    than being refused UNRELEASED_INSTANCE_ID, which librdkafka treats as fatal."""
+    h = harness()
+    (a, _), generation = classic_group(h)
+    assert consumer_join(h, "C")["error_code"] == 0  # the group is a consumer group now
+    static = classic_join(h, "", instance_id="host-s")
+    assert static["error_code"] == 0
+    assert h.core.groups[GROUP].static_member("host-s") is not None
+    restarted = consumer_join(h, "S2", instance_id="host-s")
+    assert restarted["error_code"] == 0, restarted
+    group = h.core.groups[GROUP]
+    assert group.static_member("host-s").member_id == "S2" and group.members["S2"].classic is None

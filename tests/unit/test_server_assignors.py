@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.groups.assignors import (
+from coordinator.assignors import (
     ASSIGNORS,
     Assignment,
     AssignmentMember,

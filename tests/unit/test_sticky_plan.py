@@ -69,3 +69,13 @@ def test_totals_within_one_everything_assigned_once_and_members_keep_up_to_their
         assert len(plan[m]) <= share
     fresh = sticky_balanced(names, {}, work)
     assert all(task_spread(fresh, f"c{n}") <= 1 for n in range(len(tasks))), "new work spreads per connector"
+
+
+def test_new_work_spreads_per_connector_even_when_the_last_shares_fill() -> None:
+    """Tasks of 2, 5, 4, 4, 3 and 1 on five new workers: dealt in task-number order, the last
+    connector's tasks went to the two workers with room left, two of c1's on one worker and
+    none on another. Dealt connector by connector, in turn, every connector spreads."""
+    work = work_of([2, 5, 4, 4, 3, 1])
+    fresh = sticky_balanced([f"m{i}" for i in range(5)], {}, work)
+    assert all(task_spread(fresh, f"c{n}") <= 1 for n in range(6))
+    assert {len(items) for items in fresh.values()} == {5}

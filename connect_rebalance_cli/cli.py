@@ -3,6 +3,7 @@
     connect-rebalance coordinator [-c server.properties] [--listen H:P] [--data-dir D] [-o name=value ...]
     connect-rebalance topics {list,create,describe,delete} [--bootstrap-server H:P] ...
     connect-rebalance groups {list,describe,delete,reset-offsets} [--bootstrap-server H:P] ...
+    connect-rebalance users {add,remove,list} [--bootstrap-server H:P | --data-dir D] ...
     connect-rebalance worker --config worker.properties [-o name=value ...]
     connect-rebalance quickstart
 
@@ -21,7 +22,7 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
 def _settings_from_args(args: argparse.Namespace) -> dict[str, str]:
-    from coordinator.config import ConfigError, read_properties
+    from connect_rebalance.properties import ConfigError, read_properties
 
     settings: dict[str, str] = {}
     if args.config:
@@ -114,9 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("name")
     topics.set_defaults(func=cmd_topics)
 
-    from . import groups_cli
+    from . import groups_cli, users_cli
 
     groups_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
+    users_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
 
     worker = sub.add_parser("worker", help="run a Kafka Connect-style worker")
     worker.add_argument(

@@ -1,0 +1,45 @@
+"""Keyed records in a partition log: the coordinator's own state, written and replayed.
+
+The group coordinator (`__consumer_offsets`) and the security store (SCRAM credentials,
+ACLs) keep their state as key/value records in a log, appended in batches as a producer
+would write them and read back in order at start-up. A null value is a tombstone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+from . import batches
+from .partition_log import PartitionLog
+
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+def append_records(log: PartitionLog, records: list[tuple[bytes, bytes | None]], timestamp: int) -> None:
+    """Append key/value records as one batch: recovery keeps a batch whole or drops it, so a
+    call's records are in the log all together or not at all. Raises without writing anything
+    when the batch is over the log's `max.message.bytes` (MESSAGE_TOO_LARGE)."""
+    if not records:
+        return
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 31)
+    for count, (key, value) in enumerate(records):
+        builder.append(count, timestamp, key, value, [])
+    log.append(batches.split_batches(builder.build()), timestamp)
+
+
+def read_records(log: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:
+    """Every record from the log start to its end, as (key, value)."""
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        data = log.read(offset, READ_CHUNK_BYTES)
+        position = 0
+        while position < len(data):
+            header = batches.read_header(data, position)
+            batch = DefaultRecordBatch(bytearray(data[position : position + header.size]))
+            for record in batch:
+                if record.offset >= offset:
+                    yield bytes(record.key), None if record.value is None else bytes(record.value)
+            position += header.size
+            offset = header.next_offset
