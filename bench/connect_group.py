@@ -35,14 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from connect_rebalance.protocol.api_keys import ApiKey
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
+from connect_rebalance.protocol.api_keys import ApiKey  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
 from connect_rebalance.protocol.connect_group import (  # noqa: E402
     ClientAssignor,

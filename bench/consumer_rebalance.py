@@ -60,8 +60,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from connect_rebalance.protocol.api_keys import ApiKey
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -73,6 +71,7 @@ from kafka.protocol.consumer.metadata import (  # noqa: E402
 from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
+from connect_rebalance.protocol.api_keys import ApiKey  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
 from coordinator.groups.coordinator import GroupCoordinator  # noqa: E402
 from coordinator.groups.requests import GroupRequest  # noqa: E402
