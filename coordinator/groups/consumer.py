@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 from connect_rebalance import consumer_protocol
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
-from .assignors import ASSIGNORS, AssignmentMember
+from ..assignors import ASSIGNORS, AssignmentMember
 from .client_assignment import (
     assignor_specs,
     assignors_problem,
