@@ -7,7 +7,8 @@ For groups of 10, 50 and 100 consumers (10 partitions per consumer), four events
 - crash: one consumer stops without a word; the coordinator notices after its session timeout;
 - stuck: one consumer stops polling just as another joins: it keeps heartbeating from its
   background thread but never revokes (consumer protocol) or rejoins (classic), until its
-  rebalance timeout (max.poll.interval.ms) removes it.
+  rebalance timeout (max.poll.interval.ms) removes it, or the client leaves on its own when
+  that long has passed without a poll (consumer protocol, as librdkafka and Java do).
 and for each
 - settled: time from the event until every partition is held by exactly one consuming
   member, evenly, with no member mid-rebalance (checked against the coordinator's view);
@@ -387,6 +388,10 @@ class Member:
     def get_stuck(self) -> None:
         self.stuck = True
         self.ledger.recheck(set(self.owned))
+        self.net.later(self.timings.rebalance, self.poll_interval_exceeded)
+
+    def poll_interval_exceeded(self) -> None:
+        """max.poll.interval.ms without a poll: what the client itself does then."""
 
     def removed(self) -> None:
         """The coordinator no longer knows this stuck member: it is out of the picture."""
@@ -462,6 +467,13 @@ class ConsumerMember(Member):
         self.hold(target)
         self.set_busy(bool(revoked))
         self.beat_in(0 if revoked else interval)  # a revocation is acknowledged at once
+
+    def poll_interval_exceeded(self) -> None:
+        """librdkafka and the Java consumer leave the group on their own when the application
+        has not polled for max.poll.interval.ms, whether or not they were asked to revoke."""
+        if self.alive and not self.gone:
+            self.leave()
+            self.removed()
 
     def leave(self) -> None:
         self.hold(set())
