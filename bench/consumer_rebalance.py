@@ -798,7 +798,8 @@ async def run_tcp(bootstrap: str, protocol: str, size: int, event: str, timings:
         scenario.form()
         await net.run_until(scenario.ledger.settled, 120)
         steady = (net.requests, net.now())
-        await asyncio.sleep(scenario.rng.uniform(1.0, 2.0))
+        # Longer than a classic heartbeat interval, so the stable group's rate covers a round.
+        await asyncio.sleep(scenario.rng.uniform(3.5, 4.5))
         before = (net.requests, net.now())
         scenario.trigger()
         await net.run_until(scenario.ledger.settled, 120)
