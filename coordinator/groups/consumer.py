@@ -45,7 +45,6 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from ..assignors import ASSIGNORS, AssignmentMember
 from .client_assignment import (
     assignor_specs,
-    assignors_problem,
     common_assignor,
     install_problem,
 )
@@ -169,11 +168,7 @@ class ConsumerGroups(ModernGroups[Item]):
                 raise invalid("InstanceId can't be null.")
         elif epoch < TEMPORARY_LEAVE_EPOCH:
             raise invalid("MemberEpoch is invalid.")
-        if body.server_assignor is not None and body.client_assignors is not None:
-            raise invalid("ServerAssignor and ClientAssignors cannot be used together.")
-        problem = assignors_problem(body.client_assignors or ())
-        if problem is not None:
-            raise invalid(problem)
+        self.check_assignors(body)
         if body.server_assignor is not None and body.server_assignor not in self.assignors:
             raise KafkaApiError(
                 ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {body.server_assignor} is not supported."

@@ -36,6 +36,7 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from ..client_assignment import (
     AssignorVersions,
     assignor_specs,
+    assignors_problem,
     choose_computer,
     common_assignor,
     computing_member,
@@ -190,6 +191,14 @@ class ModernGroups(ABC, Generic[Item]):
     def leave_fields(self, body: Any) -> dict[str, Any]:
         return {"error_code": ErrorCode.NONE, "member_id": body.member_id, "member_epoch": body.member_epoch,
                 "heartbeat_interval_ms": 0, "assignment": None, **self.answer_fields}  # fmt: skip
+
+    def check_assignors(self, body: Any) -> None:
+        """ServerAssignor or ClientAssignors, not both, and client assignors well formed (the KIP)."""
+        if body.server_assignor is not None and body.client_assignors is not None:
+            raise invalid("ServerAssignor and ClientAssignors cannot be used together.")
+        problem = assignors_problem(body.client_assignors or ())
+        if problem is not None:
+            raise invalid(problem)
 
     def check_request(self, group: Any, member_id: str, body: Any) -> None:
         """Checks of a heartbeat against the group, before its member is looked up."""
