@@ -36,6 +36,12 @@ def render_metrics(broker: Broker) -> str:
         .family("connect_rebalance_group_moved_total", "counter",
                 "Partitions (connect groups: connectors and tasks) that changed owner.",
                 [(labels, f.moved) for labels, f in label])
+        .family("connect_rebalance_group_heartbeats_total", "counter",
+                "Heartbeats answered (Heartbeat, ConsumerGroupHeartbeat, ConnectGroupHeartbeat).",
+                [(labels, f.heartbeats) for labels, f in label])
+        .family("connect_rebalance_group_target_computations_total", "counter",
+                "Server-side target assignments computed (consumer groups).",
+                [(labels, f.computations) for labels, f in label])
         .family("connect_rebalance_group_members", "gauge", "Members of the group.",
                 [(labels, f.members) for labels, f in label])
         .family("connect_rebalance_group_epoch", "gauge", "The group epoch (classic groups: generation).",

@@ -125,9 +125,24 @@ class CoordinatorConfig(BaseModel):
     group_consumer_max_heartbeat_interval_ms: int = Field(
         15000, alias="group.consumer.max.heartbeat.interval.ms", ge=1
     )
+    # Server-side assignors run off the event loop; bumps within the interval share one run.
+    group_consumer_assignor_offload_enable: bool = Field(True, alias="group.consumer.assignor.offload.enable")
+    group_consumer_assignment_interval_ms: int = Field(
+        100, alias="group.consumer.assignment.interval.ms", ge=0
+    )
     group_consumer_assignors: str = Field("uniform,range", alias="group.consumer.assignors")
     group_consumer_max_size: int = Field(2147483647, alias="group.consumer.max.size", ge=1)
     group_consumer_migration_policy: str = Field("bidirectional", alias="group.consumer.migration.policy")
+    # Not Kafka settings: the heartbeat interval a member is given adapts to the coordinator's
+    # load, between the floor and the group type's heartbeat interval, so that all members
+    # together send about `rate.budget` heartbeats a second (docs/operations.md).
+    group_heartbeat_adaptive_enable: bool = Field(True, alias="group.heartbeat.adaptive.enable")
+    group_heartbeat_adaptive_min_interval_ms: int = Field(
+        250, alias="group.heartbeat.adaptive.min.interval.ms", ge=1
+    )
+    group_heartbeat_adaptive_rate_budget: int = Field(
+        2000, alias="group.heartbeat.adaptive.rate.budget", ge=1
+    )
     # Connect groups (the connect group protocol); Kafka Connect's worker defaults.
     group_connect_session_timeout_ms: int = Field(10000, alias="group.connect.session.timeout.ms", ge=1)
     group_connect_heartbeat_interval_ms: int = Field(3000, alias="group.connect.heartbeat.interval.ms", ge=1)
@@ -267,6 +282,11 @@ class CoordinatorConfig(BaseModel):
             consumer_heartbeat_interval_ms=self.group_consumer_heartbeat_interval_ms,
             consumer_pending_heartbeat_interval_ms=self.group_consumer_pending_heartbeat_interval_ms,
             consumer_assignors=tuple(self.group_consumer_assignors.split(",")),
+            consumer_assignor_offload=self.group_consumer_assignor_offload_enable,
+            consumer_assignment_interval_ms=self.group_consumer_assignment_interval_ms,
+            adaptive_heartbeat=self.group_heartbeat_adaptive_enable,
+            adaptive_min_heartbeat_interval_ms=self.group_heartbeat_adaptive_min_interval_ms,
+            adaptive_heartbeat_budget=self.group_heartbeat_adaptive_rate_budget,
             consumer_max_size=self.group_consumer_max_size,
             consumer_migration_policy=self.group_consumer_migration_policy,
             connect_session_timeout_ms=self.group_connect_session_timeout_ms,

@@ -9,13 +9,17 @@ service is the only thing that feeds it:
   cannot be written, the core takes the outcome back and every reply of it becomes an error
   with a message (the connection stays open, and nothing of the outcome is seen again);
 - a timer task sleeps until the core's next deadline and calls `on_timer`;
+- work the core asks for as an effect (a server-side target assignment) runs on a thread of
+  its own, off the event loop, and its result goes back to the core as an input;
 - at start-up every record in the internal topic is replayed into a fresh core.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import functools
 import itertools
 import logging
 import struct
@@ -79,6 +83,10 @@ class BrokerTopics:
     def names(self) -> list[str]:
         return sorted(self.broker.topics.topics)
 
+    @property
+    def version(self) -> int:
+        return self.broker.topics.version
+
     def name_of(self, topic_id: str) -> str | None:
         topic = self.broker.topics.by_id(uuid.UUID(topic_id))
         return topic.name if topic is not None else None
@@ -95,6 +103,9 @@ class GroupService:
         self._wake = asyncio.Event()
         self._timer_task: asyncio.Task[None] | None = None
         self._log: PartitionLog | None = None
+        # One assignor thread: computations of different groups queue, and one group never has
+        # two under way (the core waits for one to end before it asks again).
+        self._assignor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="assignor")
 
     def _partition_count(self, topic: str) -> int | None:
         found = self.broker.topics.get(topic)
@@ -131,6 +142,7 @@ class GroupService:
             self._timer_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._timer_task
+        self._assignor.shutdown(wait=False, cancel_futures=True)
 
     def _read_records(self):  # type: ignore[no-untyped-def]
         assert self._log is not None
@@ -166,7 +178,20 @@ class GroupService:
             pending = self._pending.get(request_id)
             if pending is not None and not pending[0].done():
                 pending[0].set_result(fields)
+        for computation in outcome.effects:
+            future = asyncio.get_running_loop().run_in_executor(self._assignor, computation.run)
+            future.add_done_callback(functools.partial(self._computed, computation))
         self._wake.set()
+
+    def _computed(self, computation: Any, future: asyncio.Future[Any]) -> None:
+        if future.cancelled():
+            return
+        assigned = None
+        if future.exception() is not None:
+            log.error("assignor failed for group %s: %r", computation.group_id, future.exception())
+        else:
+            assigned = future.result()
+        self._apply(self.core.target_computed(computation, assigned, now_ms()))
 
     def _api_of(self, request_id: int) -> tuple[int, int] | None:
         pending = self._pending.get(request_id)

@@ -55,7 +55,6 @@ from connect_rebalance.work import Work, work_field, work_of
 from .client_assignment import (
     ClientAssignorSpec,
     assignor_specs,
-    assignors_problem,
     common_assignor,
     install_problem,
 )
@@ -151,11 +150,7 @@ class ConnectGroups(ModernGroups[Work]):
             raise invalid("InstanceId can't be empty.")
         if body.url is not None and not body.url.strip():
             raise invalid("Url can't be empty.")
-        if body.server_assignor is not None and body.client_assignors is not None:
-            raise invalid("ServerAssignor and ClientAssignors cannot be used together.")
-        problem = assignors_problem(body.client_assignors or [])
-        if problem is not None:
-            raise invalid(problem)
+        self.check_assignors(body)
         if body.server_assignor is not None:
             raise KafkaApiError(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,

@@ -45,7 +45,6 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from ..assignors import ASSIGNORS, AssignmentMember
 from .client_assignment import (
     assignor_specs,
-    assignors_problem,
     common_assignor,
     install_problem,
 )
@@ -78,10 +77,29 @@ class PreparedGroup:
     partitions: dict[str, int]  # topic id -> partition count
 
 
+@dataclass(frozen=True)
+class ComputeTarget:
+    """An effect the core asks the IO shell for: run a server-side assignor on another thread
+    and hand the result back (`GroupCoordinator.target_computed`). Its inputs are plain values,
+    taken when it was asked for."""
+
+    group_id: str
+    epoch: int
+    assignor: str
+    members: dict[str, AssignmentMember]
+    partitions: dict[str, int]
+
+    def run(self) -> dict[str, frozenset[Item]]:
+        return dict(ASSIGNORS[self.assignor].assign(self.members, self.partitions))
+
+
 @dataclass
 class ConsumerGroup(ModernGroup[Item]):
     subscribed_metadata: tuple[tuple[str, int], ...] = ()  # (topic id, partitions) the last epoch saw
     subscribed_names: frozenset[str] = frozenset()  # the topic names behind them
+    computing: int | None = None  # the epoch an offloaded server-side computation is under way for
+    computations: int = 0  # server-side target computations started (a figure for /metrics)
+    metadata_seen: tuple[int, int] | None = None  # (topics version, profiles version) last looked at
     prepared: PreparedGroup | None = None
 
     type_name: ClassVar[str] = "consumer"
@@ -116,6 +134,12 @@ class ConsumerGroups(ModernGroups[Item]):
         assert ctx.topics is not None, "consumer groups read topic ids from the cluster's metadata"
         self.topics = ctx.topics
         self.assignors = list(settings.consumer_assignors)
+        # One object per distinct subscription, whatever the number of members holding it.
+        self._subscriptions: dict[frozenset[str], frozenset[str]] = {}
+        self._resolved_cache: dict[
+            tuple[frozenset[str], str | None], tuple[frozenset[str], frozenset[str]]
+        ] = {}
+        self._resolved_version: int | None = None
 
     # -- validation -----------------------------------------------------------------------
 
@@ -144,11 +168,7 @@ class ConsumerGroups(ModernGroups[Item]):
                 raise invalid("InstanceId can't be null.")
         elif epoch < TEMPORARY_LEAVE_EPOCH:
             raise invalid("MemberEpoch is invalid.")
-        if body.server_assignor is not None and body.client_assignors is not None:
-            raise invalid("ServerAssignor and ClientAssignors cannot be used together.")
-        problem = assignors_problem(body.client_assignors or ())
-        if problem is not None:
-            raise invalid(problem)
+        self.check_assignors(body)
         if body.server_assignor is not None and body.server_assignor not in self.assignors:
             raise KafkaApiError(
                 ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {body.server_assignor} is not supported."
@@ -292,19 +312,48 @@ class ConsumerGroups(ModernGroups[Item]):
 
     # -- the target -----------------------------------------------------------------------
 
-    def subscribed_names(self, profile: ConsumerMemberSnapshot) -> set[str]:
-        names = set(profile.subscribed_topic_names)
-        if profile.subscribed_topic_regex:
-            pattern = re.compile(profile.subscribed_topic_regex)
-            names.update(n for n in self.topics.names() if pattern.fullmatch(n) and not n.startswith("__"))
-        return names
+    def subscribed_names(self, profile: ConsumerMemberSnapshot) -> frozenset[str]:
+        return self._resolved(profile)[0]
 
     def subscribed_ids(self, profile: ConsumerMemberSnapshot) -> frozenset[str]:
-        ids = (self.topics.topic_id(n) for n in self.subscribed_names(profile))
-        return frozenset(i for i in ids if i is not None)
+        return self._resolved(profile)[1]
+
+    def _resolved(self, profile: ConsumerMemberSnapshot) -> tuple[frozenset[str], frozenset[str]]:
+        """(topic names, topic ids) a subscription covers: its names and what its regex matches
+        now. Resolved once per distinct subscription while the cluster's topics stay the same,
+        however many members share it."""
+        if self._resolved_version != self.topics.version:
+            self._resolved_cache.clear()
+            self._resolved_version = self.topics.version
+        key = (profile.subscribed_topic_names, profile.subscribed_topic_regex)
+        found = self._resolved_cache.get(key)
+        if found is None:
+            names = set(profile.subscribed_topic_names)
+            if profile.subscribed_topic_regex:
+                pattern = re.compile(profile.subscribed_topic_regex)
+                names.update(
+                    n for n in self.topics.names() if pattern.fullmatch(n) and not n.startswith("__")
+                )
+            ids = (self.topics.topic_id(n) for n in names)
+            found = self._resolved_cache[key] = (frozenset(names), frozenset(i for i in ids if i is not None))
+        return found
+
+    def shared(self, profile: ConsumerMemberSnapshot) -> ConsumerMemberSnapshot:
+        names = self._subscriptions.setdefault(profile.subscribed_topic_names, profile.subscribed_topic_names)
+        return (
+            profile
+            if names is profile.subscribed_topic_names
+            else replace(profile, subscribed_topic_names=names)
+        )
 
     def metadata_changed(self, group: Any) -> bool:
-        """Subscribed topics created, deleted or grown since the last epoch."""
+        """Subscribed topics created, deleted or grown since the last epoch. Looked at again only
+        when the cluster's topics or the members' subscriptions changed since the last look, so
+        a settled group's heartbeat does not walk its members."""
+        seen = (self.topics.version, group.profiles_version)
+        if seen == group.metadata_seen:
+            return False
+        self.ctx.journal.set_attr(group, "metadata_seen", seen)
         names = frozenset(n for m in group.members.values() for n in self.subscribed_names(m.profile))
         ids = sorted(i for i in map(self.topics.topic_id, names) if i is not None)
         current = tuple((i, self.topics.partition_count(i) or 0) for i in ids)
@@ -334,12 +383,23 @@ class ConsumerGroups(ModernGroups[Item]):
         return {m.member_id: m.profile.client_assignors for m in members}
 
     def target_due(self, group: Any, now_ms: int) -> None:
-        if self.computing_pool(group) is None:
-            self._compute_target(group)
-        else:
+        if self.computing_pool(group) is not None:
             self.choose_computer(group, now_ms)
+        elif not self.ctx.settings.consumer_assignor_offload:
+            computation = self._computation(group)
+            self._write_computed(group, computation.assignor, computation.run())
+        elif group.computing is None:  # one at a time: a stale result is discarded and rerun
+            key = self.key("assign", group.group_id, "")
+            interval = self.ctx.settings.consumer_assignment_interval_ms
+            if interval == 0:
+                self._start_computation(group)
+            elif self.ctx.timers.deadline(key) is None:
+                group_id = group.group_id
+                self.ctx.schedule(key, now_ms + interval, lambda now: self._start_computation_of(group_id))
 
-    def _compute_target(self, group: Any) -> None:
+    def _computation(self, group: Any) -> ComputeTarget:
+        """What the server-side assignor needs, as plain values (it may run on another thread)."""
+        self.ctx.journal.set_attr(group, "computations", group.computations + 1)
         if group.compute.member_id is not None:  # the group left client-side assignment
             self.ctx.cancel(self.key("compute", group.group_id, group.compute.member_id))
             self.ctx.journal.keep(group.compute)
@@ -358,11 +418,36 @@ class ConsumerGroups(ModernGroups[Item]):
             )
             for m in group.members.values()
         }
-        assigned = ASSIGNORS[name].assign(specs, dict(group.subscribed_metadata))
-        target = {
-            member_id: TargetMember(assigned.get(member_id, frozenset())) for member_id in group.members
-        }
-        self.write_target(group, group.group_epoch, target, name, 0)
+        return ComputeTarget(group.group_id, group.group_epoch, name, specs, dict(group.subscribed_metadata))
+
+    def _start_computation_of(self, group_id: str) -> None:
+        """The assignment interval is over: compute if a target is still due server-side."""
+        group = self._live(group_id)
+        due = group is not None and group.computing is None and group.group_epoch > group.assignment_epoch
+        if due and self.computing_pool(group) is None:
+            self._start_computation(group)
+
+    def _start_computation(self, group: Any) -> None:
+        computation = self._computation(group)
+        self.ctx.journal.set_attr(group, "computing", computation.epoch)
+        self.ctx.effect(computation)
+
+    def target_computed(self, computation: ComputeTarget, assigned: Any, now_ms: int) -> None:
+        """An offloaded computation's result (None if it failed). Written only if the group is
+        still at the epoch it was computed for; otherwise discarded and computed again."""
+        group = self._live(computation.group_id)
+        if group is None or group.computing != computation.epoch:
+            return  # deleted, converted, or not the round under way
+        self.ctx.journal.set_attr(group, "computing", None)
+        fresh = group.group_epoch == computation.epoch and self.computing_pool(group) is None
+        if assigned is not None and fresh:
+            self._write_computed(group, computation.assignor, assigned)
+        elif group.group_epoch > group.assignment_epoch:
+            self.target_due(group, now_ms)
+
+    def _write_computed(self, group: Any, assignor: str, assigned: Any) -> None:
+        target = {m: TargetMember(assigned.get(m, frozenset())) for m in group.members}
+        self.write_target(group, group.group_epoch, target, assignor, 0)
 
     def write_target(
         self,

@@ -38,6 +38,10 @@ class TopicsView(Protocol):
     def names(self) -> list[str]: ...
     def name_of(self, topic_id: str) -> str | None: ...
 
+    @property
+    def version(self) -> int:
+        """Changes whenever a topic appears, disappears or grows."""
+
 
 class Journal:
     """Undo steps for the changes of one request or deadline, newest last.
@@ -123,6 +127,7 @@ class GroupContext:
         self.topics = topics
         self.groups: dict[str, Group] = {}
         self.timers = Timers()
+        self.modern_members = 0  # members of consumer and connect groups, for adaptive heartbeats
         self._replay = replay
         self._loading = Outcome(journal=Journal(recording=False))  # start-up replay keeps nothing
         self.current = self._loading
@@ -150,6 +155,11 @@ class GroupContext:
     def write(self, record: Any) -> None:
         """Write a record that states what memory already holds (a classic group's snapshot)."""
         self.current.records.append(record)
+
+    def effect(self, effect: Any) -> None:
+        """Ask the IO shell for work too heavy for the event loop; its result comes back as an
+        input. An outcome taken back asks for nothing."""
+        self.current.effects.append(effect)
 
     def reply(self, request_id: int, fields: dict[str, Any]) -> None:
         self.current.reply(request_id, fields)

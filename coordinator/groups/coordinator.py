@@ -3,6 +3,8 @@
     handle(request, now_ms) -> Outcome     answers (maybe for other, parked requests) + records
     on_timer(now_ms)        -> Outcome     what deadlines up to now_ms caused
     write_failed(outcome, ...)             its records could not be written: take it all back
+    target_computed(effect, result, now)   -> Outcome  an effect's result (a target computed
+                                           off the event loop) comes back
     next_deadline()         -> int | None  when on_timer should next be called
     replay(record)                         rebuild persistent state from the log
     load_complete(now_ms)                  after replay: restart the clocks of loaded members
@@ -44,6 +46,9 @@ GROUP_APIS = (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.JOIN_GROUP, ApiK
               ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
               ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)  # fmt: skip
 OFFSET_EXPIRY_KEY = ("", "offset-expiry")
+HEARTBEAT_APIS = frozenset(
+    {ApiKey.HEARTBEAT, ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONNECT_GROUP_HEARTBEAT}
+)
 
 
 def random_member_id(client_id: str) -> str:
@@ -119,6 +124,8 @@ class GroupCoordinator:
         finally:
             self.ctx.end()
         self.metrics.observe_groups(self.groups, self._group_ids(request), now_ms)
+        if request.api_key in HEARTBEAT_APIS:
+            self.metrics.heartbeat(request.body.group_id)
         return outcome
 
     def on_timer(self, now_ms: int) -> Outcome:
@@ -131,6 +138,17 @@ class GroupCoordinator:
         finally:
             self.ctx.end()
         self.metrics.observe_groups(self.groups, touched - {""}, now_ms)
+        return outcome
+
+    def target_computed(self, computation: Any, assigned: Any, now_ms: int) -> Outcome:
+        """The result of an effect the core asked for (a server-side target), or None if it failed."""
+        outcome = self.ctx.begin()
+        try:
+            if self.consumer is not None:
+                self.consumer.target_computed(computation, assigned, now_ms)
+        finally:
+            self.ctx.end()
+        self.metrics.observe_groups(self.groups, {computation.group_id}, now_ms)
         return outcome
 
     def write_failed(
@@ -148,7 +166,7 @@ class GroupCoordinator:
         outcome.journal.undo()
         touched = {getattr(record, "group_id", "") for record in outcome.records}
         self.metrics.observe_groups(self.groups, touched, now_ms)
-        outcome.records = []
+        outcome.records, outcome.effects = [], []
         for request_id, fields in list(outcome.replies.items()):
             api = api_of(request_id)
             if api is not None:

@@ -30,6 +30,7 @@ class Outcome:
 
     replies: dict[int, dict[str, Any]] = field(default_factory=dict)
     records: list[Record] = field(default_factory=list)
+    effects: list[Any] = field(default_factory=list)  # work for the IO shell (consumer.ComputeTarget)
     journal: Any = field(default=None, repr=False, compare=False)  # what takes the outcome back
 
     def reply(self, request_id: int, fields: dict[str, Any]) -> None:

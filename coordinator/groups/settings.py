@@ -18,6 +18,14 @@ class GroupSettings:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_pending_heartbeat_interval_ms: int = 500
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    # Server-side targets computed off the event loop (an effect the IO shell runs), and epoch
+    # bumps within the interval after the first sharing one computation.
+    consumer_assignor_offload: bool = False
+    consumer_assignment_interval_ms: int = 0
+    # Heartbeat intervals adapt to how many members the coordinator serves (engine.py).
+    adaptive_heartbeat: bool = False
+    adaptive_min_heartbeat_interval_ms: int = 250
+    adaptive_heartbeat_budget: int = 2000
     consumer_max_size: int = 2147483647
     # Online migration between classic and consumer groups: bidirectional, upgrade, downgrade, disabled.
     consumer_migration_policy: str = "bidirectional"

@@ -75,6 +75,9 @@ class TopicStore:
         self._settings_for = settings_for
         self.topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
+        # Bumped whenever a topic appears, disappears or grows: readers of the metadata (the
+        # group coordinator's subscriptions) know at a glance whether to look again.
+        self.version = 0
 
     def open(self) -> None:
         self.topics_dir.mkdir(parents=True, exist_ok=True)
@@ -101,6 +104,7 @@ class TopicStore:
     def _add(self, topic: Topic) -> None:
         self.topics[topic.name] = topic
         self._by_id[topic.topic_id] = topic
+        self.version += 1
 
     def get(self, name: str) -> Topic | None:
         return self.topics.get(name)
@@ -161,6 +165,7 @@ class TopicStore:
         settings = self._settings_for(topic.configs)
         for p in range(len(topic.partitions), total):
             topic.partitions.append(PartitionLog.open(topic.directory / str(p), settings))
+        self.version += 1
         write_json_atomically(topic.directory / "topic.json", topic.describe())
         return topic
 
@@ -184,4 +189,5 @@ class TopicStore:
         shutil.rmtree(graveyard, ignore_errors=True)
         del self.topics[name]
         del self._by_id[topic.topic_id]
+        self.version += 1
         return topic

@@ -37,6 +37,11 @@ class StaticTopics:
     def names(self) -> list[str]:
         return sorted(self.counts)
 
+    @property
+    def version(self) -> int:
+        """The view changes whenever a test changes its topics (the dict is shared)."""
+        return hash(tuple(sorted(self.counts.items())))
+
     def name_of(self, topic_id: str) -> str | None:
         return next((name for name in self.counts if self.topic_id(name) == topic_id), None)
 
@@ -61,6 +66,8 @@ class GroupHarness:
         self._api_of: dict[int, tuple[int, int]] = {}
         # While set, writing an outcome's records fails, as a full or broken disk would.
         self.failing_writes: str | None = None
+        self.effects: list[Any] = []  # work the core asked for and the test has not run yet
+        self.computations = 0  # how many the test ran
 
     def _absorb(self, outcome: Outcome) -> None:
         if self.failing_writes is not None and outcome.records:
@@ -68,6 +75,7 @@ class GroupHarness:
                 outcome, self._api_of.get, ErrorCode.COORDINATOR_NOT_AVAILABLE, self.failing_writes, self.now
             )
         self.records.extend(outcome.records)
+        self.effects.extend(outcome.effects)
         for request_id, fields in outcome.replies.items():
             # Every answer must encode at its request's version, as the server will send it.
             api_key, version = self._api_of[request_id]
@@ -87,6 +95,13 @@ class GroupHarness:
             )
         )
         return request_id
+
+    def run_effects(self) -> None:
+        """Run the computations the core asked for, as the IO shell does, and hand back results."""
+        while self.effects:
+            effect = self.effects.pop(0)
+            self.computations += 1
+            self._absorb(self.core.target_computed(effect, effect.run(), self.now))
 
     def answer(self, request_id: int) -> dict[str, Any] | None:
         return self.answers.get(request_id)
@@ -193,6 +208,10 @@ class GroupHarness:
         """Topic name -> partitions of a heartbeat answer's assignment."""
         names = {self.metadata.topic_id(n): n for n in self.topics}
         return {names[str(t["topic_id"])]: t["partitions"] for t in answer["assignment"]["topic_partitions"]}
+
+    def assigned_or_none(self, answer: dict[str, Any]) -> dict[str, list[int]]:
+        """As `assigned`, with no assignment in the answer (it did not change) read as none."""
+        return {} if answer["assignment"] is None else self.assigned(answer)
 
     def form_group(
         self, count: int, group_id: str = "g", prefix: str = "c", session_timeout_ms: int = 10000

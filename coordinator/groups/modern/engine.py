@@ -36,6 +36,7 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from ..client_assignment import (
     AssignorVersions,
     assignor_specs,
+    assignors_problem,
     choose_computer,
     common_assignor,
     computing_member,
@@ -191,6 +192,14 @@ class ModernGroups(ABC, Generic[Item]):
         return {"error_code": ErrorCode.NONE, "member_id": body.member_id, "member_epoch": body.member_epoch,
                 "heartbeat_interval_ms": 0, "assignment": None, **self.answer_fields}  # fmt: skip
 
+    def check_assignors(self, body: Any) -> None:
+        """ServerAssignor or ClientAssignors, not both, and client assignors well formed (the KIP)."""
+        if body.server_assignor is not None and body.client_assignors is not None:
+            raise invalid("ServerAssignor and ClientAssignors cannot be used together.")
+        problem = assignors_problem(body.client_assignors or ())
+        if problem is not None:
+            raise invalid(problem)
+
     def check_request(self, group: Any, member_id: str, body: Any) -> None:
         """Checks of a heartbeat against the group, before its member is looked up."""
 
@@ -217,6 +226,12 @@ class ModernGroups(ABC, Generic[Item]):
     def revokes_all(self, group: Any) -> bool:
         """Whether a member moving to a new target gives up everything first (eager)."""
         return False
+
+    def shared(self, profile: Any) -> Any:
+        """The profile with the parts members usually have in common (a subscription) shared
+        between them, so a group's memory grows with its members, not with members times
+        topics."""
+        return profile
 
     def metadata_changed(self, group: Any) -> bool:
         """Whether the cluster's metadata the target depends on changed since the last epoch."""
@@ -367,11 +382,22 @@ class ModernGroups(ABC, Generic[Item]):
         self.ctx.emit(self.epoch_record(group.group_id, group.group_epoch + 1))
 
     def heartbeat_interval(self, group: Any, member: Member[Item]) -> int:
-        """A member with reconciliation work pending — items to revoke, items others still
-        hold, an epoch behind the target — or in a group whose next target is being computed
-        is asked back sooner, so a reconciliation that needs several heartbeats takes several
-        short intervals instead of several default ones. A settled member keeps the default."""
-        return self.heartbeat_interval_ms if group.settled(member) else self.pending_heartbeat_interval_ms
+        """How soon the member should heartbeat again.
+
+        A settled member gets the group type's interval — or, with adaptive heartbeats, the
+        shortest interval at which all the coordinator's members together stay within its
+        heartbeat budget, between the floor and that interval: a coordinator with few members
+        learns of every change within a fraction of a second, one with many is not flooded.
+        A member with reconciliation work pending — items to revoke, items others still hold,
+        an epoch behind the target — or in a group whose next target is being computed is
+        asked back sooner still, so a reconciliation that needs several heartbeats takes
+        several short intervals instead of several default ones.
+        """
+        settings, interval = self.ctx.settings, self.heartbeat_interval_ms
+        if settings.adaptive_heartbeat:
+            spread = -(-self.ctx.modern_members * 1000 // settings.adaptive_heartbeat_budget)
+            interval = min(interval, max(settings.adaptive_min_heartbeat_interval_ms, spread))
+        return interval if group.settled(member) else min(interval, self.pending_heartbeat_interval_ms)
 
     # -- timers ---------------------------------------------------------------------------
 
@@ -583,6 +609,8 @@ class ModernGroups(ABC, Generic[Item]):
         if not isinstance(group, self.group_class):
             group = self.group_class(record.group_id)
             journal.set_item(groups, record.group_id, group)
+        group.derived_state = None
+        journal.on_undo(lambda: setattr(group, "derived_state", None))
         if isinstance(record, self.epoch_record):
             journal.set_attr(group, "group_epoch", record.epoch)
         elif isinstance(record, self.member_record):
@@ -594,20 +622,27 @@ class ModernGroups(ABC, Generic[Item]):
 
     def _replay_member(self, group: Any, member_id: str, profile: Any) -> None:
         journal = self.ctx.journal
+        journal.set_attr(group, "profiles_version", group.profiles_version + 1)
         if profile is None:
             gone = journal.pop_item(group.members, member_id)
             if gone is not None:
+                journal.set_attr(self.ctx, "modern_members", self.ctx.modern_members - 1)
                 self._hold(group, member_id, gone.assignment, None)
             return
         known = group.members.get(member_id)
+        if known is None:
+            journal.set_attr(self.ctx, "modern_members", self.ctx.modern_members + 1)
         assignment = known.assignment if known is not None else MemberAssignment.joining()
-        journal.set_item(group.members, member_id, Member(member_id, profile, assignment))
+        journal.set_item(group.members, member_id, Member(member_id, self.shared(profile), assignment))
 
     def _replay_assignment(self, group: Any, member_id: str, assignment: Any) -> None:
         if assignment is None:
             return  # the member's own tombstone removes it
         # A compacted log may hold a member's assignment before its metadata: keep it.
-        member = group.members.get(member_id) or Member(member_id, self.empty_profile())
+        member = group.members.get(member_id)
+        if member is None:
+            member = Member(member_id, self.empty_profile())
+            self.ctx.journal.set_attr(self.ctx, "modern_members", self.ctx.modern_members + 1)
         self._hold(group, member_id, member.assignment if member_id in group.members else None, assignment)
         self.ctx.journal.set_item(group.members, member_id, replace(member, assignment=assignment))
 

@@ -53,6 +53,10 @@ class ModernGroup(Generic[Item]):
     assignor_name: str = ""
     ownership: Ownership[Item] = field(default_factory=Ownership)
     compute: ComputeRound = field(default_factory=ComputeRound)
+    profiles_version: int = 0  # bumped by every change of a member's profile (or of who is a member)
+    # Derived from the above, dropped whenever a record changes the group: a settled group's
+    # heartbeats then read its state without walking its members.
+    derived_state: ModernState | None = field(default=None, repr=False, compare=False)
 
     type_name: ClassVar[str] = ""
 
@@ -62,6 +66,11 @@ class ModernGroup(Generic[Item]):
 
     @property
     def state(self) -> ModernState:
+        if self.derived_state is None:
+            self.derived_state = self._state()
+        return self.derived_state
+
+    def _state(self) -> ModernState:
         if not self.members:
             return ModernState.EMPTY
         if self.group_epoch > self.assignment_epoch:
