@@ -15,15 +15,18 @@ All consumers are threads of this process (librdkafka releases the GIL while it 
 so one clock times everything; the coordinator is its own process; a producer writes
 every partition continuously (every partition gets a record about every 20 ms).
 
-    python bench/classic_rebalance.py [--sizes 10 50] [--partitions 100]
+    python bench/classic_rebalance.py [--sizes 10 50] [--partitions 100] [--update-readme]
 
-Prints a table and saves bench/results/classic_rebalance.json.
+Prints a table and saves bench/results/classic_rebalance.json; `--update-readme` renders the
+README's block from it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
 import tempfile
 import threading
@@ -31,15 +34,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, version
 from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 
 QUIET_SECONDS = 3.0
+SESSION_MS, HEARTBEAT_MS = 10000, 1000
+RESULTS = ROOT / "bench" / "results" / "classic_rebalance.json"
 
 
 @dataclass
@@ -64,8 +70,8 @@ class Member(threading.Thread):
         self.consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "classic",
             "partition.assignment.strategy": assignor, "enable.auto.commit": True,
-            "auto.offset.reset": "latest", "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
-            "client.id": name, "fetch.wait.max.ms": 50,
+            "auto.offset.reset": "latest", "session.timeout.ms": SESSION_MS,
+            "heartbeat.interval.ms": HEARTBEAT_MS, "client.id": name, "fetch.wait.max.ms": 50,
         })  # fmt: skip
         self.topic = topic
         self.cooperative = assignor == "cooperative-sticky"
@@ -221,10 +227,26 @@ def run_scenario(bootstrap: str, size: int, assignor: str, event: str, partition
         load.join(30)
 
 
+def readme_block(summary: dict) -> str:  # type: ignore[type-arg]
+    lines = [
+        "| members | assignor | event | converged (s) "
+        "| paused, summed over members that kept partitions (s) |",
+        "|---:|---|---|---:|---:|",
+    ]
+    for r in summary["results"]:
+        lines.append(f"| {r['size']} | {r['assignor']} | {r['event']} | {r['converged_s']:.2f} "
+                     f"| {r['paused_total_s']:.2f} |")  # fmt: skip
+    return "\n".join(lines) + (
+        f"\n\n{summary['client']} consumers, {summary['heartbeat_ms'] / 1000:g} s heartbeat interval, "
+        f"{summary['partitions']} partitions; {summary['machine']}."
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50])
     parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-classic-") as tmp:
@@ -243,17 +265,17 @@ def main() -> int:
                               flush=True)  # fmt: skip
         finally:
             coordinator.stop()
-    header = (
-        "| members | assignor | event | converged (s) | paused (s, summed over members keeping partitions) |"
-    )
-    print("\n" + header)
-    print("|---:|---|---|---:|---:|")
-    for r in results:
-        figures = f"{r['converged_s']:.2f} | {r['paused_total_s']:.2f}"
-        print(f"| {r['size']} | {r['assignor']} | {r['event']} | {figures} |")
-    out = ROOT / "bench" / "results" / "classic_rebalance.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"partitions": args.partitions, "results": results}, indent=2))
+    summary = {
+        "partitions": args.partitions, "client": f"confluent-kafka {version()}",
+        "heartbeat_ms": HEARTBEAT_MS, "results": results,
+        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
+    }  # fmt: skip
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(summary, indent=2) + "\n")
+    block = readme_block(summary)
+    print("\n" + block)
+    if args.update_readme:
+        update_readme("classic_rebalance", block)
     return 0
 
 

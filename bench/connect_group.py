@@ -15,8 +15,10 @@ sticky balancing assignor (keep what you have up to your share; hand out the res
 installs its result. Work is 100 connectors with 10 tasks each (1,100 items).
 
     python bench/connect_group.py [--workers 100] [--connectors 100] [--tasks-per-connector 10]
+                                  [--update-readme]
 
-Prints a table and saves bench/results/connect_group.json.
+Prints a table and saves bench/results/connect_group.json; `--update-readme` renders the
+README's block from it.
 """
 
 from __future__ import annotations
@@ -36,14 +38,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
+from connect_rebalance.protocol.api_keys import ApiKey  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
 from connect_rebalance.protocol.connect_group import (  # noqa: E402
-    CONNECT_GROUP_DESCRIBE,
-    CONNECT_GROUP_HEARTBEAT,
-    CONNECT_GROUP_INSTALL_ASSIGNMENT,
-    CONNECT_GROUP_PREPARE_ASSIGNMENT,
     ClientAssignor,
     InstalledMember,
     heartbeat_fields,
@@ -159,7 +159,7 @@ class VirtualCluster:
         outcome = self.core.handle(
             GroupRequest(request_id, api_key, 0, body, "bench", "/127.0.0.1"), int(self.now)
         )
-        self.handled += api_key == CONNECT_GROUP_HEARTBEAT
+        self.handled += api_key == ApiKey.CONNECT_GROUP_HEARTBEAT
         return outcome.replies[request_id]
 
     def add(self, name: str) -> SimWorker:
@@ -171,20 +171,22 @@ class VirtualCluster:
     def step(self) -> None:
         self.now, _, worker = heapq.heappop(self.queue)
         self.core.on_timer(int(self.now))  # deadlines up to now fire first
-        answer = self.call(CONNECT_GROUP_HEARTBEAT, worker.heartbeat())
+        answer = self.call(ApiKey.CONNECT_GROUP_HEARTBEAT, worker.heartbeat())
         delay = worker.answered(answer)
         if answer["should_compute_assignment"]:
             prepared = self.call(
-                CONNECT_GROUP_PREPARE_ASSIGNMENT,
+                ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT,
                 {"group_id": GROUP, "member_id": worker.name, "member_epoch": worker.epoch},
             )
-            installed = self.call(CONNECT_GROUP_INSTALL_ASSIGNMENT, worker.plan_install(prepared, self.work))
+            installed = self.call(
+                ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT, worker.plan_install(prepared, self.work)
+            )
             assert installed["error_code"] == 0, installed
             delay = 0
         heapq.heappush(self.queue, (self.now + delay, next(self.ids), worker))
 
     def describe(self) -> dict[str, Any]:
-        return self.call(CONNECT_GROUP_DESCRIBE, {"group_ids": [GROUP]})["groups"][0]
+        return self.call(ApiKey.CONNECT_GROUP_DESCRIBE, {"group_ids": [GROUP]})["groups"][0]
 
     def run_until_settled(self, limit_ms: float = 600_000) -> None:
         start = self.now
@@ -204,7 +206,7 @@ def virtual_clock(workers: int, work: frozenset[Work]) -> dict[str, Any]:
     started = time.perf_counter()
     for _ in range(rounds):
         for worker in cluster.workers.values():
-            worker.answered(cluster.call(CONNECT_GROUP_HEARTBEAT, worker.heartbeat()))
+            worker.answered(cluster.call(ApiKey.CONNECT_GROUP_HEARTBEAT, worker.heartbeat()))
     per_second = rounds * workers / (time.perf_counter() - started)
     # A worker joins.
     before = {w.name: (w.stops, w.starts) for w in cluster.workers.values()}
@@ -245,25 +247,25 @@ class TcpCluster:
     async def _loop(self, name: str) -> None:
         worker, client = self.workers[name]
         while True:
-            answer = await client.request(CONNECT_GROUP_HEARTBEAT, 0, worker.heartbeat())
+            answer = await client.request(ApiKey.CONNECT_GROUP_HEARTBEAT, 0, worker.heartbeat())
             self.handled += 1
             delay = worker.answered(answer)
             if answer["should_compute_assignment"]:
                 prepared = await client.request(
-                    CONNECT_GROUP_PREPARE_ASSIGNMENT,
+                    ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT,
                     0,
                     {"group_id": GROUP, "member_id": name, "member_epoch": worker.epoch},
                 )
                 if prepared["error_code"] == 0:
                     await client.request(
-                        CONNECT_GROUP_INSTALL_ASSIGNMENT, 0, worker.plan_install(prepared, self.work)
+                        ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT, 0, worker.plan_install(prepared, self.work)
                     )
                 delay = 0
             if self.paced and delay:
                 await asyncio.sleep(delay / 1000)
 
     async def describe(self, client: ProtocolClient) -> dict[str, Any]:
-        return (await client.request(CONNECT_GROUP_DESCRIBE, 0, {"group_ids": [GROUP]}))["groups"][0]
+        return (await client.request(ApiKey.CONNECT_GROUP_DESCRIBE, 0, {"group_ids": [GROUP]}))["groups"][0]
 
     async def wait_settled(self, admin: ProtocolClient, timeout: float = 300) -> None:
         deadline = time.monotonic() + timeout
@@ -322,6 +324,25 @@ async def over_tcp(bootstrap: str, workers: int, work: frozenset[Work]) -> dict[
         await admin.close()
 
 
+def readme_block(results: dict[str, Any]) -> str:
+    virtual, tcp = results["virtual_clock"], results["tcp"]
+
+    def moved(side: dict[str, Any]) -> str:
+        return f"{side['join_stops']} / {side['join_starts']}"
+
+    return "\n".join([
+        "| | virtual clock | TCP |",
+        "|---|---:|---:|",
+        f"| heartbeats answered per second (stable group) | {virtual['heartbeats_per_second']:,} "
+        f"| {tcp['heartbeats_per_second']:,} |",
+        f"| join: heartbeat rounds (heartbeats / workers) | {virtual['join_rounds']:.2f} "
+        f"| {tcp['join_rounds']:.2f} |",
+        f"| join: time until every worker is at the new epoch "
+        f"| {virtual['join_virtual_ms'] / 1000:.1f} s (virtual) | {tcp['join_wall_ms'] / 1000:.1f} s |",
+        f"| join: connectors and tasks stopped / started | {moved(virtual)} | {moved(tcp)} |",
+    ])  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -329,6 +350,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=100)
     parser.add_argument("--connectors", type=int, default=100)
     parser.add_argument("--tasks-per-connector", type=int, default=10)
+    parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args()
     work = all_work(args.connectors, args.tasks_per_connector)
     print(f"{args.workers} workers, {len(work)} connectors and tasks; worker {args.workers + 1} joins")
@@ -357,6 +379,8 @@ def main() -> int:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(f"saved {RESULTS.relative_to(ROOT)}")
+    if args.update_readme:
+        update_readme("connect_group", readme_block(results))
     return 0
 
 

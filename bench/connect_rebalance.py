@@ -2,9 +2,10 @@
 
 Real processes: a coordinator and `connect-rebalance worker`s running lightweight tasks
 (the built-in VerifiableSource with throughput 0: a task that only runs). For each
-protocol — connect group + incremental assignor, classic + incremental cooperative
-(connect.protocol=sessioned), classic + eager — and each size (workers x tasks), the
-cluster is brought to balance and then, one at a time:
+protocol — connect group + incremental assignor, connect group + eager assignor
+(connect.protocol=eager), classic + incremental cooperative (connect.protocol=sessioned),
+classic + eager — and each size (workers x tasks), the cluster is brought to balance and
+then, one at a time:
 - join: a new worker starts;
 - leave: that worker stops gracefully (SIGTERM);
 - crash: a worker is killed (SIGKILL) for good;
@@ -50,6 +51,7 @@ SESSION_MS, HEARTBEAT_MS, DELAY_MS = 10000, 3000, 10000
 SETTLE_S = 180
 PROTOCOLS = {
     "connect + incremental": {"group.protocol": "connect"},
+    "connect + eager": {"group.protocol": "connect", "connect.protocol": "eager"},
     "classic + incremental": {"group.protocol": "classic", "connect.protocol": "sessioned"},
     "classic + eager": {"group.protocol": "classic", "connect.protocol": "eager"},
 }
@@ -191,10 +193,11 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     for column, (workers, tasks) in enumerate(sizes):
         for row, (measure, title) in enumerate((("stopped", "stopped"), ("seconds", "seconds to balance"))):
             ax = axes[row][column]
+            width = 0.8 / len(PROTOCOLS)
             for offset, protocol in enumerate(PROTOCOLS):
                 values = [found.get((workers, tasks, e, protocol), {}).get(measure, 0) for e in EVENTS]
-                ax.bar([i + offset * 0.27 for i in range(len(EVENTS))], values, 0.27, label=protocol)
-            ax.set_xticks([i + 0.27 for i in range(len(EVENTS))], EVENTS)
+                ax.bar([i + offset * width for i in range(len(EVENTS))], values, width, label=protocol)
+            ax.set_xticks([i + 0.4 - width / 2 for i in range(len(EVENTS))], EVENTS)
             ax.set_title(f"{workers} workers, {tasks} tasks: {title}")
             ax.legend(fontsize=7)
     fig.tight_layout()

@@ -7,7 +7,8 @@ For groups of 10, 50 and 100 consumers (10 partitions per consumer), four events
 - crash: one consumer stops without a word; the coordinator notices after its session timeout;
 - stuck: one consumer stops polling just as another joins: it keeps heartbeating from its
   background thread but never revokes (consumer protocol) or rejoins (classic), until its
-  rebalance timeout (max.poll.interval.ms) removes it.
+  rebalance timeout (max.poll.interval.ms) removes it, or the client leaves on its own when
+  that long has passed without a poll (consumer protocol, as librdkafka and Java do).
 and for each
 - settled: time from the event until every partition is held by exactly one consuming
   member, evenly, with no member mid-rebalance (checked against the coordinator's view);
@@ -49,7 +50,6 @@ import heapq
 import itertools
 import json
 import random
-import re
 import sys
 import tempfile
 import textwrap
@@ -69,22 +69,22 @@ from kafka.protocol.consumer.metadata import (  # noqa: E402
     ConsumerProtocolSubscription,
 )
 
+from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
+from connect_rebalance.protocol.api_keys import ApiKey  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
+from coordinator.config import CoordinatorConfig  # noqa: E402
 from coordinator.groups.coordinator import GroupCoordinator  # noqa: E402
 from coordinator.groups.requests import GroupRequest  # noqa: E402
-from coordinator.groups.settings import GroupSettings  # noqa: E402
 
 TOPIC = "events"
-JOIN, SYNC, HEARTBEAT, LEAVE, DESCRIBE, CONSUMER_HEARTBEAT, CONSUMER_DESCRIBE = 11, 14, 12, 13, 15, 68, 69
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS = 79, 27
 UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_MEMBER_EPOCH = 25, 22, 110
 PROTOCOLS = ("consumer", "classic-eager", "classic-cooperative")
 EVENTS = ("join", "leave", "crash", "stuck")
 PARTITIONS_PER_MEMBER = 10
 RESULTS = ROOT / "bench" / "results" / "consumer_rebalance.json"
-README = ROOT / "README.md"
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,8 @@ class OneTopic:
     def names(self) -> list[str]:
         return [TOPIC]
 
+    version = 0  # the topic never changes
+
     def name_of(self, tid: str) -> str | None:
         return TOPIC if tid == topic_id(TOPIC) else None
 
@@ -127,7 +129,9 @@ class VirtualNet:
 
     def __init__(self, partitions: int) -> None:
         sizes = {TOPIC: partitions}
-        self.core = GroupCoordinator(GroupSettings(), sizes.get, topics_view=OneTopic(partitions))
+        # The coordinator's defaults (adaptive heartbeats, offloaded targets), as a user runs it.
+        settings = CoordinatorConfig.from_settings({}).group_settings()
+        self.core = GroupCoordinator(settings, sizes.get, topics_view=OneTopic(partitions))
         self.now_ms = 0
         self.queue: list[tuple[int, int, Callable[[], None]]] = []
         self.ids = itertools.count(1)
@@ -156,6 +160,11 @@ class VirtualNet:
             answered = self.waiting.pop(request_id, None)
             if answered is not None:
                 self.later(0, partial(answered, fields))
+        for computation in outcome.effects:  # an offloaded target: its result comes back at once
+            self.later(0, partial(self._computed, computation))
+
+    def _computed(self, computation: Any) -> None:
+        self._deliver(self.core.target_computed(computation, computation.run(), self.now_ms))
 
     def step(self) -> None:
         deadline = self.core.next_deadline()
@@ -379,6 +388,10 @@ class Member:
     def get_stuck(self) -> None:
         self.stuck = True
         self.ledger.recheck(set(self.owned))
+        self.net.later(self.timings.rebalance, self.poll_interval_exceeded)
+
+    def poll_interval_exceeded(self) -> None:
+        """max.poll.interval.ms without a poll: what the client itself does then."""
 
     def removed(self) -> None:
         """The coordinator no longer knows this stuck member: it is out of the picture."""
@@ -419,7 +432,7 @@ class ConsumerMember(Member):
     def beat(self) -> None:
         joining = self.epoch == 0
         owned = [{"topic_id": self.topic_id, "partitions": sorted(self.owned)}] if self.topic_id else []
-        self.send(CONSUMER_HEARTBEAT, 1, {
+        self.send(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
             "group_id": self.ledger.group, "member_id": self.member_id, "member_epoch": self.epoch,
             "instance_id": None, "rack_id": None,
             "rebalance_timeout_ms": self.timings.rebalance if joining else -1,
@@ -455,9 +468,16 @@ class ConsumerMember(Member):
         self.set_busy(bool(revoked))
         self.beat_in(0 if revoked else interval)  # a revocation is acknowledged at once
 
+    def poll_interval_exceeded(self) -> None:
+        """librdkafka and the Java consumer leave the group on their own when the application
+        has not polled for max.poll.interval.ms, whether or not they were asked to revoke."""
+        if self.alive and not self.gone:
+            self.leave()
+            self.removed()
+
     def leave(self) -> None:
         self.hold(set())
-        self.send(CONSUMER_HEARTBEAT, 1, {
+        self.send(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
             "group_id": self.ledger.group, "member_id": self.member_id, "member_epoch": -1,
             "instance_id": None,
             "rack_id": None, "rebalance_timeout_ms": -1, "subscribed_topic_names": None,
@@ -539,7 +559,7 @@ class ClassicMember(Member):
         self.set_busy(True)
         if not self.cooperative:
             self.hold(set())  # eager: everything is revoked before rejoining
-        self.send(JOIN, 5, {
+        self.send(ApiKey.JOIN_GROUP, 5, {
             "group_id": self.ledger.group, "session_timeout_ms": self.timings.session,
             "rebalance_timeout_ms": self.timings.rebalance, "member_id": self.member_id,
             "group_instance_id": None, "protocol_type": "consumer",
@@ -572,7 +592,7 @@ class ClassicMember(Member):
                 plan = cooperative_plan(owned, self.ledger.partitions)
             else:
                 plan = range_plan(list(metadata), self.ledger.partitions)
-        self.send(SYNC, 3, {
+        self.send(ApiKey.SYNC_GROUP, 3, {
             "group_id": self.ledger.group, "generation_id": self.generation, "member_id": self.member_id,
             "group_instance_id": None,
             "assignments": [{"member_id": m, "assignment": assignment(self.ledger.topic, ps)}
@@ -607,7 +627,7 @@ class ClassicMember(Member):
     def beat(self) -> None:
         if self._busy and not self.stuck:
             return
-        self.send(HEARTBEAT, 3, {
+        self.send(ApiKey.HEARTBEAT, 3, {
             "group_id": self.ledger.group, "generation_id": self.generation, "member_id": self.member_id,
             "group_instance_id": None,
         }, self.beaten)  # fmt: skip
@@ -631,7 +651,7 @@ class ClassicMember(Member):
 
     def leave(self) -> None:
         self.hold(set())
-        self.send(LEAVE, 3, {
+        self.send(ApiKey.LEAVE_GROUP, 3, {
             "group_id": self.ledger.group,
             "members": [{"member_id": self.member_id, "group_instance_id": None}],
         }, lambda _: None)  # fmt: skip
@@ -698,8 +718,12 @@ class Scenario:
     def describe_request(self) -> tuple[int, int, dict[str, Any]]:
         if self.protocol == "consumer":
             fields = {"group_ids": [self.ledger.group], "include_authorized_operations": False}
-            return CONSUMER_DESCRIBE, 0, fields
-        return DESCRIBE, 5, {"groups": [self.ledger.group], "include_authorized_operations": False}
+            return ApiKey.CONSUMER_GROUP_DESCRIBE, 0, fields
+        return (
+            ApiKey.DESCRIBE_GROUPS,
+            5,
+            {"groups": [self.ledger.group], "include_authorized_operations": False},
+        )
 
     def coordinator_agrees(self, answer: dict[str, Any]) -> str:
         """Checks a describe answer against what the members hold; returns the group's state."""
@@ -741,8 +765,10 @@ def run_virtual(protocol: str, size: int, event: str, trial: int) -> dict[str, A
     scenario = Scenario(protocol, size, event, net, Timings(), TOPIC, trial)
     scenario.form()
     net.run_until(scenario.ledger.settled, 600)
-    triggered: list[float] = []
-    net.later(scenario.rng.uniform(10_000, 15_000), lambda: triggered.append(net.now()) or scenario.trigger())
+    steady = (net.requests, net.now())
+    triggered: list[tuple[int, float]] = []
+    net.later(scenario.rng.uniform(10_000, 15_000),
+              lambda: triggered.append((net.requests, net.now())) or scenario.trigger())  # fmt: skip
     net.run_until(lambda: bool(triggered), 60)  # the event at a random moment of a stable group
     wall = time.perf_counter()
     net.run_until(scenario.ledger.settled, 900)
@@ -754,7 +780,14 @@ def run_virtual(protocol: str, size: int, event: str, trial: int) -> dict[str, A
     net.run_until(lambda: net.call(*scenario.describe_request())["groups"][0]["group_state"] == "Stable", 60)
     result["stable_s"] = round(net.now() - scenario.started, 2)
     result["wall_s"] = round(time.perf_counter() - wall, 2)
+    result["steady_requests_per_s"] = rate(steady, triggered[0])
     return result
+
+
+def rate(start: tuple[int, float], end: tuple[int, float]) -> float:
+    """Requests per second the coordinator answered between two (requests, seconds) readings:
+    a stable group's heartbeats, what its heartbeat intervals cost."""
+    return round((end[0] - start[0]) / max(end[1] - start[1], 1e-9), 1)
 
 
 async def run_tcp(bootstrap: str, protocol: str, size: int, event: str, timings: Timings) -> dict[str, Any]:
@@ -764,7 +797,10 @@ async def run_tcp(bootstrap: str, protocol: str, size: int, event: str, timings:
     try:
         scenario.form()
         await net.run_until(scenario.ledger.settled, 120)
-        await asyncio.sleep(scenario.rng.uniform(1.0, 2.0))
+        steady = (net.requests, net.now())
+        # Longer than a classic heartbeat interval, so the stable group's rate covers a round.
+        await asyncio.sleep(scenario.rng.uniform(3.5, 4.5))
+        before = (net.requests, net.now())
         scenario.trigger()
         await net.run_until(scenario.ledger.settled, 120)
         result = scenario.result()
@@ -775,6 +811,7 @@ async def run_tcp(bootstrap: str, protocol: str, size: int, event: str, timings:
             state = (await admin.request(*scenario.describe_request()))["groups"][0]["group_state"]
         assert state == "Stable", f"the group is still {state}"
         result["stable_s"] = round(time.monotonic() - scenario.started, 2)
+        result["steady_requests_per_s"] = rate(steady, before)
         return result
     finally:
         await admin.close()
@@ -791,7 +828,7 @@ def averaged(trials: list[dict[str, Any]]) -> dict[str, Any]:
     first = trials[0]
     result = {k: first[k] for k in ("protocol", "size", "event", "partitions")}
     for key in ("settled_s", "stable_s", "partitions_paused", "paused_partition_s", "members_stopped",
-                "rounds", "requests_per_member"):  # fmt: skip
+                "rounds", "requests_per_member", "steady_requests_per_s"):  # fmt: skip
         result[key] = round(sum(t[key] for t in trials) / len(trials), 2)
     result["settled_max_s"] = max(t["settled_s"] for t in trials)
     waits = [t["newcomer_waited_s"] for t in trials if t["newcomer_waited_s"] is not None]
@@ -818,8 +855,9 @@ LABELS = {"consumer": "consumer (KIP-848)", "classic-eager": "classic eager (ran
 def table(results: list[dict[str, Any]], clock: str) -> list[str]:
     lines = [
         f"| members | event | protocol | settled ({clock}) | stable ({clock}) | partitions paused "
-        f"| paused partition-s | members stopped | newcomer waited ({clock}) | rounds | requests/member |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| paused partition-s | members stopped | newcomer waited ({clock}) | rounds | requests/member "
+        "| heartbeats/s, stable group |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         waited = "" if r["newcomer_waited_s"] is None else f"{r['newcomer_waited_s']:.1f}"
@@ -827,7 +865,8 @@ def table(results: list[dict[str, Any]], clock: str) -> list[str]:
             f"| {r['size']} | {r['event']} | {LABELS[r['protocol']]} | {r['settled_s']:.1f} "
             f"| {r['stable_s']:.1f} "
             f"| {r['partitions_paused']:g} / {r['partitions']} | {r['paused_partition_s']:,.0f} "
-            f"| {r['members_stopped']:g} | {waited} | {r['rounds']:g} | {r['requests_per_member']:.1f} |"
+            f"| {r['members_stopped']:g} | {waited} | {r['rounds']:g} | {r['requests_per_member']:.1f} "
+            f"| {r.get('steady_requests_per_s', 0):,.0f} |"
         )
     return lines
 
@@ -864,24 +903,11 @@ def plot(results: list[dict[str, Any]], out: Path) -> None:
     figure.savefig(out, dpi=100)
 
 
-README_INTRO = (
-    "`bench/consumer_rebalance.py` compares the consumer protocol (KIP-848) with the classic protocol, "
-    "eager and cooperative-sticky, when a member joins, leaves, crashes, or gets stuck (it stops "
-    "polling just as another member joins). Its members speak the protocols themselves (heartbeats, "
-    "JoinGroup/SyncGroup with the leader assigning), on the pure coordinator core with a virtual clock "
-    "and over TCP against a coordinator process. Settled: until every partition is consumed by exactly "
-    "one member, evenly. Stable: until the coordinator says so (consumer groups: once every member, "
-    "moved or not, has heartbeated at the new epoch). Partitions paused: partitions nobody consumed at "
-    "some moment before the group settled. "
-    "Members stopped: members other than the one the event is about that held nothing at some moment. "
-    "Newcomer waited: until the joining member held its first partition."
-)
-
-
-def update_readme(results: dict[str, Any]) -> None:
+def readme_block(results: dict[str, Any]) -> str:
+    """The README's figures: the largest size on the virtual clock and over TCP, from the JSON."""
     size = max(results["sizes"])
     lines = [
-        f"Virtual clock, {size} members, {size * PARTITIONS_PER_MEMBER} partitions, mean of "
+        f"Virtual clock, {size} members, {size * results['partitions_per_member']} partitions, mean of "
         f"{results['trials']} runs (the event at random moments of the heartbeat cycle):",
         "",
         *table([r for r in results["virtual_clock"] if r["size"] == size], "s"),
@@ -891,26 +917,21 @@ def update_readme(results: dict[str, Any]) -> None:
         where = "a coordinator process; the members share this 2-core machine"
         lines += ["", f"Over TCP, {size} members ({where}), one run:", ""]
         lines += table(tcp, "s, wall")
-    body = "\n".join(lines)
     others = ", ".join(str(s) for s in results["sizes"] if s != size)
-    note = "\n\n" + textwrap.fill(
-        "Kafka's default timings: 3 s classic heartbeats, 5 s consumer-group heartbeats (500 ms while "
-        "a member has reconciliation pending), 45 s sessions, 300 s max.poll.interval.ms. The virtual "
+    tcp_others = ", ".join(str(s) for s in sorted({r["size"] for r in results.get("tcp", [])}) if s != size)
+    note = (
+        "The coordinator's defaults: consumer-group heartbeat intervals adapt to its load (a 250 ms "
+        "floor up to 5 s, within 2,000 heartbeats/s; 500 ms while a member has reconciliation "
+        "pending) and targets are computed off the event loop (bumps within 100 ms share one "
+        "computation); Kafka's clients' defaults: 3 s classic heartbeats, 45 s sessions, 300 s "
+        "max.poll.interval.ms. The virtual "
         "clock has no network or processing time, so an eager rebalance costs there only the waiting; "
-        "over TCP it costs its round trips too. "
-        f"Other sizes ({others} members): `bench/results/consumer_rebalance.json` and `.png`.",
-        90,
+        "over TCP it costs its round trips too."
     )
-    text = README.read_text()
-    start, end = "<!-- bench:consumer_rebalance -->", "<!-- /bench:consumer_rebalance -->"
-    block = f"{start}\n{body}{note}\n{end}"
-    if start in text:
-        text = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block, text, flags=re.S)
-    else:
-        anchor = "## Layout"
-        intro = textwrap.fill(README_INTRO, 90) + "\n\n"
-        text = text.replace(anchor, intro + block + "\n\n" + anchor, 1)
-    README.write_text(text)
+    if others or tcp_others:
+        sizes = "; ".join(x for x in (others, tcp_others and f"over TCP {tcp_others}") if x)
+        note += f" Other sizes ({sizes} members): `bench/results/consumer_rebalance.json` and `.png`."
+    return "\n".join(lines) + "\n\n" + textwrap.fill(note, 90)
 
 
 def main() -> int:
@@ -966,7 +987,7 @@ def main() -> int:
     plot(results["virtual_clock"], RESULTS.with_suffix(".png"))
     print(f"saved {RESULTS.relative_to(ROOT)} and {RESULTS.with_suffix('.png').relative_to(ROOT)}")
     if args.update_readme:
-        update_readme(results)
+        update_readme("consumer_rebalance", readme_block(results))
         print("updated README.md")
     return 0
 

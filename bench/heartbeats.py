@@ -54,17 +54,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from connect_group import TcpCluster, all_work  # noqa: E402 - the sibling bench's simulated workers
-from readme_table import update_readme  # noqa: E402
-
+from bench.connect_group import TcpCluster, all_work  # noqa: E402 - the sibling bench's simulated workers
+from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
+from connect_rebalance.protocol.api_keys import ApiKey  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
 from connect_rebalance.protocol.codec import RequestHeader  # noqa: E402
-from connect_rebalance.protocol.connect_group import CONNECT_GROUP_HEARTBEAT  # noqa: E402
 from connect_rebalance.protocol.connect_group import heartbeat_fields as connect_heartbeat  # noqa: E402
 from connect_rebalance.protocol.consumer_group import (  # noqa: E402
-    CONSUMER_GROUP_HEARTBEAT,
     ConsumerGroupApi,
     heartbeat_fields,
     partitions_of,
@@ -72,12 +70,11 @@ from connect_rebalance.protocol.consumer_group import (  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "heartbeats.json"
 BASELINE = ROOT / "bench" / "results" / "heartbeats_baseline.json"
-API_VERSIONS, LIST_GROUPS = 18, 16
 CONSUMER_GROUP, CONNECT_GROUP, BIG_GROUP, PROBE_GROUP = "bench-hb", "bench-connect", "bench-forming", "probe"
 # Error codes sit at fixed offsets of the answers (after the size prefix): ApiVersions has
 # header v0 and starts with ErrorCode; the flexible heartbeats have header v1 (correlation id,
 # empty tagged fields) and start with ThrottleTimeMs.
-ERROR_AT = {API_VERSIONS: 4, CONSUMER_GROUP_HEARTBEAT: 9, CONNECT_GROUP_HEARTBEAT: 9}
+ERROR_AT = {ApiKey.API_VERSIONS: 4, ApiKey.CONSUMER_GROUP_HEARTBEAT: 9, ApiKey.CONNECT_GROUP_HEARTBEAT: 9}
 
 
 def frame(api_key: int, version: int, fields: dict[str, Any], client_id: str = "bench") -> bytes:
@@ -270,7 +267,7 @@ async def reconcile(
 
 
 async def group_state(admin: ProtocolClient, group: str) -> str:
-    answer = await admin.request(LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
+    answer = await admin.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
     return next((g["group_state"] for g in answer["groups"] if g["group_id"] == group), "Dead")
 
 
@@ -291,7 +288,7 @@ class ConsumerFleet:
         """Each member's settled heartbeat at its current epoch, as it would send it."""
         return [
             frame(
-                CONSUMER_GROUP_HEARTBEAT,
+                ApiKey.CONSUMER_GROUP_HEARTBEAT,
                 1,
                 heartbeat_fields(self.group, m.member_id, m.epoch),
                 self.client_id(i),
@@ -366,7 +363,9 @@ async def wait_empty(admin: ProtocolClient, group: str, timeout: float = 60) -> 
 
 async def api_versions_ceiling(bootstrap: str, pid: int, seconds: float) -> dict[str, Any]:
     fields = {"client_software_name": "bench", "client_software_version": "1.0"}
-    return await load(bootstrap, [frame(API_VERSIONS, 3, fields)], API_VERSIONS, pid, seconds=seconds)
+    return await load(
+        bootstrap, [frame(ApiKey.API_VERSIONS, 3, fields)], ApiKey.API_VERSIONS, pid, seconds=seconds
+    )
 
 
 async def stable_consumer_group(bootstrap: str, pid: int, members: int, seconds: float) -> dict[str, Any]:
@@ -383,7 +382,7 @@ async def stable_consumer_group(bootstrap: str, pid: int, members: int, seconds:
         formed = await fleet.wait_stable(admin, timeout=600)
         await fleet.halt()
         frames = fleet.heartbeat_frames()
-        result = await load(bootstrap, frames, CONSUMER_GROUP_HEARTBEAT, pid, seconds=seconds)
+        result = await load(bootstrap, frames, ApiKey.CONSUMER_GROUP_HEARTBEAT, pid, seconds=seconds)
         result["still_stable"] = await group_state(admin, CONSUMER_GROUP) == "Stable"
         result["members"], result["partitions"], result["formed_s"] = (
             members,
@@ -409,14 +408,14 @@ async def stable_connect_group(bootstrap: str, pid: int, workers: int, seconds: 
         epochs = {name: worker.epoch for name, (worker, _) in cluster.workers.items()}
         await cluster.close()
         frames = [
-            frame(CONNECT_GROUP_HEARTBEAT, 0, connect_heartbeat(CONNECT_GROUP, name, epoch), name)
+            frame(ApiKey.CONNECT_GROUP_HEARTBEAT, 0, connect_heartbeat(CONNECT_GROUP, name, epoch), name)
             for name, epoch in epochs.items()
         ]
-        result = await load(bootstrap, frames, CONNECT_GROUP_HEARTBEAT, pid, seconds=seconds)
+        result = await load(bootstrap, frames, ApiKey.CONNECT_GROUP_HEARTBEAT, pid, seconds=seconds)
         result["still_stable"] = await group_state(admin, CONNECT_GROUP) == "Stable"
         result["workers"], result["items"] = workers, len(work)
         for name in epochs:
-            await admin.request(CONNECT_GROUP_HEARTBEAT, 0, connect_heartbeat(CONNECT_GROUP, name, -1))
+            await admin.request(ApiKey.CONNECT_GROUP_HEARTBEAT, 0, connect_heartbeat(CONNECT_GROUP, name, -1))
         await wait_empty(admin, CONNECT_GROUP)
         return result
     finally:
@@ -638,6 +637,11 @@ def render(results: dict[str, Any], baseline: dict[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
+def readme_block(results: dict[str, Any]) -> str:
+    """The README block from this run's JSON and the saved baseline beside it."""
+    return render(results, json.loads(BASELINE.read_text()) if BASELINE.exists() else None)
+
+
 def environment() -> str:
     return f"{os.cpu_count()} cores, Python {platform.python_version()}"
 
@@ -684,8 +688,7 @@ def main() -> int:
     target = BASELINE if args.baseline else RESULTS
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(results, indent=2) + "\n")
-    baseline = json.loads(BASELINE.read_text()) if BASELINE.exists() and not args.baseline else None
-    table = render(results, baseline)
+    table = render(results, None) if args.baseline else readme_block(results)
     print(table)
     print(f"saved {target.relative_to(ROOT)}")
     if args.update_readme:

@@ -12,7 +12,7 @@ and each is measured, alternating which goes first:
 - revocation -> stopped: from the stop call, made while a batch is running, until the query
   is no longer active.
 
-    python bench/ingest.py [--records 200000] [--partitions 4] [--batch 50000] [--rounds 3]
+    python bench/ingest.py [--records 100000] [--partitions 4] [--batch 50000] [--rounds 5]
                            [--update-readme]
 
 Prints a table, saves bench/results/ingest.json, and with --update-readme replaces the
@@ -161,27 +161,48 @@ def measure(side: Side, base: Path, records: int, run: str) -> dict[str, float]:
     }
 
 
+FIGURES = ("rows_per_s", "first_batch_s", "stop_s")
+
+
 def summary(results: list[dict[str, Any]], side: str) -> dict[str, float]:
     runs = [r for r in results if r["side"] == side]
-    return {key: statistics.median(r[key] for r in runs) for key in ("rows_per_s", "first_batch_s", "stop_s")}
+    return {key: statistics.median(r[key] for r in runs) for key in FIGURES}
 
 
-def markdown_table(result: dict[str, Any]) -> str:
-    direct, runtime = result["median"]["direct"], result["median"]["runtime"]
+def spread(values: list[float], fmt: str) -> str:
+    """The median of `values`, with the lowest and highest in brackets."""
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return f"{mid:{fmt}} ({low:{fmt}}–{high:{fmt}})"
+
+
+def readme_block(result: dict[str, Any]) -> str:
+    """Medians over the rounds with their range; runtime / plain is each round's own ratio (the
+    two sides of a round run one after the other), so a busy round does not skew it."""
+    runs = result["runs"]
+    side = {s: {k: [r[k] for r in runs if r["side"] == s] for k in FIGURES} for s in ("direct", "runtime")}
+    rounds = sorted({r["round"] for r in runs})
+    by_round = {(r["side"], r["round"]): r for r in runs}
+
+    def ratio(key: str) -> str:
+        return spread([by_round["runtime", n][key] / by_round["direct", n][key] for n in rounds], ".2f")
+
+    def both(key: str, fmt: str) -> str:
+        return f"{spread(side['direct'][key], fmt)} | {spread(side['runtime'][key], fmt)}"
+
     rows = [
         "| one task, warm session | plain PySpark | through the runtime | runtime / plain |",
         "|---|---:|---:|---:|",
-        f"| rows/s (topic -> Parquet) | {direct['rows_per_s']:,.0f} | {runtime['rows_per_s']:,.0f} | "
-        f"{runtime['rows_per_s'] / direct['rows_per_s']:.2f} |",
-        f"| start (assignment) -> first committed batch | {direct['first_batch_s']:.2f} s | "
-        f"{runtime['first_batch_s']:.2f} s | {runtime['first_batch_s'] / direct['first_batch_s']:.2f} |",
-        f"| stop (revocation) mid-batch -> query stopped | {direct['stop_s']:.3f} s | "
-        f"{runtime['stop_s']:.3f} s | |",
+        f"| rows/s (topic -> Parquet) | {both('rows_per_s', ',.0f')} | {ratio('rows_per_s')} |",
+        f"| start (assignment) -> first committed batch, s | {both('first_batch_s', '.2f')} "
+        f"| {ratio('first_batch_s')} |",
+        f"| stop (revocation) mid-batch -> query stopped, s | {both('stop_s', '.3f')} | |",
     ]
     return "\n".join(rows) + (
-        f"\n\nMedians of {result['rounds']} rounds; {result['records']:,} records of 100 B in "
-        f"{result['partitions']} partitions, at most {result['batch']:,} per batch, "
-        f"{TRIGGER_MS} ms trigger, spark.master {result['master']}; {result['machine']}."
+        f"\n\nMedian of {len(rounds)} rounds, lowest–highest in brackets; runtime / plain is the median "
+        f"of each round's own ratio. Per-round figures in `bench/results/ingest.json`. "
+        f"{result['records']:,} records of 100 B in {result['partitions']} partitions, at most "
+        f"{result['batch']:,} per batch, {result['trigger_ms']} ms trigger, spark.master {result['master']}; "
+        f"{result['machine']}."
     )
 
 
@@ -234,10 +255,10 @@ async def _ignore(partition: Any, offset: Any) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--batch", type=int, default=50_000, help="at most this many records per batch")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5, help="each runs both sides; medians need 3+")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args()
@@ -286,7 +307,7 @@ def main() -> int:
     out = ROOT / "bench" / "results" / "ingest.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
-    table = markdown_table(result)
+    table = readme_block(result)
     print("\n" + table)
     if args.update_readme:
         update_readme("ingest", table)

@@ -119,7 +119,7 @@ def fetch(bootstrap: str, topic: str, partitions: int, count: int) -> float:
     return seconds
 
 
-def markdown_table(result: dict) -> str:  # type: ignore[type-arg]
+def readme_block(result: dict) -> str:  # type: ignore[type-arg]
     produce = f"{result['produce_mb_s']:.1f} | {result['produce_records_s']:,.0f}"
     fetched = f"{result['fetch_mb_s']:.1f} | {result['fetch_records_s']:,.0f}"
     rows = [
@@ -178,7 +178,7 @@ def main() -> int:
         "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
     }
     (out_dir / "produce_fetch.json").write_text(json.dumps(result, indent=2))
-    table = markdown_table(result)
+    table = readme_block(result)
     print(table)
     if args.update_readme:
         update_readme("produce_fetch", table)

@@ -1,14 +1,42 @@
-"""Where a benchmark's headline table goes: between its markers in README.md.
+"""Where a benchmark's headline figures go: between its markers in README.md, rendered from its JSON.
 
 Each bench script owns one block, `<!-- bench:<name> -->` ... `<!-- /bench:<name> -->`, and
-rewrites only that block, so the prose around the figures stays as written.
+rewrites only that block, so the prose around the figures stays as written. The block is
+never written by hand: `bench/<name>.py` defines `readme_block(results) -> str`, which renders
+it from `bench/results/<name>.json` alone (the JSON the same run saved), and
+`--update-readme` writes what it returns. `tests/unit/test_readme_figures.py` renders every
+block of the README the same way and compares, so a figure with no data behind it, or data
+re-run without the README following, fails the fast tier.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
+import re
 from pathlib import Path
+from typing import Any
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+RESULTS = ROOT / "bench" / "results"
+_BLOCK = re.compile(r"<!-- bench:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n<!-- /bench:(?P=name) -->", re.S)
+
+
+def readme_blocks(readme: Path = README) -> dict[str, str]:
+    """The README's bench blocks: name -> the text between the markers."""
+    return {m["name"]: m["body"] for m in _BLOCK.finditer(readme.read_text())}
+
+
+def results_of(name: str) -> Any:
+    """What `bench/<name>.py` last saved."""
+    return json.loads((RESULTS / f"{name}.json").read_text())
+
+
+def render(name: str) -> str:
+    """The block `bench/<name>.py` renders from its saved results."""
+    module = importlib.import_module(f"bench.{name}")
+    return str(module.readme_block(results_of(name))).strip()
 
 
 def update_readme(name: str, body: str, readme: Path = README) -> None:

@@ -61,7 +61,7 @@ class CoordinatorProcess:
         command = [
             sys.executable,
             "-m",
-            "connect_rebalance.cli",
+            "connect_rebalance_cli.cli",
             "coordinator",
             "--listen",
             f"127.0.0.1:{self.port}",

@@ -12,10 +12,10 @@ import socket
 from aiohttp import web
 
 from connect_rebalance.prometheus import Exposition
+from connect_rebalance.tls_server import server_context
 
 from .broker import Broker
 from .security.settings import tls_settings
-from .security.tls import server_context
 
 
 def render_metrics(broker: Broker) -> str:
@@ -36,9 +36,12 @@ def render_metrics(broker: Broker) -> str:
         .family("connect_rebalance_group_moved_total", "counter",
                 "Partitions (connect groups: connectors and tasks) that changed owner.",
                 [(labels, f.moved) for labels, f in label])
+        .family("connect_rebalance_group_heartbeats_total", "counter",
+                "Heartbeats answered (Heartbeat, ConsumerGroupHeartbeat, ConnectGroupHeartbeat).",
+                [(labels, f.heartbeats) for labels, f in label])
         .family("connect_rebalance_group_target_computations_total", "counter",
-                "Server-side targets computed off the event loop (results used or discarded as stale).",
-                [(labels, f.target_computations) for labels, f in label])
+                "Server-side target assignments computed (consumer groups).",
+                [(labels, f.computations) for labels, f in label])
         .family("connect_rebalance_group_members", "gauge", "Members of the group.",
                 [(labels, f.members) for labels, f in label])
         .family("connect_rebalance_group_epoch", "gauge", "The group epoch (classic groups: generation).",

@@ -20,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from connect_rebalance.properties import ConfigError
+
 from .groups.settings import GroupSettings
 from .security.listeners import (
     DEFAULT_PROTOCOL_MAP,
@@ -37,10 +39,6 @@ from .security.settings import (
 )
 
 LONG_MAX = 2**63 - 1
-
-
-class ConfigError(ValueError):
-    """A setting is unknown or invalid; the message names it."""
 
 
 class CoordinatorConfig(BaseModel):
@@ -366,20 +364,3 @@ def parse_listener(value: str) -> tuple[str, int]:
     if "://" in first:
         first = first.split("://", 1)[1]
     return host_and_port(first, "listener")
-
-
-def read_properties(path: Path) -> dict[str, str]:
-    """A Java properties file: `name=value` or `name: value` lines, `#` and `!` comments."""
-    settings: dict[str, str] = {}
-    for number, raw in enumerate(path.read_text().splitlines(), start=1):
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        for sep in ("=", ":"):
-            if sep in line:
-                name, value = line.split(sep, 1)
-                settings[name.strip()] = value.strip()
-                break
-        else:
-            raise ConfigError(f"{path}:{number}: expected name=value, got {raw!r}")
-    return settings

@@ -26,7 +26,9 @@ import socket
 import struct
 
 from connect_rebalance.protocol import codec
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.codec import FrameError, RequestHeader, UnsupportedApiError
+from connect_rebalance.tls_server import certificate_principal, server_context
 
 from .apis import HANDLERS, RequestContext
 from .apis.cluster import advertised_api_versions
@@ -37,7 +39,6 @@ from .security.listeners import Listener
 from .security.sasl import PRE_AUTHENTICATION_APIS, AuthenticationFailed, SaslState, store_lookup
 from .security.session import Session
 from .security.settings import sasl_mechanisms, tls_settings
-from .security.tls import certificate_principal, server_context
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +159,7 @@ class CoordinatorServer:
         spec = HANDLERS.get(header.api_key)
         if (
             spec is not None
-            and header.api_key == codec.API_VERSIONS_KEY
+            and header.api_key == ApiKey.API_VERSIONS
             and header.api_version > spec.max_version
         ):
             return _api_versions_fallback(header)
@@ -209,4 +210,4 @@ class CoordinatorServer:
 def _api_versions_fallback(header: RequestHeader) -> bytes:
     """KIP-511: a too-new ApiVersions gets a v0 answer with UNSUPPORTED_VERSION and our ranges."""
     fields = {"error_code": 35, "api_keys": advertised_api_versions()}
-    return codec.encode_answer(codec.API_VERSIONS_KEY, 0, header.correlation_id, fields)
+    return codec.encode_answer(ApiKey.API_VERSIONS, 0, header.correlation_id, fields)

@@ -1,4 +1,9 @@
-"""Shared fixtures: every process a test starts is stopped by the fixture that started it."""
+"""Shared fixtures: every process a test starts is stopped by the fixture that started it.
+
+Every test carries exactly one tier marker (`unit`, `integration`, `e2e`), so `-m unit`,
+`-m integration` and `-m e2e` together select every test, each once; collection fails
+naming any test that has none or more than one.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,21 @@ from pathlib import Path
 import pytest
 
 from connect_rebalance.processes import CoordinatorProcess
+
+TIERS = ("unit", "integration", "e2e")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything: every collected test is checked
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    wrong = []
+    for item in items:
+        tiers = sorted({mark.name for mark in item.iter_markers() if mark.name in TIERS})
+        if len(tiers) != 1:
+            wrong.append(f"  {item.nodeid}: {', '.join(tiers) or 'no tier marker'}")
+    if wrong:
+        raise pytest.UsageError(
+            f"every test needs exactly one of the markers {', '.join(TIERS)}:\n" + "\n".join(wrong)
+        )
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from connect_rebalance.client_security import ClientSecurity
 from connect_rebalance.connect_protocol import (
     CONFIG_MISMATCH,
     NO_ERROR,
@@ -54,16 +55,17 @@ from connect_rebalance.connect_protocol import (
     protocol_version,
 )
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
-from connect_rebalance.work import CONNECTOR, Work
+from connect_rebalance.work import Work
 
+from .assignors import eager_round_robin
 from .connect_membership import Assignment, WorkListener
 from .herder import Herder, LeaderInfo
 from .rebalance_clock import RebalanceClock
 from .worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 JOIN_VERSION, SYNC_VERSION, HEARTBEAT_VERSION, LEAVE_VERSION = 5, 3, 3, 3
 SESSION_LOST = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID)
 RETRY_BACKOFF_S = 0.5
@@ -95,8 +97,10 @@ class ClassicMembership:
         rebalance_timeout_ms: int = 60000,
         heartbeat_interval_ms: int = 3000,
         request_timeout_ms: int = 5000,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.bootstrap, self.group_id, self.url = bootstrap, group_id, url
+        self.security = security
         self.listener, self.snapshot_work, self.config_offset = listener, snapshot, config_offset
         self.plan_target = plan_target
         self.offers = offered_protocols(connect_protocol)
@@ -135,7 +139,7 @@ class ClassicMembership:
             lambda: herder.state.offset, plan_target, connect_protocol=config.connect_protocol,
             client_id=f"connect-{config.worker_id}", session_timeout_ms=config.session_timeout_ms,
             rebalance_timeout_ms=config.rebalance_timeout_ms,
-            heartbeat_interval_ms=config.heartbeat_interval_ms,
+            heartbeat_interval_ms=config.heartbeat_interval_ms, security=config.client_security(),
         )  # fmt: skip
 
     @property
@@ -181,12 +185,13 @@ class ClassicMembership:
         if self.member_id:
             with contextlib.suppress(ConnectionError, OSError, asyncio.TimeoutError):
                 client = await asyncio.wait_for(
-                    ProtocolClient.connect(self.bootstrap, self.client_id), self.request_timeout_ms / 1000
+                    ProtocolClient.connect(self.bootstrap, self.client_id, self.security),
+                    self.request_timeout_ms / 1000,
                 )
                 try:
                     members = [{"member_id": self.member_id, "group_instance_id": None}]
                     leave = client.request(
-                        LEAVE_GROUP, LEAVE_VERSION, {"group_id": self.group_id, "members": members}
+                        ApiKey.LEAVE_GROUP, LEAVE_VERSION, {"group_id": self.group_id, "members": members}
                     )
                     await asyncio.wait_for(leave, self.request_timeout_ms / 1000)
                 finally:
@@ -222,7 +227,7 @@ class ClassicMembership:
             self._rejoin = False  # a request from here on asks for another round
             sent = time.monotonic()
             join = await self._call(
-                "control", JOIN_GROUP, JOIN_VERSION,
+                "control", ApiKey.JOIN_GROUP, JOIN_VERSION,
                 {"group_id": self.group_id, "session_timeout_ms": self.session_timeout_ms,
                  "rebalance_timeout_ms": self.rebalance_timeout_ms, "member_id": self.member_id,
                  "group_instance_id": None, "protocol_type": PROTOCOL_TYPE, "protocols": self._metadata()},
@@ -249,7 +254,7 @@ class ClassicMembership:
                 assignments = [{"member_id": m, "assignment": a} for m, a in computed.items()]
             sent = time.monotonic()
             sync = await self._call(
-                "control", SYNC_GROUP, SYNC_VERSION,
+                "control", ApiKey.SYNC_GROUP, SYNC_VERSION,
                 {"group_id": self.group_id, "generation_id": self.generation, "member_id": self.member_id,
                  "group_instance_id": None, "assignments": assignments},
                 self.rebalance_timeout_ms + 5000,
@@ -299,7 +304,7 @@ class ClassicMembership:
             self.runs = self.runs | added
             self.snapshot = assignment
             info = LeaderInfo(assignment.leader, assignment.leader_url, assignment.config_offset,
-                              assignment.delay_ms)  # fmt: skip
+                              assignment.delay_ms, self.protocol)  # fmt: skip
             started = Assignment(self.generation, added, metadata=info.encode())
             if assignment.revoked and not eager:
                 self._rejoin = True  # revoke, then assign: the follow-up round
@@ -399,7 +404,7 @@ class ClassicMembership:
         member, generation, sent = self.member_id, self.generation, time.monotonic()
         try:
             answer = await self._call(
-                "beats", HEARTBEAT, HEARTBEAT_VERSION,
+                "beats", ApiKey.HEARTBEAT, HEARTBEAT_VERSION,
                 {"group_id": self.group_id, "generation_id": generation, "member_id": member,
                  "group_instance_id": None},
                 min(self.request_timeout_ms, self.session_timeout_ms),
@@ -458,7 +463,7 @@ class ClassicMembership:
         attr = f"_{which}"
         client: ProtocolClient | None = getattr(self, attr)
         if client is None or not client.connected:
-            connecting = ProtocolClient.connect(self.bootstrap, self.client_id)
+            connecting = ProtocolClient.connect(self.bootstrap, self.client_id, self.security)
             client = await asyncio.wait_for(connecting, self.request_timeout_ms / 1000)
             setattr(self, attr, client)
         return await asyncio.wait_for(client.request(api_key, version, fields), timeout_ms / 1000)
@@ -493,12 +498,3 @@ def incremental_deltas(
     another member still runs is handed over in the follow-up round, after it stopped)."""
     held = {item for items in owned.values() for item in items}
     return Plan({m: (target[m] - owned[m] - held, owned[m] - target[m]) for m in owned}, delay_ms)
-
-
-def eager_round_robin(members: list[str], work: frozenset[Work]) -> dict[str, frozenset[Work]]:
-    """Kafka Connect's EagerAssignor: connectors in name order round-robin, then tasks, one cursor."""
-    plan: dict[str, set[Work]] = {m: set() for m in members}
-    ordered = sorted(i for i in work if i[1] == CONNECTOR) + sorted(i for i in work if i[1] != CONNECTOR)
-    for n, item in enumerate(ordered):
-        plan[members[n % len(members)]].add(item)
-    return {m: frozenset(items) for m, items in plan.items()}

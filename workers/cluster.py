@@ -7,25 +7,37 @@ the tests drive clusters through it.
 
 from __future__ import annotations
 
+import base64
 import json
+import ssl
 import urllib.error
 import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from connect_rebalance.processes import CoordinatorProcess
 
 from .process import WorkerProcess
 
 
-def rest(method: str, url: str, body: Any = None) -> tuple[int, Any]:
+def rest(
+    method: str,
+    url: str,
+    body: Any = None,
+    *,
+    auth: tuple[str, str] | None = None,
+    context: ssl.SSLContext | None = None,
+) -> tuple[int, Any]:
+    """One REST call; `auth` for basic authentication, `context` to trust an https:// worker."""
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        url, data=data, method=method, headers={"Content-Type": "application/json"}
-    )
+    headers = {"Content-Type": "application/json"}
+    if auth is not None:
+        headers["Authorization"] = "Basic " + base64.b64encode(":".join(auth).encode()).decode()
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
+        with urllib.request.urlopen(request, timeout=60, context=context) as response:
             payload = response.read()
             return response.status, json.loads(payload) if payload else None
     except urllib.error.HTTPError as exc:
@@ -49,8 +61,15 @@ def stops(url: str, connector: str) -> int:
 
 
 class WorkerCluster:
-    def __init__(self, tmp: Path, coordinator: CoordinatorProcess, **settings: str) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        coordinator: CoordinatorProcess,
+        rest_options: dict[str, Any] | None = None,
+        **settings: str,
+    ) -> None:
         self.tmp, self.coordinator = tmp, coordinator
+        self.rest_options = rest_options or {}  # `rest`'s auth and context, for secured workers
         self.properties = {
             "bootstrap.servers": coordinator.bootstrap, "group.id": "connect-cluster",
             "config.storage.topic": "connect-configs", "offset.storage.topic": "connect-offsets",
@@ -70,7 +89,8 @@ class WorkerCluster:
 
     def status(self, connector: str) -> dict[str, Any]:
         for worker in self.running():
-            code, body = rest("GET", f"{worker.url}/connectors/{connector}/status")
+            url = f"{worker.url}/connectors/{quote(connector, safe='')}/status"
+            code, body = rest("GET", url, **self.rest_options)
             if code == 200:
                 return body  # type: ignore[no-any-return]
         raise AssertionError(f"no worker knows {connector}")

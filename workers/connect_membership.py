@@ -10,6 +10,9 @@ behaves:
 - when told to compute (`ShouldComputeAssignment`): ConnectGroupPrepareAssignment, the
   worker's assignor, ConnectGroupInstallAssignment;
 - on UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH: stop everything and rejoin with epoch 0;
+  while the coordinator is loading or moving, retry; any other error (UNSUPPORTED_ASSIGNOR:
+  the group's workers share no assignor with this one) ends the membership with the
+  coordinator's message (`MembershipRefused`), and the worker exits with it;
 - no zombies: if no heartbeat has been answered for long enough that the coordinator may
   expire the session, stop everything *before* it can, so that no task ever runs on two
   workers at once. The deadline counts from when the last answered heartbeat was *sent*,
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from connect_rebalance.client_security import ClientSecurity
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.client import ProtocolClient
 from connect_rebalance.protocol.connect_group import (
@@ -43,6 +47,13 @@ from .rebalance_clock import RebalanceClock
 
 log = logging.getLogger(__name__)
 REJOIN_ERRORS = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH)
+RETRY_ERRORS = (
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR
+)  # fmt: skip
+
+
+class MembershipRefused(RuntimeError):
+    """The coordinator refused this worker's heartbeat for good; the message says why."""
 
 
 class MemberState(StrEnum):
@@ -97,8 +108,10 @@ class ConnectMembership:
         rebalance_timeout_ms: int = 60000,
         session_timeout_ms: int = 10000,  # until the coordinator says what it applies
         request_timeout_ms: int = 5000,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.bootstrap, self.group_id, self.member_id, self.url = bootstrap, group_id, member_id, url
+        self.security = security
         self.listener, self.compute, self.assignors = listener, compute, assignors
         self.instance_id = instance_id
         self.rebalance_timeout_ms = rebalance_timeout_ms
@@ -180,8 +193,13 @@ class ConnectMembership:
             self.epoch, self.assignment, self._full = 0, None, True
             self.state = MemberState.JOINING
             return 0
+        if code in RETRY_ERRORS:
+            log.warning("heartbeat: %s: %s; retrying", ErrorCode(code).name, answer["error_message"])
+            return 500
         if code != ErrorCode.NONE:
-            raise RuntimeError(f"connect group heartbeat failed: {code}: {answer['error_message']}")
+            name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+            raise MembershipRefused(f"the coordinator refused to let this worker in: {name}: "
+                                    f"{answer['error_message']}")  # fmt: skip
         self._last_answered_sent_at = sent_at
         log.debug(
             "heartbeat at epoch %s answered in %.0f ms: %s",
@@ -331,7 +349,7 @@ class ConnectMembership:
     async def _request(self, call: Callable[[ConnectGroupApi], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         async with self._connecting:  # the heartbeats and a computation share one connection
             if self._client is None or not self._client.connected:
-                connecting = ProtocolClient.connect(self.bootstrap, f"worker-{self.member_id}")
+                connecting = ProtocolClient.connect(self.bootstrap, f"worker-{self.member_id}", self.security)
                 self._client = await asyncio.wait_for(connecting, self.request_timeout_ms / 1000)
         return await asyncio.wait_for(call(ConnectGroupApi(self._client)), self.request_timeout_ms / 1000)
 

@@ -34,7 +34,7 @@ from connect_rebalance.connect_protocol import NO_ERROR, ConnectAssignment, enco
 from connect_rebalance.protocol.connect_group import ClientAssignor, InstalledMember
 from connect_rebalance.work import CONNECTOR, Work, work_of
 
-from . import lost_work
+from . import assignors, lost_work
 from .config_state import PAUSED, STOPPED, ConfigState, decode_json, encode_json
 from .connect_membership import Assignment, ConnectMembership, InstallPlan
 from .internal_requests import send_task_configs
@@ -43,15 +43,14 @@ from .session_key import RECORD_KEY as SESSION_KEY_RECORD
 from .session_key import SessionKey
 from .spark_runtime import SparkRuntime
 from .spark_task import SparkTask
-from .topic_log import TopicLog, ensure_topic
-from .worker_config import WorkerConfig
+from .topic_log import RecordWriter, TopicLog, ensure_topic
+from .worker_config import WorkerConfig, url_host_port
 
 if TYPE_CHECKING:
     from .classic_membership import ClassicMembership
 
 log = logging.getLogger(__name__)
 PRESENCE_PREFIX = "status-worker-"  # status-topic records: a worker's UP or LEFT
-ASSIGNOR_NAME = "sessioned"
 CONFIG_QUIET_S = 1.0  # config changes closer than this are one burst (one rebalance)
 CONFIG_BURST_MAX_S = 5.0  # ... up to this long
 
@@ -64,15 +63,18 @@ class LeaderInfo:
     leader_url: str = ""
     config_offset: int = 0
     delay_ms: int = 0
+    assignor: str = ""  # the assignor that computed the target (classic: the embedded protocol)
 
     def encode(self) -> bytes:
         return json.dumps(self.__dict__).encode()
 
     @classmethod
     def decode(cls, data: bytes) -> LeaderInfo:
+        """What the computing worker sent; fields this worker does not know are left out."""
         try:
-            return cls(**json.loads(data)) if data else cls()
-        except (ValueError, TypeError):
+            fields = json.loads(data) if data else {}
+            return cls(**{k: v for k, v in fields.items() if k in cls.__dataclass_fields__})
+        except (ValueError, TypeError, AttributeError):
             return cls()
 
 
@@ -119,10 +121,25 @@ class Herder:
             config.spark_master, config.spark_settings, config.checkpoint_dir,
             config.task_shutdown_graceful_timeout_ms, self.worker_id,
         )  # fmt: skip
-        bootstrap = config.bootstrap_servers
-        self.config_log = TopicLog(bootstrap, config.config_storage_topic, self._on_config, self.worker_id)
-        self.status_log = TopicLog(bootstrap, config.status_storage_topic, self._on_status, self.worker_id)
-        self.offset_log = TopicLog(bootstrap, config.offset_storage_topic, self._on_offset, self.worker_id)
+        bootstrap, security = config.bootstrap_servers, config.client_security()
+        self.config_log = TopicLog(
+            bootstrap, config.config_storage_topic, self._on_config, self.worker_id, security
+        )
+        self.status_log = TopicLog(
+            bootstrap, config.status_storage_topic, self._on_status, self.worker_id, security
+        )
+        self.offset_log = TopicLog(
+            bootstrap, config.offset_storage_topic, self._on_offset, self.worker_id, security
+        )
+        # Connectors' records go through a producer of their own when `producer.*` (the whole of
+        # their security, as in Kafka Connect) or the worker's own settings are not plaintext.
+        producer = config.client_security("producer.")
+        self.task_writer = self.config_log.writer
+        if (producer.protocol, security.protocol) != ("PLAINTEXT", "PLAINTEXT"):
+            self.task_writer = RecordWriter(bootstrap, f"{self.worker_id}-task-producer", producer)
+        # TLS of this worker's calls to other workers' REST APIs (forwards, task configs).
+        rest_tls = config.rest_tls
+        self.rest_client_tls = rest_tls.client_context() if rest_tls is not None else None
         self.membership: ConnectMembership | ClassicMembership
         if config.group_protocol == "classic":
             from .classic_membership import ClassicMembership
@@ -134,22 +151,28 @@ class Herder:
             self.membership = ConnectMembership(
                 bootstrap, config.group_id, config.member_id, config.rest_url, self, self._compute,
                 self._assignors, rebalance_timeout_ms=config.rebalance_timeout_ms,
-                session_timeout_ms=config.session_timeout_ms,
+                session_timeout_ms=config.session_timeout_ms, security=security,
             )  # fmt: skip
 
     # -- start and stop -------------------------------------------------------------------
 
     async def start(self) -> None:
-        bootstrap = self.config.bootstrap_servers
-        await asyncio.to_thread(ensure_topic, bootstrap, self.config.config_storage_topic, 1)
-        await asyncio.to_thread(ensure_topic, bootstrap, self.config.status_storage_topic, 5)
-        await asyncio.to_thread(ensure_topic, bootstrap, self.config.offset_storage_topic, 25)
+        config = self.config
+        bootstrap, admin = config.bootstrap_servers, config.client_security("admin.")
+        topics = (
+            (config.config_storage_topic, 1),
+            (config.status_storage_topic, 5),
+            (config.offset_storage_topic, 25),
+        )
+        for topic, partitions in topics:
+            await asyncio.to_thread(ensure_topic, bootstrap, topic, partitions, security=admin)
         for topic_log in (self.config_log, self.status_log, self.offset_log):
             await topic_log.start()
         self._announced_offset = self.state.offset  # what this worker joins with
         self._announced_connectors = set(self.state.connectors)
         await self._write_presence("UP")  # before joining: a bounce is not a departure
-        self._tasks.append(asyncio.create_task(self.membership.run()))
+        self.membership_run = asyncio.create_task(self.membership.run())  # ends only by leaving or refusal
+        self._tasks.append(self.membership_run)
         self._tasks.append(asyncio.create_task(self._report_config_changes()))
         if self.config.spark_session_warmup:
             self._warming = asyncio.create_task(asyncio.to_thread(self.spark.warm))
@@ -166,6 +189,8 @@ class Herder:
         await asyncio.gather(*self._tasks, *self._background, return_exceptions=True)
         for topic_log in (self.config_log, self.status_log, self.offset_log):
             await topic_log.close()
+        if self.task_writer is not self.config_log.writer:
+            await asyncio.to_thread(self.task_writer.close)
         await asyncio.to_thread(self.spark.close)
 
     # -- the config topic -----------------------------------------------------------------
@@ -244,6 +269,7 @@ class Herder:
         return self.state.work(), self.state.offset
 
     def _assignors(self) -> list[ClientAssignor]:
+        """The client assignors `connect.protocol` offers, each with this worker's metadata."""
         metadata = json.dumps(
             {
                 "url": self.config.rest_url,
@@ -251,7 +277,11 @@ class Herder:
                 "config_offset": self._reported_offset(),
             }
         ).encode()
-        return [ClientAssignor(ASSIGNOR_NAME, 1, 1, 1, metadata, self.reason)]
+        version = assignors.METADATA_VERSION
+        return [
+            ClientAssignor(name, version, version, version, metadata, self.reason)
+            for name in assignors.offered(self.config.connect_protocol)
+        ]
 
     def _reported_offset(self) -> int:
         # Followers keep reporting the offset they joined with, so only the leader's changes
@@ -264,7 +294,8 @@ class Herder:
     # -- computing the target (when chosen) -----------------------------------------------
 
     async def _compute(self, prepared: dict[str, Any]) -> InstallPlan:
-        """The target: sticky and balanced, a lost worker's work held for the scheduled delay."""
+        """The target by the assignor the coordinator selected: incremental (sticky and balanced,
+        a lost worker's work held for the scheduled delay) or eager (dealt out afresh)."""
         await self.config_log.read_to_end()
         await self.status_log.read_to_end()
         work = self.state.work()
@@ -277,18 +308,20 @@ class Herder:
         incarnation = self._incarnations()
         stale = {m for m, worker in members.items() if incarnation.get(worker, m) != m}
         live = {m: worker for m, worker in members.items() if m not in stale}
+        assignor = prepared["assignor_name"]
         target, delay_ms = await self.plan_target(
-            live, {m: current[m] for m in live}, work, prepared["assignment_epoch"], prepared["group_epoch"]
-        )
+            live, {m: current[m] for m in live}, work, prepared["assignment_epoch"], prepared["group_epoch"],
+            assignor,
+        )  # fmt: skip
         target.update(dict.fromkeys(stale, frozenset()))
         self._schedule_rebalance(delay_ms / 1000 if delay_ms else None)
-        info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, delay_ms)
+        info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, delay_ms, assignor)
         classic = {
             m["member_id"]: m["assignor"]["metadata_version"] for m in prepared["members"] if _is_classic(m)
         }
         declared = frozenset().union(*target.values()) if target else frozenset()
         return InstallPlan(declared, [
-            InstalledMember(m, items, 1, info.encode()) if m not in classic
+            InstalledMember(m, items, assignors.METADATA_VERSION, info.encode()) if m not in classic
             else InstalledMember(m, items, classic[m], _classic_header(classic[m], info))
             for m, items in target.items()
         ])  # fmt: skip
@@ -300,18 +333,19 @@ class Herder:
         work: frozenset[Work],
         previous_epoch: int,
         epoch: int,
+        assignor: str = assignors.SESSIONED,
     ) -> tuple[dict[str, frozenset[Work]], int]:
-        """Each member's target for `epoch` (members map member id -> worker id) and, while a
-        lost worker's work is held, the milliseconds until its delay ends (else 0). Both
-        protocols' computing worker uses it: the connect group's, and a classic group's leader
-        for incremental cooperative assignments."""
+        """Each member's target for `epoch` by `assignor` (members map member id -> worker id)
+        and, while a lost worker's work is held, the milliseconds until its delay ends (else 0).
+        Both protocols' computing worker uses it: the connect group's, and a classic group's
+        leader for incremental cooperative assignments."""
         await self.status_log.read_to_end()  # who left on purpose, who ran what
         memory = self._memory
         memory.recall(previous_epoch, epoch)
         now = time.monotonic()
-        target, memory.held = lost_work.plan(
-            members, current, work, {**self._status_owners(), **memory.last_owner}, self._left_workers(),
-            memory.held, now, self.config.scheduled_rebalance_max_delay_ms / 1000,
+        target, memory.held = assignors.plan(
+            assignor, members, current, work, {**self._status_owners(), **memory.last_owner},
+            self._left_workers(), memory.held, now, self.config.scheduled_rebalance_max_delay_ms / 1000,
         )  # fmt: skip
         for member, items in target.items():
             memory.last_owner.update(dict.fromkeys(items, members[member]))
@@ -330,8 +364,13 @@ class Herder:
         may differ from the url) each url belongs to; Kafka Connect's host:port otherwise."""
         await self.status_log.read_to_end()
         by_url = self._worker_ids_by_url()
-        members = {m: by_url.get(url, url.removeprefix("http://")) for m, url in urls.items()}
+        members = {m: by_url.get(url, url_host_port(url)) for m, url in urls.items()}
         return await self.plan_target(members, owned, work, generation - 1, generation)
+
+    def worker_url(self, worker_id: str) -> str:
+        """A worker's REST url: from its presence record, else its id with this worker's scheme."""
+        by_id = {worker: url for url, worker in self._worker_ids_by_url().items()}
+        return by_id.get(worker_id, f"{self.config.rest_url.split('://', 1)[0]}://{worker_id}")
 
     def _worker_ids_by_url(self) -> dict[str, str]:
         """REST url -> worker id, from the presence records (for members known by url only)."""
@@ -665,7 +704,7 @@ class Herder:
         await self.offset_log.write(key.encode(), encode_json(dict(offset)))
 
     async def _send(self, topic: str, key: bytes, value: bytes) -> None:
-        await self.config_log.write(key, value, topic=topic)
+        await self.task_writer.write(topic, key, value)
 
     # -- what the REST API reads ----------------------------------------------------------
 
@@ -718,7 +757,7 @@ def _worker_id_of(member: Mapping[str, Any], by_url: Mapping[str, str]) -> str:
         return str(json.loads((member.get("assignor") or {}).get("metadata") or b"{}")["worker_id"])
     except (ValueError, KeyError, TypeError):  # a classic worker's WorkerState bytes are not JSON
         url = str(member.get("url", ""))
-        return by_url.get(url, url.removeprefix("http://"))
+        return by_url.get(url, url_host_port(url))
 
 
 def _stale(status: dict[str, Any], current: dict[str, Any] | None) -> bool:

@@ -14,11 +14,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import ssl
+import time
 from typing import TYPE_CHECKING
 
 from aiohttp import ClientError, ClientSession, ClientTimeout
 
 from connect_rebalance.work import CONNECTOR
+
+from .session_key import task_configs_path
 
 if TYPE_CHECKING:
     from .herder import Herder
@@ -39,8 +43,12 @@ async def send_task_configs(herder: Herder, name: str, configs: list[dict[str, s
         key = herder.state.session_key
         leader_url = herder.leader.leader_url
         if leader_url and (key is not None or not herder.signs_requests):
-            headers = {"Content-Type": "application/json", **(key.headers(body) if key else {})}
-            status, why = await _post(f"{leader_url}/connectors/{name}/tasks?forward=true", body, headers)
+            path = task_configs_path(name)
+            signed = key.headers("POST", path, body, int(time.time() * 1000)) if key else {}
+            headers = {"Content-Type": "application/json", **signed}
+            status, why = await _post(
+                f"{leader_url}{path}?forward=true", body, headers, herder.rest_client_tls
+            )
             if status == 204:
                 return
         elif leader_url:
@@ -51,11 +59,13 @@ async def send_task_configs(herder: Herder, name: str, configs: list[dict[str, s
         backoff = min(backoff * 2, MAX_RETRY_S)
 
 
-async def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+async def _post(
+    url: str, body: bytes, headers: dict[str, str], tls: ssl.SSLContext | None
+) -> tuple[int, str]:
     try:
         async with (
             ClientSession(timeout=ClientTimeout(total=30)) as session,
-            session.post(url, data=body, headers=headers) as answer,
+            session.post(url, data=body, headers=headers, ssl=tls or True) as answer,
         ):
             return answer.status, (await answer.text())[:500]
     except (ClientError, TimeoutError, OSError) as exc:

@@ -1,7 +1,8 @@
-"""Running a worker process: bind the REST port, join the group, serve until signalled.
+"""Running a worker process: bind the REST ports, join the group, serve until signalled.
 
-The REST socket is bound first so that `listeners=http://host:0` can pick a free port and
-the worker advertises the port it really has. SIGTERM/SIGINT make the worker leave the
+The REST sockets (one per listener, `http://` or `https://`) are bound first so that
+`listeners=http://host:0` can pick a free port and the worker advertises the port it really
+has. SIGTERM/SIGINT make the worker leave the
 group for good (its work is reassigned at once); SIGKILL is a crash (its work waits for
 `scheduled.rebalance.max.delay.ms`).
 """
@@ -16,9 +17,11 @@ import socket
 import sys
 
 from aiohttp import web
+from kafka.errors import KafkaError
 
-from coordinator.config import ConfigError
+from connect_rebalance.properties import ConfigError
 
+from .connect_membership import MembershipRefused
 from .herder import Herder
 from .rest import RestApi
 from .worker_config import WorkerConfig
@@ -27,16 +30,20 @@ log = logging.getLogger(__name__)
 
 
 async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None:
-    host, port = config.bind
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    config = config.with_bound_port(sock.getsockname()[1])
+    sockets = []
+    for _, host, port in config.rest_listeners:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sockets.append(sock)
+    config = config.with_bound_ports([sock.getsockname()[1] for sock in sockets])
     herder = Herder(config)
     api = RestApi(herder)
     runner = web.AppRunner(api.app, access_log=None)
     await runner.setup()
-    await web.SockSite(runner, sock).start()
+    for (scheme, _, _), sock in zip(config.rest_listeners, sockets, strict=True):
+        context = config.rest_server_context() if scheme == "https" else None
+        await web.SockSite(runner, sock, ssl_context=context).start()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -49,7 +56,11 @@ async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None
             f"group {config.group_id}, protocol {config.group_protocol})",
             flush=True,
         )
-        await stop.wait()
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({stopping, herder.membership_run}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if herder.membership_run.done() and not herder.membership_run.cancelled():
+            herder.membership_run.result()  # MembershipRefused: the worker exits with its message
         log.info("leaving the group")
     finally:
         await herder.stop()
@@ -61,7 +72,7 @@ def run(config: WorkerConfig) -> int:
         asyncio.run(serve(config))
     except KeyboardInterrupt:
         pass
-    except (OSError, ConfigError) as exc:
+    except (OSError, ConfigError, MembershipRefused, KafkaError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
+from .connector_names import name_problem
+
 ENTRY_POINT_GROUP = "connect_rebalance.connectors"
 
 
@@ -29,6 +31,11 @@ class ConfigProblem:
 
     name: str
     message: str
+
+    @classmethod
+    def invalid(cls, name: str, value: str, problem: str) -> ConfigProblem:
+        """Kafka's ConfigException message for a value its validator refused."""
+        return cls(name, f"Invalid value {value} for configuration {name}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,9 @@ def non_negative_int(value: str) -> str | None:
 
 
 COMMON_CONFIG = [
-    ConfigDef("name", required=True, documentation="Globally unique name of the connector."),
+    ConfigDef(
+        "name", required=True, documentation="Globally unique name of the connector.", validate=name_problem
+    ),
     ConfigDef("connector.class", required=True, documentation="The connector plugin."),
     ConfigDef(
         "tasks.max", "INT", default="1", validate=positive_int, documentation="Maximum number of tasks."
@@ -137,12 +146,7 @@ class Connector(ABC):
             if definition.validate is not None:
                 problem = definition.validate(str(value))
                 if problem is not None:
-                    problems.append(
-                        ConfigProblem(
-                            definition.name,
-                            f"Invalid value {value} for configuration {definition.name}: {problem}",
-                        )
-                    )
+                    problems.append(ConfigProblem.invalid(definition.name, str(value), problem))
         return problems
 
     @classmethod

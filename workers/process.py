@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-_READY = re.compile(r"worker listening on (http://\S+) \(worker (\S+),")
+_READY = re.compile(r"worker listening on (https?://\S+) \(worker (\S+),")
 
 
 class WorkerProcess:
@@ -32,7 +32,14 @@ class WorkerProcess:
     def start(self, timeout: float = 60.0) -> WorkerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
-        command = [sys.executable, "-m", "connect_rebalance.cli", "worker", "--config", str(self.config_path)]
+        command = [
+            sys.executable,
+            "-m",
+            "connect_rebalance_cli.cli",
+            "worker",
+            "--config",
+            str(self.config_path),
+        ]
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child from here on
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file)
         log_file.close()

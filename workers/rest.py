@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
@@ -21,9 +23,17 @@ from connect_rebalance.prometheus import Exposition
 from connect_rebalance.work import CONNECTOR
 
 from .config_state import PAUSED, STARTED, STOPPED, encode_json
+from .connector_names import java_trim, name_problem
 from .herder import Herder
-from .plugins import Task, find_plugin, plugins
-from .session_key import ALGORITHM_HEADER, SIGNATURE_HEADER
+from .plugins import ConfigProblem, Task, find_plugin, plugins
+from .rest_security import Refused, RestAuthenticator
+from .session_key import (
+    ALGORITHM_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    SeenSignatures,
+    task_configs_path,
+)
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -36,8 +46,8 @@ class RestError(Exception):
         self.status, self.message = status, message
 
 
-def error(status: int, message: str) -> web.Response:
-    return web.json_response({"error_code": status, "message": message}, status=status)
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"error_code": status, "message": message}, status=status, headers=headers)
 
 
 @web.middleware
@@ -53,10 +63,29 @@ async def errors_as_json(request: web.Request, handler: Handler) -> web.StreamRe
         return error(500, f"{type(exc).__name__}: {exc}")
 
 
+def authentication(
+    authenticator: RestAuthenticator,
+) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """401 and 403 before any handler runs (`rest_security`)."""
+
+    @web.middleware
+    async def authenticated(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            authenticator.check(request)
+        except Refused as refused:
+            challenge = {"WWW-Authenticate": 'Basic realm="connect"'} if refused.status == 401 else None
+            return error(refused.status, refused.message, challenge)
+        return await handler(request)
+
+    return authenticated
+
+
 class RestApi:
     def __init__(self, herder: Herder) -> None:
         self.herder = herder
-        self.app = web.Application(middlewares=[errors_as_json])
+        self._seen_signatures = SeenSignatures()  # internal requests already taken (replays)
+        authenticator = RestAuthenticator(herder.config)
+        self.app = web.Application(middlewares=[errors_as_json, authentication(authenticator)])
         routes = [
             web.get("/", self.root),
             web.get("/health", self.health),
@@ -111,6 +140,9 @@ class RestApi:
     def _validated(self, name: str, config: dict[str, Any]) -> dict[str, str]:
         if not isinstance(config, dict):
             raise RestError(400, "The connector configuration must be a JSON object")
+        problem = name_problem(name)
+        if problem is not None:
+            raise _invalid([ConfigProblem.invalid("name", name, problem)])
         config = {str(k): str(v) for k, v in config.items() if v is not None}
         config["name"] = name
         if "connector.class" not in config:
@@ -128,12 +160,7 @@ class RestApi:
             )
         problems = plugin.validate(config)
         if problems:
-            details = "\n".join(f"{p.name}: {p.message}" for p in problems)
-            raise RestError(
-                400,
-                "Connector configuration is invalid and contains the following "
-                f"{len(problems)} error(s):\n{details}",
-            )
+            raise _invalid(problems)
         return config
 
     async def _leader_only(self, request: web.Request) -> web.StreamResponse | None:
@@ -152,6 +179,7 @@ class RestApi:
         """The identical request, sent to another worker; its answer, passed back."""
         url = f"{base_url}{request.path}"
         body = await request.read()
+        passed_on = (SIGNATURE_HEADER, ALGORITHM_HEADER, TIMESTAMP_HEADER, "Authorization")
         async with (
             ClientSession(timeout=ClientTimeout(total=90)) as session,
             session.request(
@@ -159,14 +187,13 @@ class RestApi:
                 url,
                 params=query,
                 data=body or None,
-                headers={  # a signed request stays signed
+                # A signed request stays signed, and the caller's credentials go along (as
+                # Kafka Connect forwards them); TLS as the worker's REST client has it.
+                headers={
                     "Content-Type": "application/json",
-                    **{
-                        h: request.headers[h]
-                        for h in (SIGNATURE_HEADER, ALGORITHM_HEADER)
-                        if h in request.headers
-                    },
+                    **{h: request.headers[h] for h in passed_on if h in request.headers},
                 },
+                ssl=self.herder.rest_client_tls or True,
             ) as answer,
         ):
             payload = await answer.read()
@@ -206,6 +233,10 @@ class RestApi:
                     [({}, membership.rebalances)])
             .family("connect_worker_member_epoch", "gauge", "This worker's member epoch (generation).",
                     [({}, membership.epoch)])
+            .family("connect_worker_assignor", "gauge",
+                    "1 for the assignor of this worker's assignment (connect: the client assignor; "
+                    "classic: the embedded protocol).",
+                    [({"assignor": herder.leader.assignor}, 1)] if herder.leader.assignor else [])
             .summary("connect_worker_rebalance_seconds",
                      "Time to converge: from the first change a rebalance brought this worker until "
                      "everything it was given runs and nothing is left to stop.",
@@ -246,9 +277,9 @@ class RestApi:
 
     async def create_connector(self, request: web.Request) -> web.StreamResponse:
         body = await self._body(request)
-        if not isinstance(body, dict) or not str(body.get("name", "")).strip():
-            raise RestError(400, "Connector name must not be empty")
-        name = str(body["name"]).strip()
+        if not isinstance(body, dict):
+            raise RestError(400, "The request body must be a JSON object with name and config")
+        name = java_trim(str(body.get("name") or ""))  # checked, with the config, by _validated
         config = body.get("config")
         if not isinstance(config, dict):
             raise RestError(400, "Connector config must be a JSON object")
@@ -276,7 +307,7 @@ class RestApi:
             await self._write(f"target-state-{name}", _target_state_value(INITIAL_STATES[initial]))
         await self._write(f"connector-{name}", {"properties": validated})
         await self.herder.config_log.read_to_end()
-        return web.json_response(self._info(name), status=201, headers={"Location": f"/connectors/{name}"})
+        return web.json_response(self._info(name), status=201, headers=_location(name))
 
     async def get_connector(self, request: web.Request) -> web.Response:
         return web.json_response(self._info(request.match_info["name"]))
@@ -314,7 +345,7 @@ class RestApi:
             return forwarded
         await self._write(f"connector-{name}", {"properties": validated})
         await self.herder.config_log.read_to_end()
-        headers = {} if existed else {"Location": f"/connectors/{name}"}
+        headers = {} if existed else _location(name)
         return web.json_response(self._info(name), status=200 if existed else 201, headers=headers)
 
     async def patch_config(self, request: web.Request) -> web.StreamResponse:
@@ -406,9 +437,12 @@ class RestApi:
             key = herder.state.session_key
             if key is None:
                 raise RestError(503, "Request cannot be verified: the leader has no session key yet")
-            problem = key.check(body, request.headers)
+            now_ms = int(time.time() * 1000)
+            problem = key.check(request.method, task_configs_path(name), body, request.headers, now_ms)
             if problem is not None:
                 raise RestError(*problem)
+            if not self._seen_signatures.first_use(request.headers, now_ms):
+                raise RestError(403, "Internal request signature was already used: refused as a replay")
         try:
             configs = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -447,7 +481,8 @@ class RestApi:
                 409, f"Cannot restart task {name}-{task}: it is not running (rebalance in progress?)"
             )
         try:
-            return await self._forward(request, f"http://{owner}", {**request.query, "forward": "false"})
+            url = self.herder.worker_url(owner)
+            return await self._forward(request, url, {**request.query, "forward": "false"})
         except (ClientError, TimeoutError) as exc:
             raise RestError(
                 409, f"Cannot restart task {name}-{task}: worker {owner} did not answer ({exc})"
@@ -506,6 +541,19 @@ class RestApi:
             {"name": f"{plugin.__module__}.{plugin.__qualname__}", "error_count": len(problems),
              "groups": ["Common"], "configs": configs}
         )  # fmt: skip
+
+
+def _invalid(problems: list[ConfigProblem]) -> RestError:
+    details = "\n".join(f"{p.name}: {p.message}" for p in problems)
+    count = len(problems)
+    return RestError(
+        400, f"Connector configuration is invalid and contains the following {count} error(s):\n{details}"
+    )
+
+
+def _location(name: str) -> dict[str, str]:
+    """The `Location` header of a created connector (its name percent-encoded, as a URI path)."""
+    return {"Location": f"/connectors/{quote(name, safe='')}"}
 
 
 def _target_state_value(state: str) -> dict[str, str]:

@@ -5,7 +5,8 @@ A SparkSession costs seconds to start and hundreds of megabytes, and a cold sess
 worker creates one session — on a thread when it starts (`spark.session.warmup=true`, the
 default), or on its first Spark task (`false`: workers that never run a Spark task never
 start a JVM) — and runs a trivial job to warm it. Each task is then a named streaming query
-in it: `<connector>-<task>`, checkpointed under `<checkpoint.dir>/<connector>/<task>`, which
+in it: `<connector>-<task>`, checkpointed under `<checkpoint.dir>/<connector>/<task>` (the name
+encoded as one directory name, `connector_names.path_segment`), which
 every worker shares, so whichever worker runs the task next resumes after its last
 committed batch.
 
@@ -39,6 +40,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .connector_names import path_segment
+
 log = logging.getLogger(__name__)
 
 # Settings every session gets unless the worker config says otherwise.
@@ -46,6 +49,9 @@ DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     # A second start on an active checkpoint in this session is an error, not a silent stop.
     "spark.sql.streaming.stopActiveRunOnRestart": "false",
+    # Spark's default redaction, plus `jaas`: TopicIngest's `kafka.sasl.jaas.config` option holds
+    # a password, and options are shown in plans and the UI.
+    "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
 }
 JOURNAL = "spark-query"
 # Where this package lives: Spark's Python processes import connectors from here.
@@ -56,8 +62,9 @@ TerminationHandler = Callable[[str | None], None]
 
 
 def checkpoint_path(checkpoint_dir: str | Path, connector: str, task: int) -> str:
-    """A task's checkpoint, the same on every worker sharing `checkpoint.dir`."""
-    return str(Path(checkpoint_dir) / connector / str(task))
+    """A task's checkpoint, the same on every worker sharing `checkpoint.dir`; the connector's
+    name is encoded (`connector_names.path_segment`), so no name leads outside it."""
+    return str(Path(checkpoint_dir) / path_segment(connector) / str(task))
 
 
 def query_name(connector: str, task: int) -> str:

@@ -5,7 +5,8 @@ worker reads from the beginning and keeps following. `TopicLog` does that with k
 in a background thread (no consumer group: all partitions assigned, from the start) and
 hands records to the event loop in offset order; writes go through one idempotent
 `acks=all` producer. `read_to_end()` waits until everything written before the call has
-been read — how a worker catches up before it acts on what the log says.
+been read — how a worker catches up before it acts on what the log says. Its clients
+connect as the worker's Kafka client security settings say (`ClientSecurity`).
 """
 
 from __future__ import annotations
@@ -22,12 +23,20 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
+from connect_rebalance.client_security import ClientSecurity
+
 log = logging.getLogger(__name__)
 Handler = Callable[[bytes | None, bytes | None, int, int], None]  # key, value, partition, offset
 
 
-def ensure_topic(bootstrap: str, name: str, partitions: int, compact: bool = True) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="connect-worker-admin")
+def ensure_topic(
+    bootstrap: str, name: str, partitions: int, compact: bool = True, security: ClientSecurity | None = None
+) -> None:
+    admin = KafkaAdminClient(
+        bootstrap_servers=bootstrap,
+        client_id="connect-worker-admin",
+        **(security or ClientSecurity()).kafka_python(),
+    )
     try:
         configs = {"cleanup.policy": "compact"} if compact else {}
         admin.create_topics([NewTopic(name, partitions, 1, topic_configs=configs)])
@@ -37,9 +46,82 @@ def ensure_topic(bootstrap: str, name: str, partitions: int, compact: bool = Tru
         admin.close()
 
 
+class RecordWriter:
+    """One idempotent `acks=all` producer whose acknowledgements resolve on the event loop.
+
+    Sends are handed to one thread, in call order (a send may block on metadata); the
+    acknowledgement resolves a future on the loop, so no thread waits for it. Opened by
+    `open`, or by the first write (a connector's producer: a failure to connect is then the
+    task's, not the worker's).
+    """
+
+    def __init__(self, bootstrap: str, client_id: str, security: ClientSecurity | None = None) -> None:
+        self.bootstrap, self.client_id = bootstrap, client_id
+        self.security = security or ClientSecurity()
+        self._producer: KafkaProducer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sender = ThreadPoolExecutor(1, thread_name_prefix=f"send-{client_id}")
+        self._opening = asyncio.Lock()
+
+    def open(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Blocking: connects the producer (call it off the loop)."""
+        self._loop = loop
+        self._producer = KafkaProducer(
+            bootstrap_servers=self.bootstrap, client_id=self.client_id, acks="all", enable_idempotence=True,
+            linger_ms=0, **self.security.kafka_python(),
+        )  # fmt: skip
+
+    async def write(
+        self, topic: str, key: bytes | None, value: bytes | None, partition: int | None = None
+    ) -> int:
+        """Write one record (value None: a tombstone); returns its offset once acknowledged."""
+        if self._producer is None:
+            async with self._opening:
+                if self._producer is None:
+                    await asyncio.to_thread(self.open, asyncio.get_running_loop())
+        assert self._producer is not None and self._loop is not None
+        loop = self._loop
+        acknowledged: asyncio.Future[int] = loop.create_future()
+
+        def settle(result: Any, error: BaseException | None) -> None:
+            if acknowledged.done():
+                return
+            if error is not None:
+                acknowledged.set_exception(error)
+            else:
+                acknowledged.set_result(int(result.offset))
+
+        def send() -> None:
+            assert self._producer is not None
+            try:
+                future = self._producer.send(topic, key=key, value=value, partition=partition)
+            except Exception as exc:  # noqa: BLE001 - handed back to the caller
+                loop.call_soon_threadsafe(settle, None, exc)
+                return
+            future.add_callback(lambda metadata: loop.call_soon_threadsafe(settle, metadata, None))
+            future.add_errback(lambda exc: loop.call_soon_threadsafe(settle, None, exc))
+
+        await loop.run_in_executor(self._sender, send)
+        return await asyncio.wait_for(acknowledged, 60)
+
+    def close(self) -> None:
+        """Blocking: closes the producer (call it off the loop)."""
+        self._sender.shutdown(wait=False)
+        if self._producer is not None:
+            self._producer.close()
+
+
 class TopicLog:
-    def __init__(self, bootstrap: str, topic: str, handler: Handler, client_id: str) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        handler: Handler,
+        client_id: str,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.bootstrap, self.topic, self.handler, self.client_id = bootstrap, topic, handler, client_id
+        self.security = security or ClientSecurity()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -50,33 +132,29 @@ class TopicLog:
         self._waiters: list[tuple[dict[int, int], asyncio.Future[None]]] = []
         self._probe_running: asyncio.Future[dict[int, int]] | None = None
         self._probe_next: asyncio.Future[dict[int, int]] | None = None
-        self._producer: KafkaProducer | None = None
+        self.writer = RecordWriter(bootstrap, f"{client_id}-{topic}-writer", self.security)
         self._consumer: KafkaConsumer | None = None
         self._partitions: list[TopicPartition] = []
         self.failure: BaseException | None = None
-        self._sender = ThreadPoolExecutor(1, thread_name_prefix=f"send-{topic}")
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._consumer, self._producer = await asyncio.to_thread(self._open)
+        self._consumer = await asyncio.to_thread(self._open)
+        await asyncio.to_thread(self.writer.open, self._loop)
         self._thread = threading.Thread(target=self._follow, name=f"log-{self.topic}", daemon=True)
         self._thread.start()
         await self.read_to_end()
 
-    def _open(self) -> tuple[KafkaConsumer, KafkaProducer]:
+    def _open(self) -> KafkaConsumer:
         consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap, client_id=f"{self.client_id}-{self.topic}-reader",
-            enable_auto_commit=False, group_id=None, fetch_max_wait_ms=100,
+            enable_auto_commit=False, group_id=None, fetch_max_wait_ms=100, **self.security.kafka_python(),
         )  # fmt: skip
         partitions = consumer.partitions_for_topic(self.topic) or set()
         self._partitions = [TopicPartition(self.topic, p) for p in sorted(partitions)]
         consumer.assign(self._partitions)
         consumer.seek_to_beginning()
-        producer = KafkaProducer(
-            bootstrap_servers=self.bootstrap, client_id=f"{self.client_id}-{self.topic}-writer",
-            acks="all", enable_idempotence=True, linger_ms=0,
-        )  # fmt: skip
-        return consumer, producer
+        return consumer
 
     def _follow(self) -> None:
         assert self._consumer is not None and self._loop is not None
@@ -141,7 +219,9 @@ class TopicLog:
         with self._probe_lock:
             if self._probe is None:
                 self._probe = KafkaConsumer(
-                    bootstrap_servers=self.bootstrap, client_id=f"{self.client_id}-probe"
+                    bootstrap_servers=self.bootstrap,
+                    client_id=f"{self.client_id}-probe",
+                    **self.security.kafka_python(),
                 )
             return {tp.partition: end for tp, end in self._probe.end_offsets(self._partitions).items()}
 
@@ -149,41 +229,14 @@ class TopicLog:
         self, key: bytes | None, value: bytes | None, partition: int | None = None, topic: str | None = None
     ) -> int:
         """Write one record (value None: a tombstone) to this topic, or through this log's
-        producer to `topic`; returns its offset once acknowledged.
-
-        Sends are handed to one thread, in call order (a send may block on metadata); the
-        acknowledgement resolves a future on the loop, so no thread waits for it.
-        """
-        assert self._producer is not None and self._loop is not None
-        loop = self._loop
-        acknowledged: asyncio.Future[int] = loop.create_future()
-
-        def settle(result: Any, error: BaseException | None) -> None:
-            if acknowledged.done():
-                return
-            if error is not None:
-                acknowledged.set_exception(error)
-            else:
-                acknowledged.set_result(int(result.offset))
-
-        def send() -> None:
-            assert self._producer is not None
-            try:
-                future = self._producer.send(topic or self.topic, key=key, value=value, partition=partition)
-            except Exception as exc:  # noqa: BLE001 - handed back to the caller
-                loop.call_soon_threadsafe(settle, None, exc)
-                return
-            future.add_callback(lambda metadata: loop.call_soon_threadsafe(settle, metadata, None))
-            future.add_errback(lambda exc: loop.call_soon_threadsafe(settle, None, exc))
-
-        await loop.run_in_executor(self._sender, send)
-        return await asyncio.wait_for(acknowledged, 60)
+        producer to `topic`; returns its offset once acknowledged."""
+        return await self.writer.write(topic or self.topic, key, value, partition)
 
     async def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join, 5)
-        self._sender.shutdown(wait=False)
-        for client in (self._consumer, self._producer, self._probe):
+        await asyncio.to_thread(self.writer.close)
+        for client in (self._consumer, self._probe):
             if client is not None:
                 await asyncio.to_thread(client.close)

@@ -4,19 +4,47 @@ Read from a Java-style properties file (`connect-rebalance worker --config worke
 Unknown names are reported, bad values fail at start with a message naming the setting.
 `group.protocol` chooses the membership protocol: `connect` (this project's connect group)
 or `classic` (JoinGroup/SyncGroup with Kafka Connect's embedded protocol).
+
+Security, by Kafka Connect's names (docs/security.md):
+- Kafka clients: `security.protocol`, `sasl.*` and `ssl.*` for the worker's own clients
+  (group membership, the config, status and offset topics); `admin.`-prefixed ones override
+  them for its admin client; `producer.`- and `consumer.`-prefixed ones are the whole
+  security of the connectors' producers and consumers (not inherited, as in Kafka Connect).
+  Any other setting under those prefixes is refused.
+- REST: `listeners` may be `http://` and/or `https://`; the HTTPS listener and the REST
+  client workers use to call each other take `listeners.https.ssl.*` if any is set, else
+  the top-level `ssl.*` (Kafka Connect's all-or-nothing rule); `ssl.client.auth` asks for
+  client certificates. `rest.extension.classes` naming Kafka Connect's
+  BasicAuthSecurityRestExtension turns on basic authentication against the credentials
+  file that the JAAS file `java.security.auth.login.config` names (a JVM property in Kafka
+  Connect, a setting here); `rest.authorized.principals` and `rest.read.only.principals`
+  say who may do what (`workers.rest_security`).
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 import uuid
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from coordinator.config import ConfigError, read_properties
+from connect_rebalance.client_security import ClientSecurity, is_security_setting
+from connect_rebalance.properties import ConfigError, read_properties
+from connect_rebalance.tls import TlsSettings
+from connect_rebalance.tls_server import TLS_DEFAULTS, server_context
+
+CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
+HTTPS_PREFIX = "listeners.https."
+BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
+
+
+def url_host_port(url: str) -> str:
+    """A worker's REST url without its scheme: Kafka Connect's worker id (`host:port`)."""
+    return url.split("://", 1)[-1]
 
 
 class WorkerConfig(BaseModel):
@@ -48,6 +76,14 @@ class WorkerConfig(BaseModel):
     # Start and warm the worker's SparkSession when the worker starts (else on the first Spark task).
     spark_session_warmup: bool = Field(True, alias="spark.session.warmup")
     spark_settings: dict[str, str] = Field(default_factory=dict, exclude=True)
+    # REST security (see the module docstring).
+    rest_advertised_listener: Literal["http", "https"] | None = Field(None, alias="rest.advertised.listener")
+    rest_extension_classes: str = Field("", alias="rest.extension.classes")
+    jaas_config_file: str | None = Field(None, alias="java.security.auth.login.config")
+    rest_authorized_principals: str = Field("", alias="rest.authorized.principals")
+    rest_read_only_principals: str = Field("", alias="rest.read.only.principals")
+    # Kafka client security and `listeners.https.*`, by their names (validated below).
+    security_settings: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -60,34 +96,129 @@ class WorkerConfig(BaseModel):
 
     @field_validator("listeners")
     @classmethod
-    def _http_listener(cls, value: str) -> str:
-        parsed = urlparse(value.split(",")[0].strip())
-        if parsed.scheme != "http" or parsed.port is None:
-            raise ValueError(f"{value!r} is not http://host:port")
+    def _rest_listeners(cls, value: str) -> str:
+        for listener in value.split(","):
+            parsed = urlparse(listener.strip())
+            if parsed.scheme not in ("http", "https") or parsed.port is None:
+                raise ValueError(f"{listener.strip()!r} is not http://host:port or https://host:port")
         return value
+
+    @model_validator(mode="after")
+    def _security(self) -> WorkerConfig:
+        """Every security setting is understood, and used, or the worker does not start."""
+        for prefix in ("", *CLIENT_PREFIXES):
+            self.client_security(prefix)
+        schemes = {scheme for scheme, _, _ in self.rest_listeners}
+        if self.rest_advertised_listener and self.rest_advertised_listener not in schemes:
+            raise ValueError(f"rest.advertised.listener={self.rest_advertised_listener} names no listener")
+        prefixed = sorted(k for k in self.security_settings if k.startswith(HTTPS_PREFIX))
+        if prefixed and "https" not in schemes:
+            raise ValueError(f"{prefixed[0]} is set but no listener is https://")
+        if "https" in schemes:
+            self.rest_server_context()
+            tls = self.rest_tls
+            assert tls is not None
+            tls.client_context()
+        elif "ssl.client.auth" in self.security_settings:
+            raise ValueError("ssl.client.auth is set but no listener is https://")
+        extensions = [c.strip() for c in self.rest_extension_classes.split(",") if c.strip()]
+        for extension in extensions:
+            if extension not in (BASIC_AUTH_EXTENSION, BASIC_AUTH_EXTENSION.rpartition(".")[2]):
+                raise ValueError(f"rest.extension.classes: {extension} is not supported "
+                                 f"(supported: {BASIC_AUTH_EXTENSION})")  # fmt: skip
+        if extensions and not self.jaas_config_file:
+            raise ValueError(
+                "rest.extension.classes (basic authentication) needs java.security.auth.login.config"
+            )
+        if self.jaas_config_file and not extensions:
+            raise ValueError("java.security.auth.login.config is set but rest.extension.classes is not")
+        return self
+
+    def client_security(self, prefix: str = "") -> ClientSecurity:
+        """Security of a Kafka client: the worker's own (""), or `producer.`, `consumer.`,
+        `admin.` (the worker's settings with the admin overrides)."""
+        settings = self.security_settings
+        own = {k: v for k, v in settings.items() if not k.startswith((*CLIENT_PREFIXES, HTTPS_PREFIX))}
+        if prefix == "":
+            return ClientSecurity.parse(own, tls_shared=True)
+        prefixed = {k[len(prefix) :]: v for k, v in settings.items() if k.startswith(prefix)}
+        if prefix == "admin.":
+            base = {k: v for k, v in own.items() if k != "ssl.client.auth"}
+            # The worker's own ssl.* may serve its REST listener; admin.ssl.* serve the admin only.
+            shared = not any(k.startswith("ssl.") for k in prefixed)
+            return ClientSecurity.parse({**base, **prefixed}, prefix, tls_shared=shared)
+        return ClientSecurity.parse(prefixed, prefix)
+
+    @property
+    def _rest_tls_settings(self) -> tuple[dict[str, str], str]:
+        """The `ssl.*` settings of the REST listeners and client, and where they come from."""
+        settings = self.security_settings
+        if any(k.startswith(HTTPS_PREFIX) for k in settings):
+            return {
+                k[len(HTTPS_PREFIX) :]: v for k, v in settings.items() if k.startswith(HTTPS_PREFIX)
+            }, HTTPS_PREFIX
+        return {k: v for k, v in settings.items() if k.startswith("ssl.")}, ""
+
+    @property
+    def rest_tls(self) -> TlsSettings | None:
+        """TLS of the REST client workers call each other with (when a listener is https)."""
+        if not any(scheme == "https" for scheme, _, _ in self.rest_listeners):
+            return None
+        values, where = self._rest_tls_settings
+        return TlsSettings.parse(values, where)
+
+    @property
+    def rest_client_auth(self) -> str:
+        """`ssl.client.auth` of the HTTPS listener: none, requested or required."""
+        return self._rest_tls_settings[0].get("ssl.client.auth", "none").strip().lower() or "none"
+
+    def rest_server_context(self) -> ssl.SSLContext:
+        """The HTTPS listener's context, read as the coordinator reads its listeners' settings."""
+        values, where = self._rest_tls_settings
+        return server_context({**TLS_DEFAULTS, **values}, f"the REST listener ({where or 'ssl.'}*)")
+
+    @property
+    def rest_listeners(self) -> list[tuple[str, str, int]]:
+        """(scheme, host, port) of each REST listener, in the order given."""
+        found = []
+        for listener in self.listeners.split(","):
+            parsed = urlparse(listener.strip())
+            found.append(
+                (parsed.scheme, parsed.hostname or "0.0.0.0", 8083 if parsed.port is None else parsed.port)
+            )
+        return found
 
     @property
     def bind(self) -> tuple[str, int]:
-        parsed = urlparse(self.listeners.split(",")[0].strip())
-        return parsed.hostname or "0.0.0.0", 8083 if parsed.port is None else parsed.port
+        """The advertised listener's host and port."""
+        _, host, port = self._advertised_listener
+        return host, port
 
-    def with_bound_port(self, port: int) -> WorkerConfig:
-        """The same settings, listening on `port` (after binding port 0)."""
-        host = self.bind[0]
-        return self.model_copy(update={"listeners": f"http://{host}:{port}"})
+    @property
+    def _advertised_listener(self) -> tuple[str, str, int]:
+        for listener in self.rest_listeners:
+            if listener[0] == (self.rest_advertised_listener or listener[0]):
+                return listener
+        return self.rest_listeners[0]
+
+    def with_bound_ports(self, ports: list[int]) -> WorkerConfig:
+        """The same settings, listening on `ports` (one per listener, after binding port 0)."""
+        bound = zip(self.rest_listeners, ports, strict=True)
+        listeners = ",".join(f"{scheme}://{host}:{port}" for (scheme, host, _), port in bound)
+        return self.model_copy(update={"listeners": listeners})
 
     @property
     def rest_url(self) -> str:
-        host, port = self.bind
+        scheme, host, port = self._advertised_listener
         host = self.rest_advertised_host_name or (
             host if host not in ("0.0.0.0", "") else socket.gethostname()
         )
-        return f"http://{host}:{self.rest_advertised_port or port}"
+        return f"{scheme}://{host}:{self.rest_advertised_port or port}"
 
     @property
     def worker_id(self) -> str:
         """Kafka Connect's worker id: the advertised host:port."""
-        return self.worker_id_override or self.rest_url.removeprefix("http://")
+        return self.worker_id_override or url_host_port(self.rest_url)
 
     @property
     def member_id(self) -> str:
@@ -100,17 +231,34 @@ class WorkerConfig(BaseModel):
         """Kafka Connect's names; any other `spark.*` setting is passed through to Spark."""
         known = {f.alias for f in cls.model_fields.values()}
         spark = {k: str(v) for k, v in settings.items() if k.startswith("spark.") and k not in known}
-        unknown = sorted(set(settings) - known - set(spark))
+        security = {k: str(v) for k, v in settings.items() if _is_security(k)}
+        unknown = sorted(set(settings) - known - set(spark) - set(security))
         if unknown:
+            prefixed = next((p for p in (*CLIENT_PREFIXES, HTTPS_PREFIX) if unknown[0].startswith(p)), None)
+            if prefixed:
+                raise ConfigError(
+                    f"{unknown[0]} is not supported: only security settings may follow {prefixed}"
+                )
             raise ConfigError(f"unknown setting {unknown[0]!r}")
+        plain = {k: v for k, v in settings.items() if k not in spark and k not in security}
         try:
-            return cls.model_validate({**{k: v for k, v in settings.items() if k not in spark},
-                                       "spark_settings": spark})  # fmt: skip
+            return cls.model_validate({**plain, "spark_settings": spark, "security_settings": security})
         except ValidationError as exc:
             first = exc.errors()[0]
             name = ".".join(str(p) for p in first["loc"])
+            if not name:  # a rule across settings, or a security setting: its message names it
+                raise ConfigError(str(first["msg"]).removeprefix("Value error, ")) from exc
             raise ConfigError(f"invalid value for {name!r}: {first['msg']}") from exc
 
     @classmethod
     def from_file(cls, path: Path, overrides: dict[str, str] | None = None) -> WorkerConfig:
         return cls.from_settings({**read_properties(path), **(overrides or {})})
+
+
+def _is_security(name: str) -> bool:
+    """A Kafka client security setting, top-level or under a client prefix, or `listeners.https.*`."""
+    if name.startswith(HTTPS_PREFIX):
+        return name[len(HTTPS_PREFIX) :].startswith("ssl.")
+    for prefix in CLIENT_PREFIXES:
+        name = name.removeprefix(prefix)
+    return is_security_setting(name)

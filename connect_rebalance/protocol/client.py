@@ -5,6 +5,12 @@ tests drive the coordinator with it. Requests are pipelined: each gets a correla
 a future; the reader task resolves them in order. A closed or broken connection fails every
 request in flight with `ConnectionError`, which callers treat as "the coordinator is
 unreachable".
+
+With `security` (Kafka's client settings, `client_security.ClientSecurity`) the connection
+is TLS-wrapped on SSL and SASL_SSL, and on SASL_* it authenticates before any other
+request: SaslHandshake (v1) names the mechanism, then SaslAuthenticate (v2) carries the
+mechanism's messages until it is done. A refusal is `AuthenticationFailed` with the
+coordinator's message; the connection is closed.
 """
 
 from __future__ import annotations
@@ -15,13 +21,23 @@ import itertools
 import struct
 from typing import Any
 
+from ..client_security import ClientSecurity
+from ..sasl_client import AuthenticationFailed
 from . import codec
+from .api_keys import ApiKey
 from .codec import RequestHeader
 
 
 class ProtocolClient:
-    def __init__(self, host: str, port: int, client_id: str = "connect-rebalance") -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str = "connect-rebalance",
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.host, self.port, self.client_id = host, port, client_id
+        self.security = security or ClientSecurity()
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._pending: dict[int, tuple[int, int, asyncio.Future[dict[str, Any]]]] = {}
@@ -29,15 +45,45 @@ class ProtocolClient:
         self._reading: asyncio.Task[None] | None = None
 
     @classmethod
-    async def connect(cls, bootstrap: str, client_id: str = "connect-rebalance") -> ProtocolClient:
-        host, port = bootstrap.rsplit(":", 1)
-        client = cls(host, int(port), client_id)
+    async def connect(
+        cls, bootstrap: str, client_id: str = "connect-rebalance", security: ClientSecurity | None = None
+    ) -> ProtocolClient:
+        host, port = bootstrap.split(",")[0].strip().rsplit(":", 1)
+        client = cls(host, int(port), client_id, security)
         await client.open()
         return client
 
     async def open(self) -> None:
-        self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+        context = self.security.ssl_context()
+        self._reader, self._writer = await asyncio.open_connection(
+            self.host, self.port, ssl=context, server_hostname=self.host if context else None
+        )
         self._reading = asyncio.create_task(self._read_loop())
+        try:
+            await self._authenticate()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _authenticate(self) -> None:
+        mechanism = self.security.sasl_client()
+        if mechanism is None:
+            return
+        handshake = await self.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism.mechanism})
+        if handshake["error_code"]:
+            offered = ", ".join(handshake.get("mechanisms") or []) or "none"
+            raise AuthenticationFailed(
+                f"{self.host}:{self.port} does not take SASL {mechanism.mechanism} (it offers {offered})"
+            )
+        message: bytes | None = mechanism.first_message()
+        while message is not None:
+            answer = await self.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": message})
+            if answer["error_code"]:
+                raise AuthenticationFailed(
+                    f"{self.host}:{self.port}: {answer.get('error_message') or 'authentication failed'}"
+                    f" (error {answer['error_code']})"
+                )
+            message = mechanism.respond(bytes(answer.get("auth_bytes") or b""))
 
     @property
     def connected(self) -> bool:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from connect_rebalance.protocol.api_keys import ApiKey
+
 from . import hot_messages
 
 with warnings.catch_warnings():
@@ -37,13 +39,11 @@ with warnings.catch_warnings():
     from kafka.protocol.api_message import ApiMessage
 
     for _module in pkgutil.walk_packages(_kafka_protocol.__path__, "kafka.protocol."):
-        if _module.name.endswith(("generate_stubs", "sasl")):
+        if _module.name.endswith("generate_stubs"):
             continue
         importlib.import_module(_module.name)
     # The project's own API schemas register themselves on import.
     importlib.import_module("connect_rebalance.protocol.messages")
-
-API_VERSIONS_KEY = 18
 
 
 class FrameError(ValueError):
@@ -113,7 +113,7 @@ def _header_rule(api_key: int, api_version: int) -> tuple[bool, bool]:
     versions = schema_versions(api_key)
     if versions is None:
         return False, False
-    too_new_api_versions = api_key == API_VERSIONS_KEY and api_version > versions[1]
+    too_new_api_versions = api_key == ApiKey.API_VERSIONS and api_version > versions[1]
     return True, is_flexible(api_key, api_version) and not too_new_api_versions
 
 
@@ -227,7 +227,7 @@ def build_request(api_key: int, version: int, fields: dict[str, Any]) -> Any:
 def encode_response_frame(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
     """A size-prefixed response frame: header v0/v1 and the encoded body."""
     payload = body.encode() if not isinstance(body, bytes | bytearray) else body
-    flexible_header = api_key != API_VERSIONS_KEY and is_flexible(api_key, version)
+    flexible_header = api_key != ApiKey.API_VERSIONS and is_flexible(api_key, version)
     header = struct.pack(">i", correlation_id) + (b"\x00" if flexible_header else b"")
     return struct.pack(">i", len(header) + len(payload)) + header + payload
 
@@ -236,7 +236,7 @@ def encode_answer(api_key: int, version: int, correlation_id: int, fields: dict[
     """A size-prefixed response frame from response fields (as `build_response` takes them)."""
     frame = hot_messages.encode_answer(api_key, version, correlation_id, fields)
     if frame is None:
-        if api_key == API_VERSIONS_KEY:
+        if api_key == ApiKey.API_VERSIONS:
             frame = _API_VERSIONS_ANSWERS.answer(api_key, version, correlation_id, fields)
         else:
             return _schema_answer(api_key, version, correlation_id, fields)
@@ -271,7 +271,7 @@ def decode_response_body(api_key: int, version: int, frame: bytes | memoryview) 
     buf = memoryview(frame)
     (correlation_id,) = struct.unpack_from(">i", buf, 0)
     pos = 4
-    if api_key != API_VERSIONS_KEY and is_flexible(api_key, version):
+    if api_key != ApiKey.API_VERSIONS and is_flexible(api_key, version):
         count, pos = _read_unsigned_varint(buf, pos)
         for _ in range(count):
             _tag, pos = _read_unsigned_varint(buf, pos)

@@ -10,13 +10,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from connect_rebalance.protocol.api_keys import ApiKey
+
 from ..work import Work, work_field
 from .client import AssignmentGroupApi
 
-CONNECT_GROUP_HEARTBEAT = 10000
-CONNECT_GROUP_PREPARE_ASSIGNMENT = 10001
-CONNECT_GROUP_INSTALL_ASSIGNMENT = 10002
-CONNECT_GROUP_DESCRIBE = 10003
 JOIN_EPOCH, LEAVE_EPOCH = 0, -1
 
 
@@ -111,10 +109,10 @@ def install_fields(
 class ConnectGroupApi(AssignmentGroupApi):
     """The four connect group calls over one ProtocolClient connection."""
 
-    heartbeat_api = (CONNECT_GROUP_HEARTBEAT, 0)
-    prepare_key = CONNECT_GROUP_PREPARE_ASSIGNMENT
-    install_key = CONNECT_GROUP_INSTALL_ASSIGNMENT
-    describe_api = (CONNECT_GROUP_DESCRIBE, 0)
+    heartbeat_api = (ApiKey.CONNECT_GROUP_HEARTBEAT, 0)
+    prepare_key = ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT
+    install_key = ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT
+    describe_api = (ApiKey.CONNECT_GROUP_DESCRIBE, 0)
 
     def heartbeat_fields(self, group_id: str, member_id: str, epoch: int, **fields: Any) -> dict[str, Any]:
         return heartbeat_fields(group_id, member_id, epoch, **fields)

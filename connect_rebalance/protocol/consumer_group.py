@@ -15,13 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from connect_rebalance.protocol.api_keys import ApiKey
+
 from .client import AssignmentGroupApi
 from .connect_group import ClientAssignor
 
-CONSUMER_GROUP_HEARTBEAT = 68
-CONSUMER_GROUP_DESCRIBE = 69
-CONSUMER_GROUP_PREPARE_ASSIGNMENT = 10010
-CONSUMER_GROUP_INSTALL_ASSIGNMENT = 10011
 HEARTBEAT_VERSION = 1  # the member generates its own id
 JOIN_EPOCH, LEAVE_EPOCH = 0, -1
 
@@ -115,10 +113,10 @@ def install_fields(
 class ConsumerGroupApi(AssignmentGroupApi):
     """Heartbeat (v1), Prepare, Install and Describe for consumer groups over one connection."""
 
-    heartbeat_api = (CONSUMER_GROUP_HEARTBEAT, HEARTBEAT_VERSION)
-    prepare_key = CONSUMER_GROUP_PREPARE_ASSIGNMENT
-    install_key = CONSUMER_GROUP_INSTALL_ASSIGNMENT
-    describe_api = (CONSUMER_GROUP_DESCRIBE, 1)
+    heartbeat_api = (ApiKey.CONSUMER_GROUP_HEARTBEAT, HEARTBEAT_VERSION)
+    prepare_key = ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT
+    install_key = ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT
+    describe_api = (ApiKey.CONSUMER_GROUP_DESCRIBE, 1)
 
     def heartbeat_fields(self, group_id: str, member_id: str, epoch: int, **fields: Any) -> dict[str, Any]:
         return heartbeat_fields(group_id, member_id, epoch, **fields)

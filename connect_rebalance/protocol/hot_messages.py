@@ -27,7 +27,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-CONSUMER_GROUP_HEARTBEAT, CONNECT_GROUP_HEARTBEAT, API_VERSIONS = 68, 10000, 18
+from connect_rebalance.protocol.api_keys import ApiKey
 
 _INT32 = struct.Struct(">i")
 _THROTTLE_ERROR = struct.Struct(">ih")
@@ -203,10 +203,10 @@ def _api_versions(buf: bytes, pos: int, version: int) -> Decoded:
 
 
 _DECODERS: dict[tuple[int, int], Callable[[bytes, int, int], Decoded]] = {
-    (CONSUMER_GROUP_HEARTBEAT, 0): _consumer_heartbeat,
-    (CONSUMER_GROUP_HEARTBEAT, 1): _consumer_heartbeat,
-    (CONNECT_GROUP_HEARTBEAT, 0): _connect_heartbeat,
-    **{(API_VERSIONS, v): _api_versions for v in range(5)},
+    (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0): _consumer_heartbeat,
+    (ApiKey.CONSUMER_GROUP_HEARTBEAT, 1): _consumer_heartbeat,
+    (ApiKey.CONNECT_GROUP_HEARTBEAT, 0): _connect_heartbeat,
+    **{(ApiKey.API_VERSIONS, v): _api_versions for v in range(5)},
 }
 
 
@@ -278,9 +278,9 @@ def _connect_answer(correlation_id: int, fields: dict[str, Any]) -> bytes:
 
 
 _ENCODERS: dict[tuple[int, int], tuple[frozenset[str], Callable[[int, dict[str, Any]], bytes]]] = {
-    (CONSUMER_GROUP_HEARTBEAT, 0): (_CONSUMER_ANSWER, _consumer_answer),
-    (CONSUMER_GROUP_HEARTBEAT, 1): (_CONSUMER_ANSWER, _consumer_answer),
-    (CONNECT_GROUP_HEARTBEAT, 0): (_CONNECT_ANSWER, _connect_answer),
+    (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0): (_CONSUMER_ANSWER, _consumer_answer),
+    (ApiKey.CONSUMER_GROUP_HEARTBEAT, 1): (_CONSUMER_ANSWER, _consumer_answer),
+    (ApiKey.CONNECT_GROUP_HEARTBEAT, 0): (_CONNECT_ANSWER, _connect_answer),
 }
 
 

@@ -13,13 +13,13 @@ from itertools import groupby
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.protocol.api_keys import ApiKey
 
 from ..security.acls import CLUSTER_NAME, AclBinding, AclOperation, ResourceType, new_binding, new_filter
 from ..security.records import AclRecord
 from ..storage.partition_log import now_ms
 from .registry import RequestContext, handles
 
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 NO_AUTHORIZER = "No Authorizer is configured on the broker (authorizer.class.name is not set)"
 
 
@@ -51,7 +51,7 @@ def _filter_of(entry: Any) -> Any:
     )  # fmt: skip
 
 
-@handles(CREATE_ACLS, 1, 3)
+@handles(ApiKey.CREATE_ACLS, 1, 3)
 async def create_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
     refusal = _refusal(ctx, AclOperation.ALTER)
     if refusal is not None:
@@ -77,7 +77,7 @@ async def create_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "results": results}
 
 
-@handles(DESCRIBE_ACLS, 1, 3)
+@handles(ApiKey.DESCRIBE_ACLS, 1, 3)
 async def describe_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
     answer: dict[str, Any] = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "resources": []}
     refusal = _refusal(ctx, AclOperation.DESCRIBE)
@@ -102,7 +102,7 @@ async def describe_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return answer
 
 
-@handles(DELETE_ACLS, 1, 3)
+@handles(ApiKey.DELETE_ACLS, 1, 3)
 async def delete_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
     refusal = _refusal(ctx, AclOperation.ALTER)
     if refusal is not None:

@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.protocol.api_keys import ApiKey
 
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..security.settings import secret_setting
@@ -24,7 +25,6 @@ from ..storage.topic_store import Topic
 from ..topic_configs import STATIC_BROKER_CONFIG, STRING, TOPIC_CONFIGS, effective_configs
 from .registry import HANDLERS, RequestContext, handles
 
-API_VERSIONS, METADATA, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 18, 3, 32, 60
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 ENDPOINT_BROKER = 1
 NO_AUTHORIZED_OPERATIONS = -(2**31)
@@ -53,7 +53,7 @@ def _advertised(_registered: int) -> tuple[ApiRange, ...]:
     )
 
 
-@handles(API_VERSIONS, 0, 4)
+@handles(ApiKey.API_VERSIONS, 0, 4)
 async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     error = ErrorCode.NONE
     if ctx.version >= 3 and not (
@@ -89,7 +89,7 @@ def _topic_metadata(ctx: RequestContext, topic: Topic) -> dict[str, Any]:
     }
 
 
-@handles(METADATA, 0, 13)
+@handles(ApiKey.METADATA, 0, 13)
 async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     host, port = ctx.advertised_address
@@ -136,7 +136,7 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     }
 
 
-@handles(DESCRIBE_CLUSTER, 0, 2)
+@handles(ApiKey.DESCRIBE_CLUSTER, 0, 2)
 async def describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     host, port = ctx.advertised_address
@@ -224,7 +224,7 @@ def _describe_resource(ctx: RequestContext, resource: Any, request: Any) -> list
     return [e for e in entries if keys is None or e["name"] in keys]
 
 
-@handles(DESCRIBE_CONFIGS, 1, 4)
+@handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
 async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
     results = []
     for resource in request.resources:

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.protocol.api_keys import ApiKey
 
 from ..security.acls import AclOperation, ResourceType
 from ..storage.partition_log import LEADER_EPOCH, PartitionLog
 from .registry import RequestContext, handles
 
-FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 1, 2, 23
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = (
     -1,
     -2,
@@ -93,7 +93,7 @@ def _read_partitions(
     return responses, total, any_error, logs
 
 
-@handles(FETCH, 4, 16)
+@handles(ApiKey.FETCH, 4, 16)
 async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if request.session_id != 0:
         return {
@@ -151,7 +151,7 @@ def _answer_partition(
     return answer
 
 
-@handles(LIST_OFFSETS, 1, 11)
+@handles(ApiKey.LIST_OFFSETS, 1, 11)
 async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
     def offsets_at(timestamp: int) -> Callable[[PartitionLog], dict[str, Any]]:
         def compute(log: PartitionLog) -> dict[str, Any]:
@@ -193,7 +193,7 @@ def _epoch_end(requested_epoch: int) -> Callable[[PartitionLog], dict[str, Any]]
     return compute
 
 
-@handles(OFFSET_FOR_LEADER_EPOCH, 2, 4)
+@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4)
 async def offset_for_leader_epoch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     topics = []
     for topic in request.topics:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.protocol.api_keys import ApiKey
 
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..storage import batches
@@ -16,7 +17,6 @@ from ..storage.partition_log import now_ms
 from ..storage.topic_store import INTERNAL_TOPICS
 from .registry import CloseConnection, RequestContext, handles
 
-PRODUCE, INIT_PRODUCER_ID = 0, 22
 VALID_ACKS = (-1, 0, 1)
 NO_TRANSACTIONS = "transactions are not supported by this coordinator"
 
@@ -37,7 +37,7 @@ def _append(
     return {"base_offset": result.base_offset, "log_start_offset": result.log_start_offset}
 
 
-@handles(PRODUCE, 3, 11)
+@handles(ApiKey.PRODUCE, 3, 11)
 async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     refuse: KafkaApiError | None = None
     if request.acks not in VALID_ACKS:
@@ -71,7 +71,7 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     return {"responses": responses, "throttle_time_ms": 0}
 
 
-@handles(INIT_PRODUCER_ID, 0, 5)
+@handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
 async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if request.transactional_id is not None:
         # No error message field exists in this response; the coordinator log says why.

@@ -15,11 +15,11 @@ from typing import Any
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol import codec
 from connect_rebalance.protocol.codec import RequestHeader
+from connect_rebalance.tls_server import ANONYMOUS
 
 from ..broker import Broker
 from ..security.acls import AclOperation, ResourceType
 from ..security.session import Session
-from ..security.tls import ANONYMOUS
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 
 from ..security.sasl import (
-    SASL_AUTHENTICATE,
-    SASL_HANDSHAKE,
     AuthenticationFailed,
     CredentialLookup,
     store_lookup,
@@ -25,7 +24,7 @@ def _lookup(ctx: RequestContext) -> CredentialLookup:
     return store_lookup(ctx.broker.security)
 
 
-@handles(SASL_HANDSHAKE, 0, 1)
+@handles(ApiKey.SASL_HANDSHAKE, 0, 1)
 async def sasl_handshake(ctx: RequestContext, request: Any) -> dict[str, Any]:
     session = ctx.session
     if session is None or session.sasl is None or session.sasl.complete or session.sasl.mechanism:
@@ -43,7 +42,7 @@ async def sasl_handshake(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"error_code": 0, "mechanisms": list(state.enabled)}
 
 
-@handles(SASL_AUTHENTICATE, 0, 2)
+@handles(ApiKey.SASL_AUTHENTICATE, 0, 2)
 async def sasl_authenticate(ctx: RequestContext, request: Any) -> dict[str, Any]:
     session = ctx.session
     answer: dict[str, Any] = {

@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.scram import (
     MAX_ITERATIONS,
     MECHANISM_BY_TYPE,
@@ -26,8 +27,6 @@ from connect_rebalance.scram import (
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..security.records import ScramCredentialRecord, SecurityRecord
 from .registry import RequestContext, handles
-
-DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
 
 
 def _mechanism(code: int) -> str:
@@ -48,7 +47,7 @@ def _checked_mechanism(name: str, mechanism: int, times_named: int) -> str:
     return checked
 
 
-@handles(DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0)
+@handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0)
 async def describe_user_scram_credentials(ctx: RequestContext, request: Any) -> dict[str, Any]:
     store = ctx.broker.security
     answer: dict[str, Any] = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": []}
@@ -86,7 +85,7 @@ async def describe_user_scram_credentials(ctx: RequestContext, request: Any) -> 
     return answer
 
 
-@handles(ALTER_USER_SCRAM_CREDENTIALS, 0, 0)
+@handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0)
 async def alter_user_scram_credentials(ctx: RequestContext, request: Any) -> dict[str, Any]:
     store = ctx.broker.security
     users = list(dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions]))

@@ -10,12 +10,11 @@ from collections import Counter
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.protocol.api_keys import ApiKey
 
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..topic_configs import effective_configs, validate_topic_configs
 from .registry import RequestContext, handles
-
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 
 
 def _check_replicas(ctx: RequestContext, broker_ids: list[int]) -> None:
@@ -52,7 +51,7 @@ def _partition_count(ctx: RequestContext, spec: Any) -> int:
     return len(indexes)
 
 
-@handles(CREATE_TOPICS, 2, 7)
+@handles(ApiKey.CREATE_TOPICS, 2, 7)
 async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     repeated = {name for name, count in Counter(t.name for t in request.topics).items() if count > 1}
@@ -96,7 +95,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": results}
 
 
-@handles(DELETE_TOPICS, 1, 6)
+@handles(ApiKey.DELETE_TOPICS, 1, 6)
 async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     if ctx.version >= 6:
@@ -123,7 +122,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "responses": responses}
 
 
-@handles(CREATE_PARTITIONS, 0, 3)
+@handles(ApiKey.CREATE_PARTITIONS, 0, 3)
 async def create_partitions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     results = []

@@ -388,7 +388,7 @@ class ClassicBridge:
                 member.assignment,
                 self.embedding.rejoin_epoch(group),
                 group.target_of(member.member_id),
-                group.ownership.held_by_others(member.member_id),
+                self.engine.held_by_others(group, member.member_id),
             ):
                 self._expect_rejoin(group, member, now_ms)
                 error = ErrorCode.REBALANCE_IN_PROGRESS

@@ -216,6 +216,7 @@ class ComputeRound:
     member_id: str | None = None
     prepared_epoch: int = -1
     prepared_members: frozenset[str] = frozenset()
+    prepared_assignor: str = ""  # the assignor selected when the member prepared
     previous: str | None = None  # who computed the current target
     passed_over: set[str] = field(default_factory=set)
 
@@ -234,8 +235,8 @@ class ComputeRound:
         due = group_epoch > assignment_epoch and self.prepared_epoch < group_epoch
         return due and self.member_id == member_id
 
-    def prepared(self, epoch: int, members: frozenset[str]) -> None:
-        self.prepared_epoch, self.prepared_members = epoch, members
+    def prepared(self, epoch: int, members: frozenset[str], assignor: str = "") -> None:
+        self.prepared_epoch, self.prepared_members, self.prepared_assignor = epoch, members, assignor
 
     def installed(self, member_id: str) -> None:
         self.member_id, self.previous = None, member_id

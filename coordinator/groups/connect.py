@@ -17,6 +17,12 @@ Theory of operation
   stickiness); it reads the group with ConnectGroupPrepareAssignment and installs the result
   with ConnectGroupInstallAssignment, validated against the group as it was prepared. An
   assignor error keeps the current target (the assignment epoch still advances).
+- Two client assignors (docs/protocol.md): `sessioned` (incremental cooperative) and
+  `eager` (Kafka Connect's eager protocol). The group uses the first, in priority order, that
+  every worker supports. A target computed by `eager` is reconciled eagerly: every worker
+  gives up everything it holds, even what its new target keeps, and nothing is assigned while
+  a worker holds work from an older epoch or a newer target is due, so each rebalance stops
+  and restarts all work once, as Kafka Connect's eager rebalances do.
 - A departed worker's entry stays in the target until the next install, so the computing
   worker can tell which work was lost (covered, but no present worker's target holds it).
 - The draft's fencing: a heartbeat at a wrong epoch is FENCED_MEMBER_EPOCH and the worker is
@@ -28,6 +34,7 @@ compute: assignor and computing-worker selection consider the other workers only
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -48,7 +55,6 @@ from connect_rebalance.work import Work, work_field, work_of
 from .client_assignment import (
     ClientAssignorSpec,
     assignor_specs,
-    assignors_problem,
     common_assignor,
     install_problem,
 )
@@ -68,6 +74,7 @@ from .modern.group import Member, ModernGroup
 from .reconciliation import MemberState, TargetMember
 from .requests import GroupRequest
 
+EAGER_ASSIGNOR = "eager"  # the client assignor whose targets are reconciled eagerly
 STATE_NAMES = {MemberState.STABLE: "Stable", MemberState.UNREVOKED: "Unrevoked",
                MemberState.UNRELEASED: "Unreleased"}  # fmt: skip
 
@@ -77,6 +84,11 @@ class ConnectGroup(ModernGroup[Work]):
     covered: frozenset[Work] = frozenset()  # the work the current target covers
 
     type_name: ClassVar[str] = "connect"
+
+    @property
+    def eager(self) -> bool:
+        """The current target was computed by the eager assignor."""
+        return self.assignor_name == EAGER_ASSIGNOR
 
     def tombstones(self) -> list[Any]:
         return [
@@ -139,11 +151,7 @@ class ConnectGroups(ModernGroups[Work]):
             raise invalid("InstanceId can't be empty.")
         if body.url is not None and not body.url.strip():
             raise invalid("Url can't be empty.")
-        if body.server_assignor is not None and body.client_assignors is not None:
-            raise invalid("ServerAssignor and ClientAssignors cannot be used together.")
-        problem = assignors_problem(body.client_assignors or [])
-        if problem is not None:
-            raise invalid(problem)
+        self.check_assignors(body)
         if body.server_assignor is not None:
             raise KafkaApiError(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
@@ -165,17 +173,51 @@ class ConnectGroups(ModernGroups[Work]):
             raise invalid("ClientAssignors must be set in the first heartbeat.")
         if work_of(body.owned_connectors_and_tasks):
             raise invalid("OwnedConnectorsAndTasks must be empty when joining.")
-        others = list((self.computing_pool(group) or {}).values())
-        if others and common_assignor([*others, assignor_specs(body.client_assignors)]) is None:
-            raise KafkaApiError(
-                ErrorCode.UNSUPPORTED_ASSIGNOR,
-                "ClientAssignors share no assignor with overlapping versions with the group's workers.",
-            )
+        self._check_common_assignor(group, body.member_id, assignor_specs(body.client_assignors))
         self.check_room(group)
         if body.instance_id is not None:
             holder = group.static_member(body.instance_id)
             if holder is not None:
                 self.remove(group, holder.member_id, now_ms, downgrade=False)
+
+    def check_request(self, group: Any, member_id: str, body: Any) -> None:
+        """A worker that changes its assignors must still share one with every other worker."""
+        member = group.members.get(member_id)
+        if member is not None and body.client_assignors is not None:
+            specs = assignor_specs(body.client_assignors)
+            if specs != member.profile.client_assignors:
+                self._check_common_assignor(group, member_id, specs)
+
+    def _check_common_assignor(self, group: Any, member_id: str, specs: Sequence[ClientAssignorSpec]) -> None:
+        """UNSUPPORTED_ASSIGNOR if a worker offering `specs` would leave the group's workers
+        without an assignor they all support with overlapping versions (the draft's rule)."""
+        others = [a for m, a in self.computing_pool(group).items() if m != member_id]
+        if others and common_assignor([*others, specs]) is None:
+            offered = sorted({_listed(a) for a in others})
+            raise KafkaApiError(
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                f"ClientAssignors {_listed(specs)} share no assignor with overlapping versions with "
+                f"every worker in group {group.group_id}, whose workers offer {' and '.join(offered)}.",
+            )
+
+    def held_by_others(self, group: Any, member_id: str) -> Callable[[Work], bool]:
+        """Work the worker must wait for: held by another worker, or, in an eager group, any work
+        while another worker still holds work from an older epoch (everyone stops everything
+        before anything is assigned) or while a newer target is due (what this one assigns
+        would be stopped again at once)."""
+        held = group.ownership.held_by_others(member_id)
+        waiting = group.eager and (
+            group.group_epoch > group.assignment_epoch
+            or any(
+                m.assignment.member_epoch < group.assignment_epoch and m.assignment.held
+                for m in group.members.values()
+                if m.member_id != member_id
+            )
+        )
+        return (lambda _: True) if waiting else held  # type: ignore[no-any-return]
+
+    def revokes_all(self, group: Any) -> bool:
+        return group.eager  # type: ignore[no-any-return]
 
     def on_fenced(self, group: Any, member: Member[Work], now_ms: int) -> None:
         self.remove(group, member.member_id, now_ms)
@@ -266,7 +308,7 @@ class ConnectGroups(ModernGroups[Work]):
     # -- ConnectGroupPrepareAssignment / InstallAssignment --------------------------------
 
     def prepared(self, group: Any, assignor: str) -> dict[str, Any]:
-        group.compute.prepared(group.group_epoch, frozenset(group.members))
+        group.compute.prepared(group.group_epoch, frozenset(group.members), assignor)
         members = []
         for m in group.members.values():
             spec = classic_assignor(m) or next(a for a in m.profile.client_assignors if a.name == assignor)
@@ -294,8 +336,8 @@ class ConnectGroups(ModernGroups[Work]):
                 if m.member_id in group.members
             }
             self.ctx.emit(ConnectCoveredRecord(group.group_id, epoch, covered))
-        selection = self.selection(group)
-        assignor = selection[0] if selection else group.assignor_name
+        # The assignor the target was computed with says how it is reconciled (eager or not).
+        assignor = group.compute.prepared_assignor if target is not None else group.assignor_name
         self.write_target(group, epoch, target, assignor, body.error, member.member_id)
 
     # -- ConnectGroupDescribe -------------------------------------------------------------
@@ -328,6 +370,11 @@ class ConnectGroups(ModernGroups[Work]):
         ]
         return {"computing_member_id": group.compute.member_id,
                 "target_connectors_and_tasks": work_field(group.covered), "members": members}  # fmt: skip
+
+
+def _listed(assignors: Sequence[ClientAssignorSpec]) -> str:
+    """`[sessioned v1-1, eager v1-1]`: assignors in priority order with their version ranges."""
+    return "[" + ", ".join(f"{a.name} v{a.minimum_version}-{a.maximum_version}" for a in assignors) + "]"
 
 
 def incremental(protocols: list[tuple[str, bytes]]) -> list[str]:

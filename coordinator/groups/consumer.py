@@ -42,10 +42,9 @@ from typing import Any, ClassVar
 from connect_rebalance import consumer_protocol
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
-from .assignors import ASSIGNORS, AssignmentMember
+from ..assignors import ASSIGNORS, AssignmentMember
 from .client_assignment import (
     assignor_specs,
-    assignors_problem,
     common_assignor,
     install_problem,
 )
@@ -104,6 +103,7 @@ class ConsumerGroup(ModernGroup[Item]):
     regex_subscribers: Counter[str] = field(default_factory=Counter, repr=False, compare=False)
     subscriptions_version: int = field(default=0, repr=False, compare=False)  # bumped as keys come and go
     computing: int | None = None  # the epoch an offloaded server-side computation is under way for
+    computations: int = 0  # server-side target computations started (a figure for /metrics)
     metadata_seen: tuple[int, int] | None = None  # (topics version, profiles version) last looked at
     prepared: PreparedGroup | None = None
 
@@ -141,6 +141,12 @@ class ConsumerGroups(ModernGroups[Item]):
         assert ctx.topics is not None, "consumer groups read topic ids from the cluster's metadata"
         self.topics = ctx.topics
         self.assignors = list(settings.consumer_assignors)
+        # One object per distinct subscription, whatever the number of members holding it.
+        self._subscriptions: dict[frozenset[str], frozenset[str]] = {}
+        self._resolved_cache: dict[
+            tuple[frozenset[str], str | None], tuple[frozenset[str], frozenset[str]]
+        ] = {}
+        self._resolved_version: int | None = None
 
     # -- validation -----------------------------------------------------------------------
 
@@ -169,11 +175,7 @@ class ConsumerGroups(ModernGroups[Item]):
                 raise invalid("InstanceId can't be null.")
         elif epoch < TEMPORARY_LEAVE_EPOCH:
             raise invalid("MemberEpoch is invalid.")
-        if body.server_assignor is not None and body.client_assignors is not None:
-            raise invalid("ServerAssignor and ClientAssignors cannot be used together.")
-        problem = assignors_problem(body.client_assignors or ())
-        if problem is not None:
-            raise invalid(problem)
+        self.check_assignors(body)
         if body.server_assignor is not None and body.server_assignor not in self.assignors:
             raise KafkaApiError(
                 ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {body.server_assignor} is not supported."
@@ -317,11 +319,8 @@ class ConsumerGroups(ModernGroups[Item]):
 
     # -- the target -----------------------------------------------------------------------
 
-    def subscribed_names(self, profile: ConsumerMemberSnapshot) -> set[str]:
-        names = set(profile.subscribed_topic_names)
-        if profile.subscribed_topic_regex:
-            names.update(self.matching(profile.subscribed_topic_regex))
-        return names
+    def subscribed_names(self, profile: ConsumerMemberSnapshot) -> frozenset[str]:
+        return self._resolved(profile)[0]
 
     def matching(self, regex: str) -> list[str]:
         """The topics a regex subscription resolves to (internal topics never)."""
@@ -343,8 +342,32 @@ class ConsumerGroups(ModernGroups[Item]):
         self.ctx.journal.on_undo(lambda: (_tally(group, after, -1), _tally(group, before, 1)))
 
     def subscribed_ids(self, profile: ConsumerMemberSnapshot) -> frozenset[str]:
-        ids = (self.topics.topic_id(n) for n in self.subscribed_names(profile))
-        return frozenset(i for i in ids if i is not None)
+        return self._resolved(profile)[1]
+
+    def _resolved(self, profile: ConsumerMemberSnapshot) -> tuple[frozenset[str], frozenset[str]]:
+        """(topic names, topic ids) a subscription covers: its names and what its regex matches
+        now. Resolved once per distinct subscription while the cluster's topics stay the same,
+        however many members share it."""
+        if self._resolved_version != self.topics.version:
+            self._resolved_cache.clear()
+            self._resolved_version = self.topics.version
+        key = (profile.subscribed_topic_names, profile.subscribed_topic_regex)
+        found = self._resolved_cache.get(key)
+        if found is None:
+            names = set(profile.subscribed_topic_names)
+            if profile.subscribed_topic_regex:
+                names.update(self.matching(profile.subscribed_topic_regex))
+            ids = (self.topics.topic_id(n) for n in names)
+            found = self._resolved_cache[key] = (frozenset(names), frozenset(i for i in ids if i is not None))
+        return found
+
+    def shared(self, profile: ConsumerMemberSnapshot) -> ConsumerMemberSnapshot:
+        names = self._subscriptions.setdefault(profile.subscribed_topic_names, profile.subscribed_topic_names)
+        return (
+            profile
+            if names is profile.subscribed_topic_names
+            else replace(profile, subscribed_topic_names=names)
+        )
 
     def metadata_changed(self, group: Any) -> bool:
         """Subscribed topics created, deleted or grown since the last epoch. Looked at again only
@@ -355,7 +378,7 @@ class ConsumerGroups(ModernGroups[Item]):
         if seen == group.metadata_seen:
             return False
         self.ctx.journal.set_attr(group, "metadata_seen", seen)
-        names = frozenset(group.name_subscribers).union(*map(self.matching, group.regex_subscribers))
+        names = self._group_names(group)
         ids = sorted(i for i in map(self.topics.topic_id, names) if i is not None)
         current = tuple((i, self.topics.partition_count(i) or 0) for i in ids)
         if current == group.subscribed_metadata:
@@ -370,9 +393,12 @@ class ConsumerGroups(ModernGroups[Item]):
         while the coordinator was down is not missed."""
         for group in self.ctx.groups.values():
             if isinstance(group, ConsumerGroup):
-                matched = map(self.matching, group.regex_subscribers)
-                group.subscribed_names = frozenset(group.name_subscribers).union(*matched)
+                group.subscribed_names = self._group_names(group)
         super().load_complete(now_ms)
+
+    def _group_names(self, group: ConsumerGroup) -> frozenset[str]:
+        """The topic names the group subscribes to, from its tallies (not its members)."""
+        return frozenset(group.name_subscribers).union(*map(self.matching, group.regex_subscribers))
 
     def computing_pool(self, group: Any) -> dict[str, Any] | None:
         """Every member, when all declare client assignors and none asks for a server assignor
@@ -400,6 +426,7 @@ class ConsumerGroups(ModernGroups[Item]):
 
     def _computation(self, group: Any) -> ComputeTarget:
         """What the server-side assignor needs, as plain values (it may run on another thread)."""
+        self.ctx.journal.set_attr(group, "computations", group.computations + 1)
         if group.compute.member_id is not None:  # the group left client-side assignment
             self.ctx.cancel(self.key("compute", group.group_id, group.compute.member_id))
             self.ctx.journal.keep(group.compute)

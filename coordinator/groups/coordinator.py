@@ -46,6 +46,9 @@ GROUP_APIS = (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.JOIN_GROUP, ApiK
               ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
               ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)  # fmt: skip
 OFFSET_EXPIRY_KEY = ("", "offset-expiry")
+HEARTBEAT_APIS = frozenset(
+    {ApiKey.HEARTBEAT, ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONNECT_GROUP_HEARTBEAT}
+)
 
 
 def random_member_id(client_id: str) -> str:
@@ -121,6 +124,8 @@ class GroupCoordinator:
         finally:
             self.ctx.end()
         self.metrics.observe_groups(self.groups, self._group_ids(request), now_ms)
+        if request.api_key in HEARTBEAT_APIS:
+            self.metrics.heartbeat(request.body.group_id)
         return outcome
 
     def on_timer(self, now_ms: int) -> Outcome:
@@ -143,7 +148,6 @@ class GroupCoordinator:
                 self.consumer.target_computed(computation, assigned, now_ms)
         finally:
             self.ctx.end()
-        self.metrics.target_computed(computation.group_id)
         self.metrics.observe_groups(self.groups, {computation.group_id}, now_ms)
         return outcome
 

@@ -36,8 +36,9 @@ class GroupFigures:
     reconciles: int = 0
     reconcile_ms_total: int = 0
     last_reconcile_ms: int = 0
-    target_computations: int = 0
     started_ms: int | None = None  # when the rebalance under way began
+    heartbeats: int = 0  # heartbeats answered (any protocol), to show what adaptive intervals cost
+    computations: int = 0  # server-side target computations (consumer groups)
     # Each item's last owner seen at a settled point. An item nobody holds now (a lost worker's
     # work waiting out the scheduled delay, a partition between a cooperative revoke and its
     # assignment) keeps its last owner, so its next owner counts as a move. Bounded by the
@@ -60,10 +61,10 @@ class GroupMetrics:
         for group_id in sorted(group_ids):
             self.observe(group_id, groups.get(group_id), now_ms)
 
-    def target_computed(self, group_id: str) -> None:
+    def heartbeat(self, group_id: str) -> None:
         figures = self.groups.get(group_id)
         if figures is not None:
-            figures.target_computations += 1
+            figures.heartbeats += 1
 
     def forget(self, group_id: str) -> None:
         self.groups.pop(group_id, None)
@@ -82,6 +83,7 @@ class GroupMetrics:
                 figures.epoch, figures.owners = previous.epoch, previous.owners
                 figures.rebalances, figures.moved = previous.rebalances, previous.moved
         figures.members = len(group.members)
+        figures.computations = getattr(group, "computations", 0)
         epoch = _epoch(group)
         if epoch > figures.epoch:
             figures.rebalances += epoch - figures.epoch

@@ -14,6 +14,10 @@ Rules (Apache Kafka's CurrentAssignmentBuilder):
 - A member whose target includes items others still hold moves to the target epoch with
   what is free (UNRELEASED) and picks the rest up on later heartbeats as they are freed.
 - Otherwise the member is STABLE at the target epoch, holding exactly its target.
+- Eager (`revoke_all`, Kafka Connect's eager protocol): a member moving to a new target
+  epoch first gives up everything it holds, even what its target keeps, and is assigned
+  its target only afterwards; the caller says, through `held_by_others`, when the items
+  are free (for an eager group: once no member holds anything from an older epoch).
 Every result is a new immutable `MemberAssignment`; the caller records and applies it.
 """
 
@@ -68,20 +72,22 @@ def reconcile(
     target: frozenset[Item],
     owned: frozenset[Item] | None,
     held_by_others: Callable[[Item], bool],
+    *,
+    revoke_all: bool = False,
 ) -> MemberAssignment[Item]:
     """The member's next state, given its target and the items it reports owning."""
     if current.state == MemberState.STABLE:
         if current.member_epoch == target_epoch:
             return current
-        return _next(current, target_epoch, target, owned, held_by_others)
+        return _next(current, target_epoch, target, owned, held_by_others, revoke_all)
     if current.state == MemberState.UNREVOKED:
         # Waiting for the member to let go: only its report of what it owns can end the wait.
         if owned is None or owned & current.pending_revocation:
             return current
-        return _next(current, target_epoch, target, owned, held_by_others)
+        return _next(current, target_epoch, target, owned, held_by_others, revoke_all)
     if current.state == MemberState.UNRELEASED:
         # Try again: other members may have released what this one is waiting for.
-        return _next(current, target_epoch, target, owned, held_by_others)
+        return _next(current, target_epoch, target, owned, held_by_others, revoke_all)
     raise ValueError(f"cannot reconcile a member in state {current.state.name}")
 
 
@@ -91,9 +97,12 @@ def _next(
     target: frozenset[Item],
     owned: frozenset[Item] | None,
     held_by_others: Callable[[Item], bool],
+    revoke_all: bool,
 ) -> MemberAssignment[Item]:
-    kept = current.assigned & target
-    to_revoke = current.assigned - target
+    # Eager: nothing is kept across epochs (what the target keeps is stopped and assigned again).
+    moving = revoke_all and current.member_epoch != target_epoch
+    kept = frozenset() if moving else current.assigned & target
+    to_revoke = current.assigned - kept
     wanted = target - kept
     unreleased = frozenset(item for item in wanted if held_by_others(item))
     free = wanted - unreleased

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.scram import (
     MECHANISMS,
     ScramCredential,
@@ -38,8 +39,7 @@ from connect_rebalance.scram import (
 if TYPE_CHECKING:
     from .store import SecurityStore
 
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
-PRE_AUTHENTICATION_APIS = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
+PRE_AUTHENTICATION_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 
 CredentialLookup = Callable[[str, str], ScramCredential | None]  # (user, mechanism) -> credential
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from connect_rebalance.tls_server import ANONYMOUS
+
 from .listeners import Listener
-from .tls import ANONYMOUS
 
 if TYPE_CHECKING:
     from .sasl import SaslState

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from .tls import SECRET_SETTINGS, TLS_DEFAULTS, check_tls_settings
+from connect_rebalance.tls_server import SECRET_SETTINGS, TLS_DEFAULTS, check_tls_settings
 
 if TYPE_CHECKING:
     from ..config import CoordinatorConfig

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from connect_rebalance import sample_data
+from connect_rebalance_cli import sample_data
 from tests.support.group_scenario import wait_until
 from tests.support.spark_cluster import kill_with_jvm, overlaps, runs, spark_worker_cluster
 from tests.support.worker_cluster import rest

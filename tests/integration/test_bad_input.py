@@ -13,6 +13,7 @@ import pytest
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol import codec
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.codec import RequestHeader
 from tests.support.batches import make_batch
 from tests.support.clients import consume_confluent, produce_confluent
@@ -139,7 +140,7 @@ def test_idle_connections_are_closed_after_connections_max_idle_ms(tmp_path) -> 
     process = CoordinatorProcess(tmp_path / "data", {"connections.max.idle.ms": "300"}).start()
     try:
         idle = RawConnection(process.bootstrap, timeout=10)
-        idle.request(18, 3, {"client_software_name": "idle", "client_software_version": "1"})
+        idle.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "idle", "client_software_version": "1"})
         started = time.monotonic()
         assert idle.is_closed_by_server()  # blocks until the server closes it
         assert time.monotonic() - started < 5

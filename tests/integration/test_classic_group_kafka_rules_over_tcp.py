@@ -14,6 +14,7 @@ import pytest
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance.protocol.api_keys import ApiKey
 from tests.support.group_scenario import (
     ContinuousProducer,
     MemberFleet,
@@ -25,13 +26,12 @@ from tests.support.wire import RawConnection
 from tests.support.worker_cluster import metrics
 
 pytestmark = pytest.mark.integration
-
 PARTITIONS = 12
+
 # Records arrive on every partition about every 30 ms (400 records/s over 12 partitions) and
 # members poll every 0.2 s; a member stopped by a rebalance would stand still for at least a
 # heartbeat interval and a join round. The bound leaves room for a loaded 2-core machine.
 MAX_GAP_S = 2.5
-JOIN, SYNC, DESCRIBE = 11, 14, 15
 
 
 def group_figures(coordinator: CoordinatorProcess, group: str) -> tuple[float, float]:
@@ -199,7 +199,7 @@ class HeldRequest:
 
 def describe_group(connection: RawConnection) -> Any:
     [group] = connection.request(
-        DESCRIBE, 5, {"groups": ["g"], "include_authorized_operations": False}
+        ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["g"], "include_authorized_operations": False}
     ).groups
     return group
 
@@ -210,7 +210,7 @@ def test_describe_groups_reports_protocol_and_metadata_only_for_a_stable_group(
     admin = RawConnection(group_coordinator.bootstrap)
     a = RawConnection(group_coordinator.bootstrap)
     try:
-        joined = a.request(JOIN, 5, join_fields(instance_id="a", metadata=b"a's subscription"))
+        joined = a.request(ApiKey.JOIN_GROUP, 5, join_fields(instance_id="a", metadata=b"a's subscription"))
         assert joined.error_code == 0 and joined.generation_id == 1
         completing = describe_group(admin)
         assert (completing.group_state, completing.protocol_type, completing.protocol_data) == (
@@ -218,20 +218,24 @@ def test_describe_groups_reports_protocol_and_metadata_only_for_a_stable_group(
         assert [bytes(m.member_metadata) for m in completing.members] == [b""]
 
         assignments = [{"member_id": joined.member_id, "assignment": b"a's partitions"}]
-        a.request(SYNC, 3, {"group_id": "g", "generation_id": 1, "member_id": joined.member_id,
+        a.request(ApiKey.SYNC_GROUP, 3, {"group_id": "g", "generation_id": 1, "member_id": joined.member_id,
                             "group_instance_id": "a", "assignments": assignments})  # fmt: skip
         stable = describe_group(admin)
         assert (stable.group_state, stable.protocol_data) == ("Stable", "range")
         assert [(bytes(m.member_metadata), bytes(m.member_assignment)) for m in stable.members] == [
             (b"a's subscription", b"a's partitions")]  # fmt: skip
 
-        newcomer = HeldRequest(group_coordinator.bootstrap, JOIN, 5, join_fields(instance_id="b"))
+        newcomer = HeldRequest(
+            group_coordinator.bootstrap, ApiKey.JOIN_GROUP, 5, join_fields(instance_id="b")
+        )
         wait_until(lambda: describe_group(admin).group_state == "PreparingRebalance", 10, "the rebalance")
         preparing = describe_group(admin)
         assert (preparing.protocol_type, preparing.protocol_data) == ("consumer", "")
         assert [(bytes(m.member_metadata), bytes(m.member_assignment)) for m in preparing.members] == [
             (b"", b"a's partitions"), (b"", b"")]  # fmt: skip
-        a.request(JOIN, 5, join_fields(joined.member_id, instance_id="a", metadata=b"a's subscription"))
+        a.request(
+            ApiKey.JOIN_GROUP, 5, join_fields(joined.member_id, instance_id="a", metadata=b"a's subscription")
+        )
         assert newcomer.result().generation_id == 2
         assert describe_group(admin).protocol_data == "", "CompletingRebalance again"
     finally:
@@ -248,20 +252,23 @@ def test_group_max_size_counts_as_kafka_does(tmp_path: Path) -> None:
     ).start()
     connection = RawConnection(coordinator.bootstrap)
     try:
-        first = [connection.request(JOIN, 5, join_fields()) for _ in range(3)]
+        first = [connection.request(ApiKey.JOIN_GROUP, 5, join_fields()) for _ in range(3)]
         assert [f.error_code for f in first] == [ErrorCode.MEMBER_ID_REQUIRED] * 3, "Empty: all accepted"
-        parked = [HeldRequest(coordinator.bootstrap, JOIN, 5, join_fields(f.member_id)) for f in first[:2]]
+        parked = [
+            HeldRequest(coordinator.bootstrap, ApiKey.JOIN_GROUP, 5, join_fields(f.member_id))
+            for f in first[:2]
+        ]
         wait_until(lambda: describe_group(connection).group_state != "Empty", 10, "the first join")
         wait_until(lambda: len(describe_group(connection).members) == 2, 10, "the second join")
-        refused = connection.request(JOIN, 5, join_fields(first[2].member_id))
+        refused = connection.request(ApiKey.JOIN_GROUP, 5, join_fields(first[2].member_id))
         assert (refused.error_code, refused.member_id) == (ErrorCode.GROUP_MAX_SIZE_REACHED, "")
         answers = [p.result() for p in parked]
         assert [(a.error_code, a.generation_id) for a in answers] == [(0, 1), (0, 1)]
-        again = connection.request(JOIN, 5, join_fields(first[2].member_id))
+        again = connection.request(ApiKey.JOIN_GROUP, 5, join_fields(first[2].member_id))
         assert again.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED, "refused, not pending any more"
-        rejoin = connection.request(JOIN, 5, join_fields(answers[1].member_id))
+        rejoin = connection.request(ApiKey.JOIN_GROUP, 5, join_fields(answers[1].member_id))
         assert (rejoin.error_code, rejoin.generation_id) == (0, 1), "a member rejoins a full group"
-        newcomer = connection.request(JOIN, 5, join_fields())
+        newcomer = connection.request(ApiKey.JOIN_GROUP, 5, join_fields())
         assert newcomer.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
     finally:
         connection.close()

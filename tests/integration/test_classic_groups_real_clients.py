@@ -1,6 +1,7 @@
 """Classic consumer groups with real clients: members join and leave a group consuming a
 12-partition topic under continuous production, and every record is consumed exactly
-once (counted when its offset commit succeeds)."""
+once (counted when its offset commit succeeds). After a rebalance, a commit at the generation
+before it (a member that slept through it) is refused and moves no offset."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from connect_rebalance.errors import ErrorCode
 from tests.support.group_scenario import (
     ContinuousProducer,
     MemberFleet,
     assert_exactly_once,
+    committed_offset,
     create_topic,
+    group_epoch,
+    member_id_of,
+    stale_commit,
     wait_until,
 )
 
@@ -41,9 +47,19 @@ def test_members_join_and_leave_under_production_and_each_record_is_consumed_onc
     for name in ("m1", "m2", "m3"):
         fleet.start(name)
     wait_until(lambda: fleet.consumed_at_least(1000), 60, "three members consuming")
+    generation = group_epoch(group_coordinator, "readers", "classic")
+    m2 = member_id_of(group_coordinator.bootstrap, "readers", "m2")
     fleet.start("m4")
     fleet.start("m5")
     wait_until(lambda: fleet.consumed_at_least(2500), 60, "five members consuming")
+    wait_until(
+        lambda: group_epoch(group_coordinator, "readers", "classic") > generation, 30, "a new generation"
+    )
+    # m2 is still a member, at a newer generation: a commit at its old one is a zombie's.
+    assert member_id_of(group_coordinator.bootstrap, "readers", "m2") == m2
+    stale = stale_commit(group_coordinator.bootstrap, "readers", m2, generation, "events", 0)
+    assert stale == ErrorCode.ILLEGAL_GENERATION, f"a commit at generation {generation} got {stale}"
+    assert committed_offset(group_coordinator.bootstrap, "readers", "events", 0) > 0, "the offset went back"
     if client == "kcat":
         # kcat's librdkafka stores a message's offset for the next auto-commit when it hands
         # the message to kcat, before kcat prints it; a SIGTERM in between commits a record

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "connect_rebalance.cli", *args],
+        [sys.executable, "-m", "connect_rebalance_cli.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -5,8 +5,11 @@ worker joins and the group turns `connect`, with the work balanced over all thre
 worker leaves and another connect worker joins; the coordinator is killed with SIGKILL and
 restarted and rebuilds the mixed group from its log; then the connect workers are replaced one by
 one by classic workers, and once the last one has left the group is classic again. At every
-settled point every task runs and the work is balanced, and no task ever ran on two workers
-at once (read back from what the source wrote)."""
+settled point every task runs and the work is balanced, and only what balance needs moved: a
+joining worker's share, to it; a leaving worker's work, from it; nothing at the coordinator's
+restart. Every record the source wrote names its writer and carries the task's sequence
+number, so read back in log order a task's writers change exactly where the task moved: two
+workers running it at once, even for one record's interval, would interleave."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from typing import Any
 import pytest
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 from tests.integration.test_workers import records_by_task, source
 from tests.support.group_scenario import wait_until
@@ -26,9 +30,9 @@ from workers.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 SESSION_MS, HEARTBEAT_MS = 3000, 500
-LIST_GROUPS, CONNECT_GROUP_DESCRIBE = 16, 10003
 TASKS, ITEMS = 6, 7  # the connector instance and its six tasks
-GAP_MS = 1000  # a runner writes every 200 ms; a longer silence is a stop
+PER_SECOND = 10  # records per task: two runners at once for 100 ms interleave
+REWRITTEN_AT_MOST = 5  # records after the last stored offset a new owner writes again (at least once)
 
 
 @pytest.fixture
@@ -72,7 +76,9 @@ def call(bootstrap: str, api_key: int, version: int, fields: dict[str, Any]) -> 
 
 def group_type(cluster: WorkerCluster) -> tuple[str, str]:
     """(type, protocol type) of the workers' group, as ListGroups v5 reports it."""
-    answer = call(cluster.coordinator.bootstrap, LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
+    answer = call(
+        cluster.coordinator.bootstrap, ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []}
+    )
     group = next(g for g in answer["groups"] if g["group_id"] == "connect-cluster")
     return group["group_type"], group["protocol_type"]
 
@@ -80,71 +86,116 @@ def group_type(cluster: WorkerCluster) -> tuple[str, str]:
 def connect_members(cluster: WorkerCluster) -> set[str]:
     """The workers' urls as ConnectGroupDescribe lists them."""
     answer = call(
-        cluster.coordinator.bootstrap, CONNECT_GROUP_DESCRIBE, 0, {"group_ids": ["connect-cluster"]}
+        cluster.coordinator.bootstrap, ApiKey.CONNECT_GROUP_DESCRIBE, 0, {"group_ids": ["connect-cluster"]}
     )
     return {m["url"] for m in answer["groups"][0]["members"]}
 
 
-def settled(cluster: WorkerCluster, what: str, kind: str | None = None) -> None:
-    """Every item RUNNING, balanced over exactly the running workers (and the group of `kind`)."""
+def settled(cluster: WorkerCluster, what: str, kind: str | None = None) -> dict[str, str]:
+    """Every item RUNNING, balanced over exactly the running workers (and the group of `kind`);
+    returns where each item runs."""
     wait_until(
         lambda: cluster.balanced("orders", ITEMS) and (kind is None or group_type(cluster)[0] == kind),
         45,
         what,
         interval=0.2,
     )
+    return cluster.placement("orders")
 
 
-def stints(records: list[tuple[int, int, str]]) -> list[tuple[str, int, int]]:
-    """(worker, first ms, last ms) of each uninterrupted run of a task on one worker: its records
-    with consecutive sequence numbers and no silence longer than GAP_MS."""
+class Moves:
+    """The placement at each settled point, and the checks that each step moved only what it must."""
+
+    def __init__(self, first: dict[str, str]) -> None:
+        self.history = [first]
+
+    def _next(self, now: dict[str, str]) -> set[str]:
+        before = self.history[-1]
+        self.history.append(now)
+        return {item for item in now if now[item] != before.get(item)}
+
+    def joined(self, worker: WorkerProcess, now: dict[str, str]) -> None:
+        moved = self._next(now)
+        share = sum(1 for owner in now.values() if owner == worker.worker_id)
+        assert share and {now[i] for i in moved} == {worker.worker_id} and len(moved) == share, (
+            f"a join moves the newcomer's share to it and nothing else: moved {sorted(moved)}, now {now}"
+        )
+
+    def left(self, worker: WorkerProcess, now: dict[str, str]) -> None:
+        before = self.history[-1]
+        moved = self._next(now)
+        had = {item for item, owner in before.items() if owner == worker.worker_id}
+        assert had and moved == had, (
+            f"a leave moves the leaver's work and nothing else: moved {sorted(moved)}"
+        )
+
+    def stayed(self, now: dict[str, str]) -> None:
+        moved = self._next(now)
+        assert not moved, f"nothing moves: {sorted(moved)} did"
+
+    def owners(self, task: str) -> list[str]:
+        """The task's successive owners over the settled points."""
+        owners: list[str] = []
+        for placement in self.history:
+            if not owners or owners[-1] != placement[task]:
+                owners.append(placement[task])
+        return owners
+
+
+def writers(records: list[tuple[int, int, str]]) -> list[tuple[str, int, int]]:
+    """(writer, first seq, last seq) of each stretch of a task's records by one worker, in log order."""
     out: list[tuple[str, int, int]] = []
-    for worker in {w for _, _, w in records}:
-        mine = sorted((ts, seq) for ts, seq, w in records if w == worker)
-        first, (last_ts, last_seq) = mine[0][0], mine[0]
-        for ts, seq in mine[1:]:
-            if seq != last_seq + 1 or ts - last_ts > GAP_MS:
-                out.append((worker, first, last_ts))
-                first = ts
-            last_ts, last_seq = ts, seq
-        out.append((worker, first, last_ts))
+    for _, seq, worker in records:
+        if out and out[-1][0] == worker:
+            out[-1] = (worker, out[-1][1], seq)
+        else:
+            out.append((worker, seq, seq))
     return out
 
 
-def assert_never_on_two_workers_at_once(bootstrap: str) -> None:
-    """Each task's runs on different workers never overlap in time; and tasks did move."""
+def assert_never_on_two_workers_at_once(bootstrap: str, moves: Moves) -> None:
+    """Each task's writers, in log order, are its owners at the settled points: one change per
+    move, none back and forth (two runners interleave); each new owner goes on from where the
+    last one stopped (at most the records after its last stored offset again, none skipped)."""
+    tasks = [str(t) for t in range(TASKS)]
+    final = {f"orders-{t}": moves.history[-1][t] for t in tasks}
+
+    def final_owners_wrote() -> bool:
+        by_task = records_by_task(bootstrap, "orders-out")
+        return all(by_task.get(key, [(0, 0, "")])[-1][2] == owner for key, owner in final.items())
+
+    wait_until(final_owners_wrote, 30, "every task's last owner to write")
     by_task = records_by_task(bootstrap, "orders-out")
-    assert len(by_task) == TASKS, sorted(by_task)
-    moves = 0
-    for task, records in by_task.items():
-        runs = stints(records)
-        moves += len({w for w, _, _ in runs}) - 1
-        for i, (a, a_first, a_last) in enumerate(runs):
-            for b, b_first, b_last in runs[i + 1 :]:
-                overlap = a != b and a_first <= b_last and b_first <= a_last
-                assert not overlap, (
-                    f"task {task} ran on {a} ({a_first}-{a_last}) and {b} ({b_first}-{b_last})"
-                )
+    assert sorted(by_task) == sorted(final), sorted(by_task)
+    for task in tasks:
+        stretches = writers(by_task[f"orders-{task}"])
+        assert [w for w, _, _ in stretches] == moves.owners(task), (
+            f"task {task} was written by {stretches}, owned by {moves.owners(task)} in turn"
+        )
+        for (_, _, last), (worker, first, _) in zip(stretches, stretches[1:], strict=False):
+            assert last - REWRITTEN_AT_MOST < first <= last + 1, (
+                f"task {task} went on on {worker} at {first} after {last}"
+            )
 
 
 def test_a_rolling_upgrade_to_the_connect_protocol_and_back(cluster: WorkerCluster) -> None:
     w1, w2 = start(cluster, "w1", "classic"), start(cluster, "w2", "classic")
-    code, body = rest("POST", f"{w1.url}/connectors", source("orders", TASKS, throughput=5))
+    code, body = rest("POST", f"{w1.url}/connectors", source("orders", TASKS, throughput=PER_SECOND))
     assert code == 201, body
-    settled(cluster, "the classic group to run everything", "classic")
+    moves = Moves(settled(cluster, "the classic group to run everything", "classic"))
     assert group_type(cluster) == ("classic", "connect")
 
     # Upgrade: a connect-protocol worker converts the group; the work spreads over three workers.
     c1 = start(cluster, "c1", "connect")
-    settled(cluster, "the connect group to balance over w1, w2, c1", "connect")
+    moves.joined(c1, settled(cluster, "the connect group to balance over w1, w2, c1", "connect"))
     assert group_type(cluster) == ("connect", "connect")
     assert connect_members(cluster) == {w1.url, w2.url, c1.url}
 
     # A classic worker leaves, another connect worker joins.
     w1.stop()
-    settled(cluster, "w1's work to move to w2 and c1", "connect")
+    moves.left(w1, settled(cluster, "w1's work to move to w2 and c1", "connect"))
     c2 = start(cluster, "c2", "connect")
-    settled(cluster, "the work to balance over w2, c1, c2", "connect")
+    moves.joined(c2, settled(cluster, "the work to balance over w2, c1, c2", "connect"))
     assert connect_members(cluster) == {w2.url, c1.url, c2.url}
 
     # kill -9 of the coordinator: it rebuilds the mixed group, classic worker included, from its log.
@@ -152,18 +203,18 @@ def test_a_rolling_upgrade_to_the_connect_protocol_and_back(cluster: WorkerClust
     cluster.coordinator.start()
     assert group_type(cluster) == ("connect", "connect")
     assert connect_members(cluster) == {w2.url, c1.url, c2.url}
-    settled(cluster, "the workers to carry on with the restarted coordinator", "connect")
+    moves.stayed(settled(cluster, "the workers to carry on with the restarted coordinator", "connect"))
 
     # Downgrade: each connect worker is replaced by a classic one.
     w3 = start(cluster, "w3", "classic")
-    settled(cluster, "w3 to join the connect group as a classic worker", "connect")
+    moves.joined(w3, settled(cluster, "w3 to join the connect group as a classic worker", "connect"))
     c1.stop()
-    settled(cluster, "c1's work to move", "connect")
+    moves.left(c1, settled(cluster, "c1's work to move", "connect"))
     w4 = start(cluster, "w4", "classic")
-    settled(cluster, "w4 to join", "connect")
+    moves.joined(w4, settled(cluster, "w4 to join", "connect"))
     c2.stop()
-    settled(cluster, "the group to be classic again, balanced over w2, w3, w4", "classic")
+    moves.left(c2, settled(cluster, "the group to be classic again, balanced over w2, w3, w4", "classic"))
     assert group_type(cluster) == ("classic", "connect")
     assert {w.worker_id for w in cluster.running()} == {w2.worker_id, w3.worker_id, w4.worker_id}
 
-    assert_never_on_two_workers_at_once(cluster.coordinator.bootstrap)
+    assert_never_on_two_workers_at_once(cluster.coordinator.bootstrap, moves)

@@ -17,22 +17,15 @@ from confluent_kafka.admin import AdminClient
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 from connect_rebalance.protocol.connect_group import ClientAssignor
-from connect_rebalance.protocol.consumer_group import (
-    CONSUMER_GROUP_HEARTBEAT,
-    CONSUMER_GROUP_INSTALL_ASSIGNMENT,
-    CONSUMER_GROUP_PREPARE_ASSIGNMENT,
-    ConsumerGroupApi,
-    MemberTarget,
-    partitions_of,
-)
+from connect_rebalance.protocol.consumer_group import ConsumerGroupApi, MemberTarget, partitions_of
 from tests.support.clients import produce_confluent
 from tests.support.group_scenario import create_topic
 
 pytestmark = pytest.mark.integration
 GROUP, TOPIC, PARTITIONS = "client-assigned", "orders", 4
-API_VERSIONS = 18
 ROUND_ROBIN = ClientAssignor("round-robin", 0, 1, 1, b"v1")
 
 
@@ -184,13 +177,13 @@ def test_librdkafka_consumer_group_members_keep_working_beside_a_client_assigned
         client = await ProtocolClient.connect(bootstrap, "member-a")
         try:
             versions = await client.request(
-                API_VERSIONS, 3, {"client_software_name": "test", "client_software_version": "1"}
+                ApiKey.API_VERSIONS, 3, {"client_software_name": "test", "client_software_version": "1"}
             )
             ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in versions["api_keys"]}
-            assert ranges[CONSUMER_GROUP_HEARTBEAT] == (0, 1), "librdkafka negotiates v0-v1 as before"
+            assert ranges[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 1), "librdkafka negotiates v0-v1 as before"
             assert (
-                ranges[CONSUMER_GROUP_PREPARE_ASSIGNMENT]
-                == ranges[CONSUMER_GROUP_INSTALL_ASSIGNMENT]
+                ranges[ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT]
+                == ranges[ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT]
                 == (0, 0)
             )
             a = ClientAssigningMember(ConsumerGroupApi(client), "a")

@@ -1,7 +1,8 @@
 """KIP-848 consumer groups with librdkafka's `group.protocol=consumer`: members 1 -> 3 -> 1
 on a 12-partition topic under continuous production, every record consumed exactly once
 (counted when its commit succeeded), and members that keep partitions through a rebalance
-never pause on them; the admin client sees a CONSUMER group."""
+never pause on them; after a rebalance, a commit at a member's previous epoch is refused
+(STALE_MEMBER_EPOCH) and moves no offset; the admin client sees a CONSUMER group."""
 
 from __future__ import annotations
 
@@ -13,11 +14,16 @@ import pytest
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from connect_rebalance.errors import ErrorCode
 from tests.support.group_scenario import (
     ContinuousProducer,
     MemberFleet,
     assert_exactly_once,
+    committed_offset,
     create_topic,
+    group_epoch,
+    member_id_of,
+    stale_commit,
     wait_until,
 )
 
@@ -98,6 +104,7 @@ def test_members_one_three_one_under_production_each_record_once_kept_partitions
     fleet.start("m1")
     settle(fleet, ["m1"])
     wait_until(lambda: fleet.consumed_at_least(400), 60, "one member consuming")
+    m1, m1_epoch = member_id_of(b, "kip848", "m1"), group_epoch(group_coordinator, "kip848", "consumer")
     admin = AdminClient({"bootstrap.servers": b})
     steps = [("start", "m2", ["m1"]), ("start", "m3", ["m1", "m2"]),
              ("stop", "m3", ["m1", "m2"]), ("stop", "m2", ["m1"])]  # fmt: skip
@@ -119,6 +126,11 @@ def test_members_one_three_one_under_production_each_record_once_kept_partitions
         wait_until(consuming_after(fleet, stayed, until), 60, f"{stayed} to consume on", interval=0.2)
         for member in stayed:
             assert_kept_partitions_never_paused(fleet, member, since, until)
+        if name == "m2" and action == "start":
+            # m1 gave partitions up for m2 at a new epoch: a commit at its old one is a zombie's.
+            stale = stale_commit(b, "kip848", m1, m1_epoch, "events", 0)
+            assert stale == ErrorCode.STALE_MEMBER_EPOCH, f"a commit at m1's epoch {m1_epoch} got {stale}"
+            assert committed_offset(b, "kip848", "events", 0) > 0, "the offset went back"
     listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(30).valid
     assert [g.group_id for g in listed] == ["kip848"]
     assert admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(30).valid == []

@@ -128,7 +128,7 @@ def test_a_connect_groups_metrics_and_its_describe_show_workers_and_their_work(t
         assert rebalances == epoch >= 3, "w1 joined, w2 joined, w2 left: each a new group epoch"
         assert reconciled >= 3, "each of them reconciled"
         missing = subprocess.run(
-            [sys.executable, "-m", "connect_rebalance.cli", "groups", "--bootstrap-server",
+            [sys.executable, "-m", "connect_rebalance_cli.cli", "groups", "--bootstrap-server",
              coordinator.bootstrap, "describe", "nope"], capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert missing.returncode == 1 and "does not exist" in missing.stderr

@@ -42,6 +42,6 @@ def test_the_consumer_group_example_consumes_commits_and_resumes(
     resumed = {int(p): int(o) for p, o in re.findall(r"partition (\d+) at (\d+)", second)}
     assert sum(resumed.values()) == 20, second
 
-    described = run("-m", "connect_rebalance.cli", "groups", "--bootstrap-server", bootstrap,
+    described = run("-m", "connect_rebalance_cli.cli", "groups", "--bootstrap-server", bootstrap,
                     "describe", "example")  # fmt: skip
     assert "example" in described and "events" in described, described

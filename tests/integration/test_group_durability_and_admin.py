@@ -5,7 +5,13 @@ their committed offsets."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import ConsumerGroupState, KafkaException, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
 
@@ -27,33 +33,71 @@ def describe(bootstrap: str, group: str):  # type: ignore[no-untyped-def]
     return admin.describe_consumer_groups([group])[group].result(30)
 
 
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """The group's committed offsets as an admin client reads them (-1001: none)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    wanted = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
+    found = admin.list_consumer_group_offsets([wanted])[group].result(30)
+    return {tp.partition: tp.offset for tp in found.topic_partitions}
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused-assign-only"})
+    try:
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+            for p in range(partitions)
+        }
+    finally:
+        consumer.close()
+
+
 def test_membership_and_committed_offsets_survive_kill9_of_the_coordinator(
     group_coordinator, fleets, tmp_path
 ) -> None:
-    total = 5000
-    create_topic(group_coordinator.bootstrap, "events", 12)
-    fleet = MemberFleet(
-        tmp_path, group_coordinator.bootstrap, "durable", "events", "confluent-kafka", "range"
-    )
+    """The group consumes and commits everything produced so far; the coordinator is killed
+    with SIGKILL and restarted; its members, their assignment and the committed offsets are
+    read back from it as they were. Then the members are replaced by new processes, which
+    have only the committed offsets to go by, and the rest is consumed exactly once."""
+    b, total, partitions = group_coordinator.bootstrap, 5000, 12
+    create_topic(b, "events", partitions)
+    fleet = MemberFleet(tmp_path, b, "durable", "events", "confluent-kafka", "range")
     fleets.append(fleet)
-    producer = ContinuousProducer(group_coordinator.bootstrap, "events", total, per_second=500).start()
+    producer = ContinuousProducer(b, "events", total, per_second=500).start()
     for name in ("m1", "m2", "m3"):
         fleet.start(name)
     wait_until(lambda: fleet.consumed_at_least(1500), 60, "the group to consume")
-    before = describe(group_coordinator.bootstrap, "durable")
+    produced = producer.pause()
+    wait_until(lambda: fleet.consumed_at_least(produced), 60, "the group to consume what was produced")
+    ends = end_offsets(b, "events", partitions)
+    assert sum(ends.values()) == produced
+    # Members commit each batch before counting it, so everything consumed is committed.
+    committed = committed_offsets(b, "durable", "events", partitions)
+    assert committed == ends, "the group committed everything it consumed"
+    before = describe(b, "durable")
     assert before.state == ConsumerGroupState.STABLE and len(before.members) == 3
+
     group_coordinator.kill()
     group_coordinator.start()
-    after = describe(group_coordinator.bootstrap, "durable")
+    assert committed_offsets(b, "durable", "events", partitions) == committed, (
+        "the committed offsets read back after the restart are those committed before it"
+    )
+    after = describe(b, "durable")
     assert after.state == ConsumerGroupState.STABLE
     assert {m.member_id for m in after.members} == {m.member_id for m in before.members}
     assert {
         m.member_id: sorted(p.partition for p in m.assignment.topic_partitions) for m in after.members
     } == {m.member_id: sorted(p.partition for p in m.assignment.topic_partitions) for m in before.members}
+
+    # New processes remember nothing: they resume from the committed offsets, or re-read
+    # (auto.offset.reset=earliest) and consume records twice.
+    fleet.stop_all()  # nothing was pending: nothing more is committed
+    assert committed_offsets(b, "durable", "events", partitions) == committed
+    for name in ("m4", "m5", "m6"):
+        fleet.start(name)
+    producer.resume()
     producer.join()
-    wait_until(lambda: fleet.consumed_at_least(total), 90, "everything to be consumed after the restart")
-    still = describe(group_coordinator.bootstrap, "durable")
-    assert {m.member_id for m in still.members} == {m.member_id for m in before.members}, "no member was lost"
+    wait_until(lambda: fleet.consumed_at_least(total), 90, "the new members to consume the rest")
     fleet.stop_all()
     assert_exactly_once(fleet.consumed(), total)
 
@@ -103,9 +147,7 @@ def test_admin_clients_list_describe_delete_groups_and_read_offsets(
     [member] = describe(b, "audit").members
     assert member.client_id == "only"
     assert sorted(p.partition for p in member.assignment.topic_partitions) == [0, 1, 2, 3]
-    offsets = admin.list_consumer_group_offsets(
-        [__import__("confluent_kafka").ConsumerGroupTopicPartitions("audit")]
-    )["audit"].result(30)
+    offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("audit")])["audit"].result(30)
     assert sum(tp.offset for tp in offsets.topic_partitions) == 400
     with pytest.raises(KafkaException) as busy:
         admin.delete_consumer_groups(["audit"])["audit"].result(30)
@@ -136,7 +178,7 @@ def test_admin_clients_list_describe_delete_groups_and_read_offsets(
         kp_admin.close()
     assert admin.list_consumer_groups().result(30).valid == []
     gone = admin.list_consumer_group_offsets(
-        [__import__("confluent_kafka").ConsumerGroupTopicPartitions("audit", [TopicPartition("audited", 0)])]
+        [ConsumerGroupTopicPartitions("audit", [TopicPartition("audited", 0)])]
     )["audit"].result(30)
     assert gone.topic_partitions[0].offset < 0
 

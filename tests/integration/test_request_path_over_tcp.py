@@ -14,13 +14,15 @@ import pytest
 
 from connect_rebalance.processes import CoordinatorProcess
 from connect_rebalance.protocol import codec
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.codec import RequestHeader
 from connect_rebalance.protocol.consumer_group import heartbeat_fields
 from tests.support.wire import RawConnection
 
 pytestmark = pytest.mark.integration
 
-API_VERSIONS, METADATA, CONSUMER_GROUP_HEARTBEAT = 18, 3, 68
+API_VERSIONS, METADATA = ApiKey.API_VERSIONS, ApiKey.METADATA
+CONSUMER_GROUP_HEARTBEAT = ApiKey.CONSUMER_GROUP_HEARTBEAT
 
 
 @pytest.fixture(params=["uvloop", "asyncio"])

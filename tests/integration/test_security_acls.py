@@ -30,7 +30,8 @@ from confluent_kafka.admin import (
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.processes import CoordinatorProcess
-from connect_rebalance.protocol.connect_group import CONNECT_GROUP_HEARTBEAT, ClientAssignor, heartbeat_fields
+from connect_rebalance.protocol.api_keys import ApiKey
+from connect_rebalance.protocol.connect_group import ClientAssignor, heartbeat_fields
 from tests.support.certificates import Pki, make_pki
 from tests.support.clients import consume_confluent, produce_confluent
 from tests.support.secure_coordinator import (
@@ -213,7 +214,7 @@ def test_a_principal_without_read_on_a_group_is_refused_on_every_group_protocol(
                 "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 10000,
                 "subscribed_topic_names": ["guarded-topic"], "subscribed_topic_regex": None,
                 "server_assignor": None, "topic_partitions": []})  # fmt: skip
-            connect = await client.request(CONNECT_GROUP_HEARTBEAT, 0, heartbeat_fields(
+            connect = await client.request(ApiKey.CONNECT_GROUP_HEARTBEAT, 0, heartbeat_fields(
                 "guarded-connect", f"{user}-worker", 0, url=f"http://{user}:8083", rebalance_timeout_ms=60000,
                 assignors=[ClientAssignor("incremental", 1, 2, 2, b"")], owned=[]))  # fmt: skip
             return {"join": join, "consumer": consumer, "connect": connect}

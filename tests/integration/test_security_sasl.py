@@ -24,6 +24,7 @@ from confluent_kafka.admin import (
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance.protocol.api_keys import ApiKey
 from tests.support.certificates import Pki, make_pki
 from tests.support.client_security import ClientSecurity
 from tests.support.clients import (
@@ -126,7 +127,9 @@ def test_nothing_but_the_sasl_exchange_is_answered_before_authentication(
 ) -> None:
     connection = RawConnection(sasl_coordinator.bootstrap_for("SASL_PLAINTEXT"))
     try:
-        versions = connection.request(18, 3, {"client_software_name": "raw", "client_software_version": "1"})
+        versions = connection.request(
+            ApiKey.API_VERSIONS, 3, {"client_software_name": "raw", "client_software_version": "1"}
+        )
         assert versions.error_code == 0
         connection.send_raw(
             b"\x00\x00\x00\x0c\x00\x03\x00\x01\x00\x00\x00\x07\xff\xff\x00\x00"
@@ -136,7 +139,7 @@ def test_nothing_but_the_sasl_exchange_is_answered_before_authentication(
         connection.close()
     connection = RawConnection(sasl_coordinator.bootstrap_for("SASL_PLAINTEXT"))
     try:
-        refused = connection.request(17, 1, {"mechanism": "GSSAPI"})
+        refused = connection.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"})
         assert refused.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
         assert sorted(refused.mechanisms) == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
         assert connection.is_closed_by_server()
@@ -203,7 +206,7 @@ def test_the_users_command_adds_lists_and_removes_users_over_the_wire(
         f'username="{ADMIN}" password="{ADMIN_PASSWORD}";\n'
     )
     bootstrap = sasl_coordinator.bootstrap_for("SASL_SSL")
-    base = [sys.executable, "-m", "connect_rebalance.cli", "users", "--bootstrap-server", bootstrap,
+    base = [sys.executable, "-m", "connect_rebalance_cli.cli", "users", "--bootstrap-server", bootstrap,
             "--command-config", str(config)]  # fmt: skip
 
     def users(*args: str, password: str = "") -> subprocess.CompletedProcess[str]:

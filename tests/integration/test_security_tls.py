@@ -113,7 +113,7 @@ def start_refused(tmp_path: Path, *overrides: str) -> str:
     command = [
         sys.executable,
         "-m",
-        "connect_rebalance.cli",
+        "connect_rebalance_cli.cli",
         "coordinator",
         "--data-dir",
         str(tmp_path / "d"),

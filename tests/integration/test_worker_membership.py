@@ -27,6 +27,9 @@ from workers.connect_membership import Assignment, ConnectMembership, InstallPla
 pytestmark = pytest.mark.integration
 ALL = work("AC0 AT1 AT2 AT3 BC0 BT1 BT2 CC0 CT1")
 SESSION_MS = 3000
+# The coordinator answered the workers' last heartbeats at most a heartbeat interval before it
+# was stopped, so their sessions can expire from CUT_OFF_SESSION_MS - CUT_OFF_HEARTBEAT_MS after.
+CUT_OFF_SESSION_MS, CUT_OFF_HEARTBEAT_MS = 6000, 500
 
 
 class Registry:
@@ -85,15 +88,19 @@ def member(coordinator: CoordinatorProcess, registry: Registry, name: str) -> Co
     )  # fmt: skip
 
 
-@pytest.fixture
-def coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
-    process = CoordinatorProcess(tmp_path / "data", connect_timings(SESSION_MS))
+def running_coordinator(tmp_path: Path, session_ms: int, heartbeat_ms: int) -> Iterator[CoordinatorProcess]:
+    process = CoordinatorProcess(tmp_path / "data", connect_timings(session_ms, heartbeat_ms))
     process.start()
     try:
         yield process
     finally:
         process.resume() if process.is_running() else None
         process.kill()
+
+
+@pytest.fixture
+def coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
+    yield from running_coordinator(tmp_path, SESSION_MS, 1000)
 
 
 async def until(predicate: Any, timeout: float, what: str) -> None:
@@ -141,9 +148,16 @@ def test_joins_move_only_what_balance_needs_and_a_graceful_leave_hands_over_at_o
     asyncio.run(scenario())
 
 
+@pytest.fixture
+def cut_off_coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
+    yield from running_coordinator(tmp_path, CUT_OFF_SESSION_MS, CUT_OFF_HEARTBEAT_MS)
+
+
 def test_a_worker_cut_off_from_the_coordinator_stops_its_work_before_its_session_can_expire(
-    coordinator: CoordinatorProcess,
+    cut_off_coordinator: CoordinatorProcess,
 ) -> None:
+    coordinator = cut_off_coordinator
+
     async def scenario() -> None:
         registry = Registry()
         members = {n: member(coordinator, registry, n) for n in ("w1", "w2")}
@@ -151,10 +165,15 @@ def test_a_worker_cut_off_from_the_coordinator_stops_its_work_before_its_session
         await until(lambda: balanced(registry, ["w1", "w2"]), 20, "two balanced workers")
         coordinator.pause()  # SIGSTOP: nothing is answered
         paused_at = time.monotonic()
-        await until(lambda: not registry.runner, SESSION_MS / 1000, "every worker to stop its work")
+        # Waited for past the session, so that a late stop is measured, not timed out on.
+        await until(
+            lambda: not registry.runner, 3 * CUT_OFF_SESSION_MS / 1000, "every worker to stop its work"
+        )
         stopped_after = time.monotonic() - paused_at
-        assert stopped_after < SESSION_MS / 1000, f"stopped {stopped_after:.1f}s after the last answer"
-        await asyncio.sleep(SESSION_MS / 1000)  # past the session timeout
+        assert stopped_after < (CUT_OFF_SESSION_MS - CUT_OFF_HEARTBEAT_MS) / 1000, (
+            f"stopped {stopped_after:.1f}s after the coordinator stopped answering"
+        )
+        await asyncio.sleep(CUT_OFF_SESSION_MS / 1000)  # past the session timeout
         coordinator.resume()
         await until(lambda: balanced(registry, ["w1", "w2"]), 30, "the workers to rejoin and resume")
         assert sum(m.zombie_stops for m in members.values()) == 2

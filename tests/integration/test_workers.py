@@ -17,17 +17,25 @@ from kafka_connect import KafkaConnect
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.group_scenario import wait_until
+from tests.support.verifiable_records import read_values
 from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
 from workers.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 SESSION_MS = 3000
-CUT_OFF_SESSION_MS = 6000
+# The coordinator answered the workers' last heartbeats at most a heartbeat interval (1 s)
+# before it was stopped, so their sessions can expire from CUT_OFF_SESSION_MS - 1 s after.
+CUT_OFF_SESSION_MS, CUT_OFF_HEARTBEAT_MS = 6000, 1000
+# Long enough that a handover on a loaded machine is well inside it, and one that waited for
+# the session (the leaver never said it left) well outside.
+LEAVE_SESSION_MS = 20000
 
 
 @contextmanager
-def worker_cluster(tmp_path: Path, session_ms: int, **settings: str) -> Iterator[WorkerCluster]:
-    coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(session_ms)).start()
+def worker_cluster(
+    tmp_path: Path, session_ms: int, heartbeat_ms: int = 1000, **settings: str
+) -> Iterator[WorkerCluster]:
+    coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(session_ms, heartbeat_ms)).start()
     workers = WorkerCluster(tmp_path, coordinator, **settings)
     try:
         yield workers
@@ -130,7 +138,8 @@ def test_rest_api_with_a_kafka_connect_client_and_curl(cluster: WorkerCluster) -
             ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
              f"{worker.url}/connectors/orders/tasks", "-H", "Content-Type: application/json",
              "-H", "X-Connect-Authorization: bm90IGEgc2lnbmF0dXJl",
-             "-H", "X-Connect-Request-Signature-Algorithm: HmacSHA256", "-d", json.dumps(forged)],
+             "-H", "X-Connect-Request-Signature-Algorithm: HmacSHA256",
+             "-H", f"X-Connect-Request-Timestamp: {int(time.time() * 1000)}", "-d", json.dumps(forged)],
             capture_output=True, text=True, timeout=60, check=True,
         ).stdout  # fmt: skip
         assert signed == "403"
@@ -147,9 +156,16 @@ def test_rest_api_with_a_kafka_connect_client_and_curl(cluster: WorkerCluster) -
     assert curl("POST", f"{other.url}/connectors/orders/tasks/9/restart")[0] == 404
 
 
+@pytest.fixture
+def long_session_cluster(tmp_path: Path) -> Iterator[WorkerCluster]:
+    with worker_cluster(tmp_path, LEAVE_SESSION_MS) as workers:
+        yield workers
+
+
 def test_a_join_moves_only_what_balance_needs_and_a_graceful_leave_moves_at_once(
-    cluster: WorkerCluster,
+    long_session_cluster: WorkerCluster,
 ) -> None:
+    cluster = long_session_cluster
     w1, w2 = cluster.start("w1"), cluster.start("w2")
     rest("POST", f"{w1.url}/connectors", source("orders", 9))
     wait_until(lambda: cluster.balanced("orders", 10), 30, "10 items over 2 workers")
@@ -170,9 +186,10 @@ def test_a_join_moves_only_what_balance_needs_and_a_graceful_leave_moves_at_once
     stops_before = stops(w1.url, "orders") + stops(w2.url, "orders")
     left_at = time.monotonic()
     w3.stop()  # SIGTERM: leave the group for good
-    wait_until(lambda: cluster.balanced("orders", 10), 30, "w3's items to move")
-    assert time.monotonic() - left_at < SESSION_MS / 1000 + 2, (
-        "a graceful leave does not wait for the session"
+    wait_until(lambda: cluster.balanced("orders", 10), 3 * LEAVE_SESSION_MS / 1000, "w3's items to move")
+    handed_over = time.monotonic() - left_at
+    assert handed_over < LEAVE_SESSION_MS / 1000, (
+        f"a graceful leave does not wait for the session: w3's work ran elsewhere after {handed_over:.1f} s"
     )
     assert stops(w1.url, "orders") + stops(w2.url, "orders") == stops_before, "nothing else stopped"
 
@@ -324,26 +341,11 @@ def test_a_worker_restarted_before_its_session_expires_gets_exactly_its_work_bac
 
 def records_by_task(bootstrap: str, topic: str) -> dict[str, list[tuple[int, int, str]]]:
     """(timestamp ms, seq, worker) of every record the verifiable source wrote so far, per task."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
-    try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        end = consumer.end_offsets(partitions)
-        by_task: dict[str, list[tuple[int, int, str]]] = {}
-        deadline = time.monotonic() + 30
-        while any(consumer.position(tp) < end[tp] for tp in partitions):
-            assert time.monotonic() < deadline, f"could not read {topic} to its end"
-            for records in consumer.poll(timeout_ms=500).values():
-                for record in records:
-                    value = json.loads(record.value)
-                    key = record.key.decode()
-                    by_task.setdefault(key, []).append((record.timestamp, value["seq"], value["worker"]))
-        return by_task
-    finally:
-        consumer.close()
+    by_task: dict[str, list[tuple[int, int, str]]] = {}
+    for timestamp, value in read_values(bootstrap, topic):
+        key = f"{value['connector']}-{value['task']}"
+        by_task.setdefault(key, []).append((timestamp, value["seq"], value["worker"]))
+    return by_task
 
 
 def runs_of(records: list[tuple[int, int, str]]) -> list[list[tuple[int, int, str]]]:
@@ -361,7 +363,7 @@ def runs_of(records: list[tuple[int, int, str]]) -> list[list[tuple[int, int, st
 @pytest.fixture
 def slow_session_cluster(tmp_path: Path) -> Iterator[WorkerCluster]:
     """A session long enough that a loaded machine can observe the stop inside it."""
-    with worker_cluster(tmp_path, CUT_OFF_SESSION_MS) as workers:
+    with worker_cluster(tmp_path, CUT_OFF_SESSION_MS, CUT_OFF_HEARTBEAT_MS) as workers:
         yield workers
 
 
@@ -385,15 +387,16 @@ def test_workers_cut_off_from_the_coordinator_stop_their_tasks_before_anyone_els
                 for w in workers
             )
 
-        wait_until(
-            everything_stopped, CUT_OFF_SESSION_MS / 1000, "every worker to stop its work within the session"
-        )
+        # Waited for past the session, so that a late stop is measured, not timed out on.
+        wait_until(everything_stopped, 3 * CUT_OFF_SESSION_MS / 1000, "every worker to stop its work")
         stopped_after = time.monotonic() - paused_at
         # Keep the coordinator away past the session timeout, as a real partition would.
         time.sleep(max(0.0, 1.5 * CUT_OFF_SESSION_MS / 1000 - stopped_after))
     finally:
         cluster.coordinator.resume()
-    assert stopped_after < CUT_OFF_SESSION_MS / 1000
+    assert stopped_after < (CUT_OFF_SESSION_MS - CUT_OFF_HEARTBEAT_MS) / 1000, (
+        f"work stopped {stopped_after:.1f} s after the coordinator stopped answering"
+    )
     wait_until(lambda: cluster.balanced("orders", 7), 60, "the workers to rejoin and run everything again")
     before = {
         task: max(seq for _, seq, _ in records)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 from tests.integration.test_workers import converged, crash_bounce_and_crash_for_good, source
 from tests.support.group_scenario import wait_until
@@ -25,10 +26,15 @@ from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
 
 pytestmark = pytest.mark.integration
 SESSION_MS, HEARTBEAT_MS, DELAY_MS = 3000, 500, 10000
-DESCRIBE_GROUPS = 15
+LEAVE_SESSION_MS = 20000  # a handover well inside it; one that waited for the session well outside
+# The coordinator answered the workers' last heartbeats at most a heartbeat interval before it
+# was stopped, so their sessions can expire from CUT_OFF_SESSION_MS - HEARTBEAT_MS after.
+CUT_OFF_SESSION_MS = 6000
 
 
-def classic_cluster(tmp_path: Path, connect_protocol: str) -> Iterator[WorkerCluster]:
+def classic_cluster(
+    tmp_path: Path, connect_protocol: str, session_ms: int = SESSION_MS
+) -> Iterator[WorkerCluster]:
     coordinator = CoordinatorProcess(
         tmp_path / "data",
         {"group.min.session.timeout.ms": "1000", "group.initial.rebalance.delay.ms": "300"},
@@ -36,7 +42,7 @@ def classic_cluster(tmp_path: Path, connect_protocol: str) -> Iterator[WorkerClu
     workers = WorkerCluster(
         tmp_path, coordinator, **{
             "group.protocol": "classic", "connect.protocol": connect_protocol,
-            "session.timeout.ms": str(SESSION_MS), "heartbeat.interval.ms": str(HEARTBEAT_MS),
+            "session.timeout.ms": str(session_ms), "heartbeat.interval.ms": str(HEARTBEAT_MS),
             "rebalance.timeout.ms": "10000", "scheduled.rebalance.max.delay.ms": str(DELAY_MS),
         },
     )  # fmt: skip
@@ -55,6 +61,16 @@ def eager(tmp_path: Path) -> Iterator[WorkerCluster]:
 @pytest.fixture
 def cooperative(tmp_path: Path) -> Iterator[WorkerCluster]:
     yield from classic_cluster(tmp_path, "sessioned")
+
+
+@pytest.fixture
+def cooperative_long_session(tmp_path: Path) -> Iterator[WorkerCluster]:
+    yield from classic_cluster(tmp_path, "sessioned", LEAVE_SESSION_MS)
+
+
+@pytest.fixture
+def cooperative_cut_off(tmp_path: Path) -> Iterator[WorkerCluster]:
+    yield from classic_cluster(tmp_path, "sessioned", CUT_OFF_SESSION_MS)
 
 
 def total_stops(cluster: WorkerCluster, connector: str) -> int:
@@ -79,8 +95,11 @@ def test_eager_workers_stop_everything_on_every_rebalance(eager: WorkerCluster) 
     held_by_others = sum(1 for worker in cluster.placement("orders").values() if worker != w4.worker_id)
     left_at = time.monotonic()
     w4.stop()
-    wait_until(lambda: cluster.balanced("orders", 9), 30, "w4's items to move")
-    assert time.monotonic() - left_at < SESSION_MS / 1000 + 2, "a leave does not wait for the session"
+    wait_until(lambda: cluster.balanced("orders", 9), 3 * LEAVE_SESSION_MS / 1000, "w4's items to move")
+    handed_over = time.monotonic() - left_at
+    assert handed_over < LEAVE_SESSION_MS / 1000, (
+        f"a leave does not wait for the session: w4's work ran elsewhere after {handed_over:.1f} s"
+    )
     assert total_stops(cluster, "orders") - before == held_by_others, "everything on w1-w3 stopped again"
 
     w3.kill()
@@ -88,9 +107,9 @@ def test_eager_workers_stop_everything_on_every_rebalance(eager: WorkerCluster) 
 
 
 def test_cooperative_workers_stop_only_what_moves_on_a_join_and_a_graceful_leave(
-    cooperative: WorkerCluster,
+    cooperative_long_session: WorkerCluster,
 ) -> None:
-    cluster = cooperative
+    cluster = cooperative_long_session
     w1, w2, w3 = (cluster.start(n) for n in ("w1", "w2", "w3"))
     code, body = rest("POST", f"{w1.url}/connectors", source("orders", 8))
     assert code == 201, body
@@ -110,8 +129,11 @@ def test_cooperative_workers_stop_only_what_moves_on_a_join_and_a_graceful_leave
     before = total_stops(cluster, "orders") - stops(w4.url, "orders")
     left_at = time.monotonic()
     w4.stop()
-    wait_until(lambda: cluster.balanced("orders", 9), 30, "w4's items to move")
-    assert time.monotonic() - left_at < SESSION_MS / 1000 + 2, "a leave does not wait for the session"
+    wait_until(lambda: cluster.balanced("orders", 9), 3 * LEAVE_SESSION_MS / 1000, "w4's items to move")
+    handed_over = time.monotonic() - left_at
+    assert handed_over < LEAVE_SESSION_MS / 1000, (
+        f"a leave does not wait for the session: w4's work ran elsewhere after {handed_over:.1f} s"
+    )
     assert total_stops(cluster, "orders") == before, "nothing else stopped"
 
 
@@ -125,9 +147,9 @@ def test_cooperative_workers_hold_a_crashed_workers_work_for_the_delay_and_a_bou
 
 
 def test_workers_cut_off_from_the_coordinator_stop_their_work_within_the_session(
-    cooperative: WorkerCluster,
+    cooperative_cut_off: WorkerCluster,
 ) -> None:
-    cluster = cooperative
+    cluster = cooperative_cut_off
     workers = [cluster.start(n) for n in ("w1", "w2")]
     rest("POST", f"{workers[0].url}/connectors", source("orders", 3))
     wait_until(lambda: cluster.balanced("orders", 4), 30, "4 items over 2 workers")
@@ -142,10 +164,14 @@ def test_workers_cut_off_from_the_coordinator_stop_their_work_within_the_session
                 for w in workers
             )
 
-        wait_until(everything_stopped, SESSION_MS / 1000, "every worker to stop its work within the session")
-        assert time.monotonic() - paused_at < SESSION_MS / 1000
+        # Waited for past the session, so that a late stop is measured, not timed out on.
+        wait_until(everything_stopped, 3 * CUT_OFF_SESSION_MS / 1000, "every worker to stop its work")
+        stopped_after = time.monotonic() - paused_at
     finally:
         cluster.coordinator.resume()
+    assert stopped_after < (CUT_OFF_SESSION_MS - HEARTBEAT_MS) / 1000, (
+        f"work stopped {stopped_after:.1f} s after the coordinator stopped answering"
+    )
     wait_until(lambda: cluster.balanced("orders", 4), 60, "the workers to rejoin and run everything again")
 
 
@@ -153,7 +179,7 @@ def describe_group(bootstrap: str, group_id: str) -> dict[str, Any]:
     async def describe() -> dict[str, Any]:
         client = await ProtocolClient.connect(bootstrap)
         try:
-            answer = await client.request(DESCRIBE_GROUPS, 5, {"groups": [group_id]})
+            answer = await client.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group_id]})
         finally:
             await client.close()
         return dict(answer["groups"][0])
@@ -181,3 +207,5 @@ def test_one_eager_worker_makes_the_whole_group_eager(cooperative: WorkerCluster
     group = describe_group(cluster.coordinator.bootstrap, "connect-cluster")
     assert (group["protocol_data"], len(group["members"])) == ("default", 3)
     wait_until(lambda: total_stops(cluster, "orders") - before >= 5, 10, "every item to have stopped")
+    for worker in cluster.running():  # each worker's /metrics names the protocol in use
+        assert metrics(worker.url).get('connect_worker_assignor{assignor="default"}') == 1, worker.name

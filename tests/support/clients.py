@@ -64,22 +64,44 @@ def consume_confluent(
     timeout: float = 30,
     security: ClientSecurity | None = None,
 ) -> list[Record]:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "unused-assign-only",
-            "enable.auto.commit": False,
-            "check.crcs": True,
-            **confluent_settings(security),
-        }
-    )
+    consumer = _assign_only_confluent(bootstrap, security)
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     try:
         return _poll_confluent(consumer, expected, timeout)
     finally:
         consumer.close()
+
+
+def _assign_only_confluent(bootstrap: str, security: ClientSecurity | None = None) -> Any:
+    from confluent_kafka import Consumer
+
+    settings = {"bootstrap.servers": bootstrap, "group.id": "unused-assign-only", "enable.auto.commit": False}
+    return Consumer({**settings, "check.crcs": True, **confluent_settings(security)})
+
+
+def read_to_end(bootstrap: str, topic: str, partition: int = 0, timeout: float = 60) -> list[Record]:
+    """Every record of the partition from offset 0 up to its high watermark (asked for first), with
+    confluent-kafka: what the log holds, however many that is, so a duplicate at the tail or a
+    missing tail shows in the count."""
+    from confluent_kafka import TopicPartition
+
+    consumer = _assign_only_confluent(bootstrap)
+    try:
+        _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        out: list[Record] = []
+        deadline = time.monotonic() + timeout
+        while end > 0 and (not out or out[-1][1] < end - 1):
+            assert time.monotonic() < deadline, f"read {len(out)} records of {topic}-{partition}, end {end}"
+            msg = consumer.poll(0.5)
+            if msg is not None:
+                assert msg.error() is None, msg.error()
+                out.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
+    finally:
+        consumer.close()
+    return out
 
 
 def _poll_confluent(consumer: Any, expected: int, timeout: float) -> list[Record]:

@@ -45,7 +45,8 @@ def empty_group_then_w1_joins(d: ConnectDriver) -> None:
 
 
 def w2_joins(d: ConnectDriver) -> None:
-    """'W2 joins the Group': W1 revokes BC0 and BT1 before W2 gets them."""
+    """'W2 joins the Group': W1 revokes BC0 and BT1 before W2 gets them. W2 heartbeats in the
+    window, before W1 is told to revoke and again before W1 acknowledges, and is given nothing."""
     joined = d.join("W2")
     assert not joined["should_compute_assignment"], "W1 computed last time: it is chosen again"
     assert d.state() == {
@@ -61,12 +62,22 @@ def w2_joins(d: ConnectDriver) -> None:
         "assignment_epoch": 2,
         "members": {"W1": (1, EVERYTHING, "AC0 AT1 AT2"), "W2": (1, "", "BC0 BT1")},
     }
+    early = d.beat("W2")  # W1 has not even been told to revoke yet
+    assert early["error_code"] == 0 and not d.runs["W2"], (
+        f"W2 was given {notation(d.runs['W2'])} while W1 still holds BC0 and BT1"
+    )
+    held_once(d)
     revoke = d.beat("W1")
     assert revoke["member_epoch"] == 1 and notation(d.runs["W1"]) == "AC0 AT1 AT2", "told to revoke first"
     assert d.state()["members"]["W1"] == (1, EVERYTHING, "AC0 AT1 AT2"), "held until acknowledged"
+    waiting = d.beat("W2")  # W1 stopped BC0 and BT1 but has not said so
+    assert waiting["error_code"] == 0 and not d.runs["W2"], (
+        f"W2 was given {notation(d.runs['W2'])} before W1 acknowledged their revocation"
+    )
+    held_once(d)
     # "When it acknowledges the revocation, [the] coordinator would transition it to epoch 2."
     assert d.beat("W1")["member_epoch"] == 2
-    assert d.state()["members"] == {"W1": (2, "AC0 AT1 AT2", "AC0 AT1 AT2"), "W2": (1, "", "BC0 BT1")}
+    assert d.state()["members"] == {"W1": (2, "AC0 AT1 AT2", "AC0 AT1 AT2"), "W2": (2, "", "BC0 BT1")}
     # "When W2 heartbeats, it would get it's assignments and be bumped to epoch 2."
     given = d.beat("W2")
     assert given["member_epoch"] == 2 and notation(d.runs["W2"]) == "BC0 BT1"

@@ -15,12 +15,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 from connect_rebalance.protocol.connect_group import (
-    CONNECT_GROUP_DESCRIBE,
-    CONNECT_GROUP_HEARTBEAT,
-    CONNECT_GROUP_INSTALL_ASSIGNMENT,
-    CONNECT_GROUP_PREPARE_ASSIGNMENT,
     ClientAssignor,
     InstalledMember,
     heartbeat_fields,
@@ -68,7 +65,7 @@ class ConnectDriver:
         self.runs[worker] = frozenset()
         defaults: dict[str, Any] = {"url": f"http://{worker.lower()}:8083", "rebalance_timeout_ms": 60000}
         answer = self.call(
-            CONNECT_GROUP_HEARTBEAT,
+            ApiKey.CONNECT_GROUP_HEARTBEAT,
             heartbeat_fields(
                 self.group_id, worker, 0, assignors=self.assignors[worker], owned=[], **{**defaults, **fields}
             ),
@@ -79,7 +76,9 @@ class ConnectDriver:
         """A heartbeat reporting what the worker runs."""
         fields.setdefault("owned", self.runs.get(worker, frozenset()))
         epoch = self.epoch.get(worker, 0) if epoch is None else epoch
-        answer = self.call(CONNECT_GROUP_HEARTBEAT, heartbeat_fields(self.group_id, worker, epoch, **fields))
+        answer = self.call(
+            ApiKey.CONNECT_GROUP_HEARTBEAT, heartbeat_fields(self.group_id, worker, epoch, **fields)
+        )
         return self._apply(worker, answer)
 
     def change_reason(self, worker: str, reason: int) -> dict[str, Any]:
@@ -88,13 +87,13 @@ class ConnectDriver:
         return self.beat(worker, assignors=self.assignors[worker])
 
     def leave(self, worker: str) -> dict[str, Any]:
-        answer = self.call(CONNECT_GROUP_HEARTBEAT, heartbeat_fields(self.group_id, worker, -1))
+        answer = self.call(ApiKey.CONNECT_GROUP_HEARTBEAT, heartbeat_fields(self.group_id, worker, -1))
         self.runs.pop(worker, None)
         return answer
 
     def prepare(self, worker: str) -> dict[str, Any]:
         return self.call(
-            CONNECT_GROUP_PREPARE_ASSIGNMENT,
+            ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT,
             {"group_id": self.group_id, "member_id": worker, "member_epoch": self.epoch[worker]},
         )
 
@@ -104,7 +103,7 @@ class ConnectDriver:
         members = [InstalledMember(w, work(n)) for w, n in plan.items()]
         declared = work(covered) if covered is not None else frozenset().union(*(m.work for m in members))
         return self.call(
-            CONNECT_GROUP_INSTALL_ASSIGNMENT,
+            ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT,
             install_fields(self.group_id, worker, self.epoch[worker], group_epoch, declared, members, error),
         )
 
@@ -117,7 +116,7 @@ class ConnectDriver:
         return prepared
 
     def describe(self) -> dict[str, Any]:
-        answer = self.call(CONNECT_GROUP_DESCRIBE, {"group_ids": [self.group_id]})
+        answer = self.call(ApiKey.CONNECT_GROUP_DESCRIBE, {"group_ids": [self.group_id]})
         return answer["groups"][0]
 
     def state(self) -> dict[str, Any]:

@@ -8,13 +8,11 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol import codec
+from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.records import Record
 from coordinator.groups.requests import GroupRequest, Outcome
 from coordinator.groups.settings import GroupSettings
-
-JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH = 11, 14, 12, 13, 8, 9
-LIST, DESCRIBE, DELETE, OFFSET_DELETE = 16, 15, 42, 47
 
 
 def consumer_subscription(topics: list[str]) -> bytes:
@@ -141,7 +139,7 @@ class GroupHarness:
     ) -> int:
         protocols = protocols if protocols is not None else [("range", b"meta-" + client_id.encode())]
         return self.send(
-            JOIN, version, client_id, group_id=group_id, session_timeout_ms=session_timeout_ms,
+            ApiKey.JOIN_GROUP, version, client_id, group_id=group_id, session_timeout_ms=session_timeout_ms,
             rebalance_timeout_ms=rebalance_timeout_ms, member_id=member_id, group_instance_id=instance_id,
             protocol_type=protocol_type, protocols=[{"name": n, "metadata": m} for n, m in protocols],
         )  # fmt: skip
@@ -156,7 +154,7 @@ class GroupHarness:
         instance_id: str | None = None,
     ) -> int:
         return self.send(
-            SYNC, version, group_id=group_id, generation_id=generation, member_id=member_id,
+            ApiKey.SYNC_GROUP, version, group_id=group_id, generation_id=generation, member_id=member_id,
             group_instance_id=instance_id,
             assignments=[{"member_id": m, "assignment": a} for m, a in (assignments or {}).items()],
         )  # fmt: skip
@@ -165,7 +163,7 @@ class GroupHarness:
         self, member_id: str, generation: int, group_id: str = "g", instance_id: str | None = None
     ) -> int:
         answer = self.call(
-            HEARTBEAT,
+            ApiKey.HEARTBEAT,
             3,
             group_id=group_id,
             generation_id=generation,

@@ -17,8 +17,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from confluent_kafka import Producer
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from connect_rebalance.processes import CoordinatorProcess
+from tests.support.wire import RawConnection
+from workers.cluster import metrics
+
+OFFSET_COMMIT = 8
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
@@ -30,7 +36,7 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
 def groups_describe(bootstrap: str, group: str) -> str:
     """What `connect-rebalance groups describe GROUP` prints, as an operator runs it."""
     result = subprocess.run(
-        [sys.executable, "-m", "connect_rebalance.cli", "groups", "--bootstrap-server", bootstrap,
+        [sys.executable, "-m", "connect_rebalance_cli.cli", "groups", "--bootstrap-server", bootstrap,
          "describe", group],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
@@ -44,6 +50,43 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.05) -> 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(interval)
+
+
+def group_epoch(coordinator: CoordinatorProcess, group: str, kind: str) -> int:
+    """The group's epoch (classic groups: generation), as the coordinator's /metrics report it."""
+    samples = metrics(coordinator.admin_url)
+    return int(samples[f'connect_rebalance_group_epoch{{group="{group}",type="{kind}"}}'])
+
+
+def member_id_of(bootstrap: str, group: str, client_id: str) -> str:
+    """The member id of the group's member with `client_id`, as an admin client describes it."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    described = admin.describe_consumer_groups([group])[group].result(30)
+    [member] = [m for m in described.members if m.client_id == client_id]
+    return str(member.member_id)
+
+
+def stale_commit(bootstrap: str, group: str, member_id: str, epoch: int, topic: str, partition: int) -> int:
+    """What a member that slept through a rebalance sends: an OffsetCommit (v9) of offset 0 at its
+    old generation (classic) or member epoch (consumer groups). Returns the partition's error code."""
+    connection = RawConnection(bootstrap)
+    try:
+        answer = connection.request(OFFSET_COMMIT, 9, {
+            "group_id": group, "generation_id_or_member_epoch": epoch, "member_id": member_id,
+            "group_instance_id": None,
+            "topics": [{"name": topic, "partitions": [{
+                "partition_index": partition, "committed_offset": 0, "committed_leader_epoch": -1,
+                "committed_metadata": ""}]}],
+        })  # fmt: skip
+    finally:
+        connection.close()
+    return int(answer.topics[0].partitions[0].error_code)
+
+
+def committed_offset(bootstrap: str, group: str, topic: str, partition: int) -> int:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    wanted = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, partition)])
+    return int(admin.list_consumer_group_offsets([wanted])[group].result(30).topic_partitions[0].offset)
 
 
 class ContinuousProducer:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 
 from .certificates import Pki
@@ -23,7 +24,8 @@ AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 def add_user_offline(data_dir: Path, name: str, password: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "connect_rebalance.cli", "users", "--data-dir", str(data_dir), "add", name],
+        [sys.executable, "-m", "connect_rebalance_cli.cli", "users", "--data-dir", str(data_dir), "add",
+         name],
         input=password + "\n", capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -59,8 +61,10 @@ async def authenticated_client(bootstrap: str, user: str, password: str) -> Prot
     """The project's protocol client on a SASL_PLAINTEXT listener, logged in with SASL/PLAIN
     through SaslHandshake v1 and SaslAuthenticate."""
     client = await ProtocolClient.connect(bootstrap, client_id=f"{user}-raw")
-    handshake = await client.request(17, 1, {"mechanism": "PLAIN"})
+    handshake = await client.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
     assert handshake["error_code"] == 0, handshake
-    answer = await client.request(36, 2, {"auth_bytes": f"\0{user}\0{password}".encode()})
+    answer = await client.request(
+        ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": f"\0{user}\0{password}".encode()}
+    )
     assert answer["error_code"] == 0, answer
     return client

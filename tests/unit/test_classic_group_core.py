@@ -8,10 +8,11 @@ import time
 import pytest
 
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.groups.classic import ClassicState
 from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.settings import GroupSettings
-from tests.support.group_harness import LEAVE, GroupHarness
+from tests.support.group_harness import GroupHarness
 
 pytestmark = pytest.mark.unit
 
@@ -212,7 +213,7 @@ def test_a_v9_static_leader_that_rejoins_is_told_to_skip_assignment() -> None:
 def test_leave_group_batched_with_static_and_unknown_members() -> None:
     h = GroupHarness()
     a, b, c = h.form_group(3)
-    left = h.call(LEAVE, 3, group_id="g", members=[
+    left = h.call(ApiKey.LEAVE_GROUP, 3, group_id="g", members=[
         {"member_id": b, "group_instance_id": None}, {"member_id": "ghost", "group_instance_id": None},
         {"member_id": "", "group_instance_id": "never-joined"}])  # fmt: skip
     assert [m["error_code"] for m in left["members"]] == [
@@ -221,14 +222,14 @@ def test_leave_group_batched_with_static_and_unknown_members() -> None:
         ErrorCode.UNKNOWN_MEMBER_ID,
     ]
     assert state(h) == ClassicState.PREPARING_REBALANCE and b not in h.core.groups["g"].members
-    old_style = h.call(LEAVE, 1, group_id="g", member_id="ghost")
+    old_style = h.call(ApiKey.LEAVE_GROUP, 1, group_id="g", member_id="ghost")
     assert old_style["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_the_last_member_leaving_empties_the_group_and_bumps_the_generation() -> None:
     h = GroupHarness()
     [a] = h.form_group(1)
-    h.call(LEAVE, 1, group_id="g", member_id=a)
+    h.call(ApiKey.LEAVE_GROUP, 1, group_id="g", member_id=a)
     assert state(h) == ClassicState.EMPTY and h.core.groups["g"].generation == 2
     assert h.records[-1].value is not None and h.records[-1].value.members == ()
 
@@ -252,7 +253,7 @@ def test_replaying_the_records_rebuilds_the_same_groups_and_offsets() -> None:
         {"name": "orders", "partitions": [{"partition_index": p, "committed_offset": 100 + p,
                                            "committed_leader_epoch": 0, "committed_metadata": "m"}
                                           for p in range(4)]}])  # fmt: skip
-    h.call(LEAVE, 1, group_id="g", member_id=c)
+    h.call(ApiKey.LEAVE_GROUP, 1, group_id="g", member_id=c)
     rejoins = [h.join(m, client_id=f"c{i}") for i, m in enumerate((a, b))]
     generation = h.answer(rejoins[0])["generation_id"]
     h.sync(b, generation)

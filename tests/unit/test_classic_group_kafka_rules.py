@@ -11,10 +11,11 @@ import pytest
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.groups.classic import ClassicState
 from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.settings import GroupSettings
-from tests.support.group_harness import DESCRIBE, GroupHarness
+from tests.support.group_harness import GroupHarness
 
 pytestmark = pytest.mark.unit
 
@@ -50,7 +51,7 @@ def assignment(partitions: list[int]) -> bytes:
 
 
 def described(h: GroupHarness) -> dict:
-    [group] = h.call(DESCRIBE, 5, groups=["g"], include_authorized_operations=False)["groups"]
+    [group] = h.call(ApiKey.DESCRIBE_GROUPS, 5, groups=["g"], include_authorized_operations=False)["groups"]
     return group
 
 

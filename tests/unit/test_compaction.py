@@ -11,12 +11,13 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
+from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.group_record_codec import decode_record, encode_record
 from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.settings import GroupSettings
 from coordinator.storage import batches
 from coordinator.storage.partition_log import LogSettings, PartitionLog
-from tests.support.group_harness import COMMIT, GroupHarness
+from tests.support.group_harness import GroupHarness
 
 pytestmark = pytest.mark.unit
 DAY = 86_400_000
@@ -139,8 +140,8 @@ def test_group_records_replay_to_the_same_state_after_compaction(tmp_path: Path)
     h = GroupHarness(GroupSettings(initial_rebalance_delay_ms=0))
     a, b = h.form_group(2)
     for round_ in range(40):
-        h.call(COMMIT, 8, group_id="g", generation_id_or_member_epoch=1, member_id=a, group_instance_id=None,
-               topics=[{"name": "orders", "partitions": [
+        h.call(ApiKey.OFFSET_COMMIT, 8, group_id="g", generation_id_or_member_epoch=1, member_id=a,
+               group_instance_id=None, topics=[{"name": "orders", "partitions": [
                    {"partition_index": p, "committed_offset": round_ * 10 + p, "committed_leader_epoch": 0,
                     "committed_metadata": ""} for p in range(6)]}])  # fmt: skip
     log = PartitionLog.open(tmp_path, compacted(segment_bytes=4000))

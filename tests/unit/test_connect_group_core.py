@@ -23,17 +23,25 @@ from tests.support.group_harness import GroupHarness
 pytestmark = pytest.mark.unit
 
 
+SESSION_MS = 10000
+
+
 def driver(harness: GroupHarness | None = None) -> tuple[GroupHarness, ConnectDriver]:
-    h = harness or GroupHarness(GroupSettings(connect_session_timeout_ms=10000))
+    h = harness or GroupHarness(GroupSettings(connect_session_timeout_ms=SESSION_MS))
     return h, ConnectDriver(lambda api_key, fields: h.call(api_key, 0, **fields))
 
 
 def expire_on_the_virtual_clock(h: GroupHarness, d: ConnectDriver) -> Expire:
     def expire(gone: str, alive: list[str]) -> None:
-        while gone in d.state()["members"]:
+        silent_ms = 0
+        while gone in d.state()["members"] and silent_ms <= SESSION_MS:
             h.advance(1000)
+            silent_ms += 1000
             for w in alive:
                 d.beat(w)
+        assert gone not in d.state()["members"], (
+            f"{gone} is still a member {silent_ms} ms after its last heartbeat"
+        )
 
     return expire
 
@@ -273,17 +281,22 @@ operation = st.one_of(
 
 
 class Cluster:
-    """Simulated workers: a worker runs work from when it is given it until it stops it."""
+    """Simulated workers: a worker runs work from when it is given it until it stops it.
+    `assignors` says what each worker offers (the driver's default otherwise)."""
 
-    def __init__(self) -> None:
+    def __init__(self, assignors: dict[str, list[ClientAssignor]] | None = None) -> None:
         self.h, self.d = driver()
         self.alive: set[str] = set()
         self.crashed: set[str] = set()
+        self.assignors = assignors or {}
+
+    def join(self, worker: str) -> dict[str, Any]:
+        return self.d.join(worker, assignors=self.assignors.get(worker))
 
     def run(self, op: tuple[str, Any]) -> None:
         kind, arg = op
         if kind == "join" and arg not in self.alive:
-            if self.d.join(arg)["error_code"] == 0:
+            if self.join(arg)["error_code"] == 0:
                 self.alive.add(arg)
                 self.crashed.discard(arg)
         elif kind == "leave" and arg in self.alive:
@@ -316,7 +329,7 @@ class Cluster:
         if self.d.last[worker]["error_code"] != 0:
             # fenced or unknown: stop everything and rejoin as the draft says
             self.d.runs[worker] = frozenset()
-            if self.d.join(worker)["error_code"] != 0:
+            if self.join(worker)["error_code"] != 0:
                 self.alive.discard(worker)
 
     def _compute(self, seed: int) -> None:

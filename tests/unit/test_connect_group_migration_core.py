@@ -18,6 +18,7 @@ from connect_rebalance.connect_protocol import (
     encode_metadata,
 )
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.connect_group import InstalledMember, install_fields
 from connect_rebalance.work import work_of
 from coordinator.group_record_codec import decode_record, encode_record
@@ -27,7 +28,7 @@ from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.records import GroupMetadataRecord
 from coordinator.groups.settings import GroupSettings
 from tests.support.connect_driver import ConnectDriver, notation, work
-from tests.support.group_harness import HEARTBEAT, LEAVE, LIST, GroupHarness
+from tests.support.group_harness import GroupHarness
 
 pytestmark = pytest.mark.unit
 
@@ -90,7 +91,7 @@ def member(d: ConnectDriver, member_id: str) -> dict[str, Any]:
 
 
 def listed(h: GroupHarness) -> dict[str, Any]:
-    return next(g for g in h.call(LIST, 5, states_filter=[], types_filter=[])["groups"]
+    return next(g for g in h.call(ApiKey.LIST_GROUPS, 5, states_filter=[], types_filter=[])["groups"]
                 if g["group_id"] == GROUP)  # fmt: skip
 
 
@@ -342,7 +343,9 @@ def test_no_downgrade_when_the_policy_forbids_it() -> None:
 
 def test_a_classic_leave_removes_the_worker_and_a_connect_group_of_classic_workers_goes_back() -> None:
     h, d, ids, g = upgraded()
-    left = h.call(LEAVE, 3, group_id=GROUP, members=[{"member_id": ids["w1"], "group_instance_id": None}])
+    left = h.call(
+        ApiKey.LEAVE_GROUP, 3, group_id=GROUP, members=[{"member_id": ids["w1"], "group_instance_id": None}]
+    )
     assert left["members"][0]["error_code"] == 0
     assert ids["w1"] not in d.state()["members"]
     assert d.leave("C1")["error_code"] == 0
@@ -391,7 +394,7 @@ def test_the_heartbeat_api_is_answered_for_a_classic_worker_over_the_encoded_res
     h, d, ids, g = upgraded()
     same_target(d, ids)
     answer = h.call(
-        HEARTBEAT, 4, group_id=GROUP, generation_id=g, member_id=ids["w1"], group_instance_id=None
+        ApiKey.HEARTBEAT, 4, group_id=GROUP, generation_id=g, member_id=ids["w1"], group_instance_id=None
     )
     assert answer["error_code"] == ErrorCode.REBALANCE_IN_PROGRESS
 

@@ -13,11 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.connect_group import ClientAssignor
 from connect_rebalance.protocol.consumer_group import (
-    CONSUMER_GROUP_HEARTBEAT,
-    CONSUMER_GROUP_INSTALL_ASSIGNMENT,
-    CONSUMER_GROUP_PREPARE_ASSIGNMENT,
     MemberTarget,
     heartbeat_fields,
     install_fields,
@@ -49,7 +47,9 @@ class ClientGroup:
         epoch = self.epochs.get(member, 0) if epoch is None else epoch
         if epoch == 0 and member in self.joins:
             fields = {**self.joins[member], **fields}
-        answer = self.h.call(CONSUMER_GROUP_HEARTBEAT, 1, **heartbeat_fields("cg", member, epoch, **fields))
+        answer = self.h.call(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, **heartbeat_fields("cg", member, epoch, **fields)
+        )
         if answer["error_code"] == 0:
             self.epochs[member] = answer["member_epoch"]
         return answer
@@ -76,7 +76,7 @@ class ClientGroup:
     def prepare(self, member: str, epoch: int | None = None) -> dict[str, Any]:
         epoch = self.epochs[member] if epoch is None else epoch
         return self.h.call(
-            CONSUMER_GROUP_PREPARE_ASSIGNMENT, 0, group_id="cg", member_id=member, member_epoch=epoch
+            ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT, 0, group_id="cg", member_id=member, member_epoch=epoch
         )
 
     def install(
@@ -84,7 +84,7 @@ class ClientGroup:
     ) -> dict[str, Any]:
         members = [MemberTarget(m, items, 1, f"for-{m}".encode()) for m, items in targets.items()]
         fields = install_fields("cg", member, self.epochs[member], group_epoch, members, error)
-        return self.h.call(CONSUMER_GROUP_INSTALL_ASSIGNMENT, 0, **fields)
+        return self.h.call(ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT, 0, **fields)
 
     def group(self):  # type: ignore[no-untyped-def]
         return self.h.core.groups["cg"]
@@ -141,7 +141,7 @@ def test_assignors_are_validated_and_must_overlap_with_the_group() -> None:
         answer = g.join("C", assignors=[bad])
         assert answer["error_code"] == ErrorCode.INVALID_REQUEST and why in answer["error_message"]
     both = g.h.call(
-        CONSUMER_GROUP_HEARTBEAT, 1,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT, 1,
         **{**heartbeat_fields("cg", "D", 0, topics=["orders"], owned=(), rebalance_timeout_ms=1000,
                               assignors=[STICKY]), "server_assignor": "uniform"},
     )  # fmt: skip
@@ -173,9 +173,11 @@ def test_prepare_returns_the_group_state_and_checks_who_asks() -> None:
     assert g.prepare("B")["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID, "B is not chosen"
     assert g.prepare("A", epoch=7)["error_code"] == ErrorCode.STALE_MEMBER_EPOCH
     assert g.prepare("ghost", epoch=1)["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
-    missing = g.h.call(CONSUMER_GROUP_PREPARE_ASSIGNMENT, 0, group_id="nope", member_id="A", member_epoch=1)
+    missing = g.h.call(
+        ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT, 0, group_id="nope", member_id="A", member_epoch=1
+    )
     assert missing["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
-    empty = g.h.call(CONSUMER_GROUP_PREPARE_ASSIGNMENT, 0, group_id="cg", member_id="", member_epoch=1)
+    empty = g.h.call(ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT, 0, group_id="cg", member_id="", member_epoch=1)
     assert empty["error_code"] == ErrorCode.INVALID_REQUEST
 
 
@@ -216,7 +218,7 @@ def test_install_checks_the_epoch_it_was_computed_for_and_that_it_was_prepared()
     wrong = g.install("A", 5, {"A": g.tp("orders", 0, 1, 2, 3)})
     assert wrong["error_code"] == ErrorCode.INVALID_ASSIGNMENT and "epoch 5" in wrong["error_message"]
     body = install_fields("cg", "A", g.epochs["A"], 1, [MemberTarget("A", g.tp("orders", 0, 1, 2, 3))] * 2)
-    duplicated = g.h.call(CONSUMER_GROUP_INSTALL_ASSIGNMENT, 0, **body)
+    duplicated = g.h.call(ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT, 0, **body)
     assert duplicated["error_code"] == ErrorCode.INVALID_ASSIGNMENT and "twice" in duplicated["error_message"]
 
 
@@ -337,21 +339,23 @@ def test_the_tagged_fields_leave_kafkas_heartbeat_bytes_unchanged_for_real_clien
     answer = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": "m",
               "member_epoch": 3, "heartbeat_interval_ms": 5000, "assignment": None}  # fmt: skip
     for version in (0, 1):
-        kafka = bytes(codec.build_response(CONSUMER_GROUP_HEARTBEAT, version, answer).encode())
+        kafka = bytes(codec.build_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, answer).encode())
         unasked = {**answer, "should_compute_assignment": False}
-        assert bytes(codec.build_response(CONSUMER_GROUP_HEARTBEAT, version, unasked).encode()) == kafka
+        assert (
+            bytes(codec.build_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, unasked).encode()) == kafka
+        )
         assert kafka.endswith(b"\x00"), "no tagged fields"
         asked = codec.build_response(
-            CONSUMER_GROUP_HEARTBEAT, version, {**answer, "should_compute_assignment": True}
+            ApiKey.CONSUMER_GROUP_HEARTBEAT, version, {**answer, "should_compute_assignment": True}
         )
         decoded = codec.decode_response_body(
-            CONSUMER_GROUP_HEARTBEAT, version, b"\x00\x00\x00\x07\x00" + bytes(asked.encode())
+            ApiKey.CONSUMER_GROUP_HEARTBEAT, version, b"\x00\x00\x00\x07\x00" + bytes(asked.encode())
         )[1]
         assert decoded.should_compute_assignment is True
         request = heartbeat_fields("cg", "m", 3, owned=())
-        plain = bytes(codec.build_request(CONSUMER_GROUP_HEARTBEAT, version, request).encode())
+        plain = bytes(codec.build_request(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, request).encode())
         decoded_request = codec.decode_request_body(
-            codec.RequestHeader(CONSUMER_GROUP_HEARTBEAT, version, 1, "c"), plain, 0
+            codec.RequestHeader(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, 1, "c"), plain, 0
         )
         assert decoded_request.client_assignors is None
 

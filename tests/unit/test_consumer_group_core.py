@@ -139,6 +139,23 @@ def test_a_regex_subscription_picks_up_a_topic_created_later() -> None:
     assert h.assigned(later) == {"logs-a": [0, 1], "logs-b": [0, 1, 2]}
 
 
+def test_what_the_group_subscribes_to_follows_members_changing_and_leaving() -> None:
+    """The group's subscription is the union of its members' (kept per distinct subscription,
+    not rebuilt from every member): a topic nobody subscribes to any more leaves it."""
+    h = GroupHarness(topics={"orders": 2, "payments": 2, "refunds": 2})
+    a = join(h, "A", topics=("orders",))
+    join(h, "B", topics=("orders", "payments"))
+    join(h, "C", topics=("orders", "payments"))
+    assert h.core.groups["cg"].subscribed_names == {"orders", "payments"}
+    assert h.consumer_heartbeat("B", -1)["error_code"] == 0
+    assert h.core.groups["cg"].subscribed_names == {"orders", "payments"}, "C still wants payments"
+    assert h.consumer_heartbeat("C", -1)["error_code"] == 0
+    moved = h.consumer_heartbeat("A", a["member_epoch"], topics=["refunds"], owned={"orders": [0, 1]})
+    assert h.core.groups["cg"].subscribed_names == {"refunds"}
+    done = h.consumer_heartbeat("A", moved["member_epoch"], owned={})
+    assert h.assigned(done) == {"refunds": [0, 1]}
+
+
 def consumer_state(core) -> dict:  # type: ignore[no-untyped-def]
     """What a consumer group persists: epochs, targets, members and their assignments."""
     from coordinator.groups.consumer import ConsumerGroup

@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.groups.settings import GroupSettings
-from tests.support.group_harness import DESCRIBE, GroupHarness
+from tests.support.group_harness import GroupHarness
 
 pytestmark = pytest.mark.unit
 
@@ -56,5 +57,5 @@ def test_15_a_restarted_static_classic_member_is_described_with_its_new_client_i
     first = h.answer(h.join(client_id="old-process", instance_id="host-1"))
     h.sync(first["member_id"], 1, {first["member_id"]: b"all"}, instance_id="host-1")
     h.join(client_id="new-process", instance_id="host-1")
-    [group] = h.call(DESCRIBE, 5, groups=["g"], include_authorized_operations=False)["groups"]
+    [group] = h.call(ApiKey.DESCRIBE_GROUPS, 5, groups=["g"], include_authorized_operations=False)["groups"]
     assert [(m["client_id"], m["member_assignment"]) for m in group["members"]] == [("new-process", b"all")]

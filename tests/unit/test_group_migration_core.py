@@ -9,6 +9,7 @@ import pytest
 
 from connect_rebalance.consumer_protocol import decode_assignment, encode_assignment
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.config import ConfigError, CoordinatorConfig
 from coordinator.group_record_codec import decode_record, encode_record
 from coordinator.groups.classic import ClassicGroup, ClassicState
@@ -16,11 +17,10 @@ from coordinator.groups.consumer import ConsumerGroup
 from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.records import GroupMetadataRecord
 from coordinator.groups.settings import GroupSettings
-from tests.support.group_harness import LEAVE, LIST, GroupHarness
+from tests.support.group_harness import GroupHarness
 
 pytestmark = pytest.mark.unit
 
-COMMIT, DESCRIBE, CONSUMER_DESCRIBE = 8, 15, 69
 GROUP = "cg"  # the harness's consumer_heartbeat default group id
 
 
@@ -152,7 +152,7 @@ def test_an_empty_classic_group_becomes_a_consumer_group_whatever_the_policy() -
     h = harness(consumer_migration_policy="disabled")
     (a, b), generation = classic_group(h)
     for member in (a, b):
-        h.call(LEAVE, 1, group_id=GROUP, member_id=member)
+        h.call(ApiKey.LEAVE_GROUP, 1, group_id=GROUP, member_id=member)
     assert consumer_join(h, "C")["error_code"] == 0
     assert isinstance(h.core.groups[GROUP], ConsumerGroup)
 
@@ -218,8 +218,8 @@ def test_classic_members_are_checked_for_generation_and_commit_with_their_member
     assert h.heartbeat("nobody", generation, group_id=GROUP) == ErrorCode.UNKNOWN_MEMBER_ID
 
     def commit(generation_id: int) -> int:
-        answer = h.call(COMMIT, 8, group_id=GROUP, generation_id_or_member_epoch=generation_id, member_id=a,
-                        group_instance_id=None, topics=[{"name": "orders", "partitions": [
+        answer = h.call(ApiKey.OFFSET_COMMIT, 8, group_id=GROUP, generation_id_or_member_epoch=generation_id,
+                        member_id=a, group_instance_id=None, topics=[{"name": "orders", "partitions": [
                             {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": 0,
                              "committed_metadata": ""}]}])  # fmt: skip
         return answer["topics"][0]["partitions"][0]["error_code"]
@@ -238,7 +238,9 @@ def test_a_new_classic_member_joins_a_mixed_group_and_one_leaves_with_leave_grou
     assert joined["error_code"] == 0 and len(h.core.groups[GROUP].members) == 4
     bad = h.answer(h.join(client_id="x", group_id=GROUP, protocols=[("other", subscription())]))
     assert bad["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-    left = h.call(LEAVE, 3, group_id=GROUP, members=[{"member_id": b, "group_instance_id": None}])
+    left = h.call(
+        ApiKey.LEAVE_GROUP, 3, group_id=GROUP, members=[{"member_id": b, "group_instance_id": None}]
+    )
     assert left["members"][0]["error_code"] == 0 and b not in h.core.groups[GROUP].members
 
 
@@ -257,16 +259,16 @@ def test_mixed_groups_describe_and_list_sensibly() -> None:
     h = harness()
     (a, b), generation = classic_group(h)
     consumer_join(h, "C")
-    described = h.call(CONSUMER_DESCRIBE, 1, group_ids=[GROUP], include_authorized_operations=False)[
-        "groups"
-    ][0]
+    described = h.call(
+        ApiKey.CONSUMER_GROUP_DESCRIBE, 1, group_ids=[GROUP], include_authorized_operations=False
+    )["groups"][0]
     types = {m["member_id"]: m["member_type"] for m in described["members"]}
     assert types == {a: 0, b: 0, "C": 1}
-    listed = h.call(LIST, 5, states_filter=[], types_filter=[])["groups"]
+    listed = h.call(ApiKey.LIST_GROUPS, 5, states_filter=[], types_filter=[])["groups"]
     assert [(g["group_id"], g["group_type"], g["protocol_type"]) for g in listed] == [
         (GROUP, "consumer", "consumer")
     ]
-    old = h.call(DESCRIBE, 6, groups=[GROUP], include_authorized_operations=False)["groups"][0]
+    old = h.call(ApiKey.DESCRIBE_GROUPS, 6, groups=[GROUP], include_authorized_operations=False)["groups"][0]
     assert old["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND, (
         "as Kafka: describe it with ConsumerGroupDescribe"
     )

@@ -15,7 +15,7 @@ import pytest
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.api_keys import ApiKey
-from connect_rebalance.protocol.connect_group import CONNECT_GROUP_HEARTBEAT, heartbeat_fields
+from connect_rebalance.protocol.connect_group import heartbeat_fields
 from tests.support.connect_driver import ConnectDriver
 from tests.support.group_harness import GroupHarness
 from tests.support.group_state import persisted, replayed, seen, state
@@ -132,8 +132,8 @@ def test_a_failed_connect_group_heartbeat_changes_nothing() -> None:
 
 def test_refused_joins_create_no_group() -> None:
     h = GroupHarness()
-    no_url = h.call(CONNECT_GROUP_HEARTBEAT, 0, **heartbeat_fields("workers", "W1", 0, owned=[], assignors=[],
-                                                                   rebalance_timeout_ms=0))  # fmt: skip
+    fields = heartbeat_fields("workers", "W1", 0, owned=[], assignors=[], rebalance_timeout_ms=0)
+    no_url = h.call(ApiKey.CONNECT_GROUP_HEARTBEAT, 0, **fields)
     assert no_url["error_code"] == ErrorCode.INVALID_REQUEST and no_url["error_message"]
     no_timeout = h.consumer_heartbeat("A", 0, topics=["orders"], owned={}, group_id="consumers")
     assert no_timeout["error_code"] == ErrorCode.INVALID_REQUEST

@@ -17,11 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from connect_rebalance.protocol import codec, hot_messages
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.codec import RequestHeader
 
 pytestmark = pytest.mark.unit
 
-CONSUMER, CONNECT, API_VERSIONS = 68, 10000, 18
+CONSUMER, CONNECT = ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONNECT_GROUP_HEARTBEAT
+API_VERSIONS = ApiKey.API_VERSIONS
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
 int32 = st.integers(-(2**31), 2**31 - 1)

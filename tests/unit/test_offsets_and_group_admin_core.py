@@ -6,20 +6,11 @@ from __future__ import annotations
 import pytest
 
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.groups.classic import ClassicState
 from coordinator.groups.records import GroupMetadataRecord
 from coordinator.groups.settings import GroupSettings
-from tests.support.group_harness import (
-    COMMIT,
-    DELETE,
-    DESCRIBE,
-    FETCH,
-    LEAVE,
-    LIST,
-    OFFSET_DELETE,
-    GroupHarness,
-    consumer_subscription,
-)
+from tests.support.group_harness import GroupHarness, consumer_subscription
 
 pytestmark = pytest.mark.unit
 
@@ -44,7 +35,7 @@ def commit(
         for p, o in partitions.items()
     ]
     answer = h.call(
-        COMMIT,
+        ApiKey.OFFSET_COMMIT,
         version,
         group_id=group_id,
         generation_id_or_member_epoch=generation,
@@ -59,11 +50,14 @@ def commit(
 def fetch(h: GroupHarness, group_id: str = "g", topics=None, version: int = 8) -> dict[tuple[str, int], int]:
     if version >= 8:
         answer = h.call(
-            FETCH, version, groups=[{"group_id": group_id, "topics": topics}], require_stable=True
+            ApiKey.OFFSET_FETCH,
+            version,
+            groups=[{"group_id": group_id, "topics": topics}],
+            require_stable=True,
         )
         rows = answer["groups"][0]["topics"]
     else:
-        answer = h.call(FETCH, version, group_id=group_id, topics=topics)
+        answer = h.call(ApiKey.OFFSET_FETCH, version, group_id=group_id, topics=topics)
         rows = answer["topics"]
     return {(t["name"], p["partition_index"]): p["committed_offset"] for t in rows for p in t["partitions"]}
 
@@ -101,16 +95,18 @@ def test_simple_commits_create_an_empty_group_that_lists_and_describes() -> None
     h = GroupHarness()
     assert commit(h, -1, "", {0: 42}, group_id="standalone") == {0: 0}
     assert fetch(h, "standalone") == {("orders", 0): 42}
-    listed = h.call(LIST, 5, states_filter=[], types_filter=[])["groups"]
+    listed = h.call(ApiKey.LIST_GROUPS, 5, states_filter=[], types_filter=[])["groups"]
     assert listed == [
         {"group_id": "standalone", "protocol_type": "", "group_state": "Empty", "group_type": "classic"}
     ]
-    described = h.call(DESCRIBE, 5, groups=["standalone", "nobody"], include_authorized_operations=False)[
-        "groups"
-    ]
+    described = h.call(
+        ApiKey.DESCRIBE_GROUPS, 5, groups=["standalone", "nobody"], include_authorized_operations=False
+    )["groups"]
     assert described[0]["group_state"] == "Empty" and described[0]["error_code"] == 0
     assert described[1]["group_state"] == "Dead" and described[1]["error_code"] == 0
-    v6 = h.call(DESCRIBE, 6, groups=["nobody"], include_authorized_operations=False)["groups"][0]
+    v6 = h.call(ApiKey.DESCRIBE_GROUPS, 6, groups=["nobody"], include_authorized_operations=False)["groups"][
+        0
+    ]
     assert v6["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
 
 
@@ -118,13 +114,14 @@ def test_list_groups_filters_by_state_and_type_and_describe_shows_members() -> N
     h = GroupHarness()
     a, b = h.form_group(2)
     commit(h, -1, "", {0: 1}, group_id="idle")
-    stable = h.call(LIST, 4, states_filter=["stable"])["groups"]
+    stable = h.call(ApiKey.LIST_GROUPS, 4, states_filter=["stable"])["groups"]
     assert [g["group_id"] for g in stable] == ["g"]
     assert [
-        g["group_id"] for g in h.call(LIST, 5, states_filter=[], types_filter=["consumer"])["groups"]
+        g["group_id"]
+        for g in h.call(ApiKey.LIST_GROUPS, 5, states_filter=[], types_filter=["consumer"])["groups"]
     ] == []
-    assert len(h.call(LIST, 0)["groups"]) == 2
-    [g] = h.call(DESCRIBE, 5, groups=["g"], include_authorized_operations=False)["groups"]
+    assert len(h.call(ApiKey.LIST_GROUPS, 0)["groups"]) == 2
+    [g] = h.call(ApiKey.DESCRIBE_GROUPS, 5, groups=["g"], include_authorized_operations=False)["groups"]
     assert g["group_state"] == "Stable" and g["protocol_type"] == "consumer" and g["protocol_data"] == "range"
     assert [(m["member_id"], m["member_assignment"]) for m in g["members"]] == [
         (a, f"assign-{a}".encode()), (b, f"assign-{b}".encode())]  # fmt: skip
@@ -134,10 +131,10 @@ def test_delete_groups_needs_an_empty_group_and_removes_its_offsets() -> None:
     h = GroupHarness()
     [a] = h.form_group(1)
     commit(h, 1, a, {0: 7})
-    results = h.call(DELETE, 2, groups_names=["g", "nobody"])["results"]
+    results = h.call(ApiKey.DELETE_GROUPS, 2, groups_names=["g", "nobody"])["results"]
     assert [r["error_code"] for r in results] == [ErrorCode.NON_EMPTY_GROUP, ErrorCode.GROUP_ID_NOT_FOUND]
-    h.call(LEAVE, 1, group_id="g", member_id=a)
-    assert h.call(DELETE, 2, groups_names=["g"])["results"][0]["error_code"] == 0
+    h.call(ApiKey.LEAVE_GROUP, 1, group_id="g", member_id=a)
+    assert h.call(ApiKey.DELETE_GROUPS, 2, groups_names=["g"])["results"][0]["error_code"] == 0
     assert "g" not in h.core.groups and fetch(h) == {}
     assert h.records[-1] == GroupMetadataRecord("g", None)
 
@@ -150,13 +147,13 @@ def test_offset_delete_refuses_topics_a_live_consumer_group_subscribes_to() -> N
     h.sync(member, 1, {member: b""})
     commit(h, 1, member, {0: 5})
     commit(h, 1, member, {0: 9}, topic="old")
-    answer = h.call(OFFSET_DELETE, 0, group_id="g", topics=[
+    answer = h.call(ApiKey.OFFSET_DELETE, 0, group_id="g", topics=[
         {"name": "orders", "partitions": [{"partition_index": 0}]},
         {"name": "old", "partitions": [{"partition_index": 0}]}])  # fmt: skip
     errors = {t["name"]: t["partitions"][0]["error_code"] for t in answer["topics"]}
     assert errors == {"orders": ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, "old": 0}
     assert fetch(h) == {("orders", 0): 5}
-    missing = h.call(OFFSET_DELETE, 0, group_id="nobody", topics=[])
+    missing = h.call(ApiKey.OFFSET_DELETE, 0, group_id="nobody", topics=[])
     assert missing["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
 
 
@@ -176,7 +173,7 @@ def test_offsets_expire_a_retention_period_after_the_group_empties_then_the_grou
         h.advance(1_200_000)
         assert h.heartbeat(a, 1) == ErrorCode.NONE
     assert fetch(h) == {("orders", 0): 100}
-    h.call(LEAVE, 1, group_id="g", member_id=a)
+    h.call(ApiKey.LEAVE_GROUP, 1, group_id="g", member_id=a)
     h.advance(7 * day - 700_000)
     assert fetch(h) == {("orders", 0): 100}
     h.advance(1_400_000)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from workers.herder import _stale
+
+pytestmark = pytest.mark.unit
 
 
 def report(worker: str, generation: int, state: str) -> dict[str, object]:

@@ -16,9 +16,12 @@ checkpoint loses a partition it had read.
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from connect_rebalance.client_security import ClientSecurity
 
 from ..plugins import ConfigDef, Connector, TaskContext, indexed_task_configs, non_negative_int, positive_int
 from ..spark_runtime import checkpoint_path
@@ -26,6 +29,7 @@ from ..spark_task import SparkTask
 from .parquet_output import parquet_sink
 
 STARTING = ("earliest", "latest")
+LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 def _topics(value: str) -> list[str]:
@@ -33,8 +37,8 @@ def _topics(value: str) -> list[str]:
 
 
 def _valid_topics(value: str) -> str | None:
-    for topic in _topics(value):
-        if len(topic) > 249 or not all(c.isalnum() or c in "._-" for c in topic):
+    for topic in _topics(value):  # Kafka's rule: ASCII letters, digits, `.`, `_`, `-`; not `.` or `..`
+        if len(topic) > 249 or topic in (".", "..") or not LEGAL_TOPIC.fullmatch(topic):
             return f"{topic!r} is not a valid topic name"
     return None if _topics(value) else "must name at least one topic"
 
@@ -67,11 +71,14 @@ class TopicIngestTask(SparkTask):
 
     def writer(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> Any:
         bootstrap = config.get("bootstrap.servers") or context.bootstrap_servers
+        # A sink-like reader of topics: the worker's `consumer.*` security, as in Kafka Connect.
+        security = context.extra["worker_config"].client_security("consumer.")
         index, count = int(config["task.index"]), int(config["task.count"])
-        partitions = partitions_of_task(find_partitions(bootstrap, _topics(config["topics"])), index, count)
+        found = find_partitions(bootstrap, _topics(config["topics"]), security=security)
+        partitions = partitions_of_task(found, index, count)
         if not partitions:
             return None  # more tasks than partitions: this one has nothing to read
-        return parquet_sink(topic_stream(spark, config, bootstrap, partitions), config, index)
+        return parquet_sink(topic_stream(spark, config, bootstrap, partitions, security), config, index)
 
 
 class TopicIngest(Connector):
@@ -118,12 +125,17 @@ def offsets_of_checkpoints(checkpoints: Sequence[str]) -> list[dict[str, Any]]:
     return sorted(offsets, key=lambda o: tuple(o["partition"].values()))
 
 
-def find_partitions(bootstrap: str, topics: Sequence[str], timeout_s: float = 30.0) -> list[tuple[str, int]]:
+def find_partitions(
+    bootstrap: str, topics: Sequence[str], timeout_s: float = 30.0, security: ClientSecurity | None = None
+) -> list[tuple[str, int]]:
     """The topics' partitions, asked of the cluster; a topic that does not exist is an error."""
     from .topic_spark_source import new_consumer
 
     timeout_ms = int(timeout_s * 1000)
-    consumer = new_consumer(bootstrap, allow_auto_create_topics=False, request_timeout_ms=timeout_ms)
+    settings = security.settings if security else {}
+    consumer = new_consumer(
+        bootstrap, settings, allow_auto_create_topics=False, request_timeout_ms=timeout_ms
+    )
     try:
         found = []
         for topic in topics:
@@ -136,10 +148,15 @@ def find_partitions(bootstrap: str, topics: Sequence[str], timeout_s: float = 30
         consumer.close()
 
 
-def topic_stream(spark: Any, config: Mapping[str, str], bootstrap: str,
-                 partitions: Sequence[tuple[str, int]]) -> Any:  # fmt: skip
+def topic_stream(
+    spark: Any,
+    config: Mapping[str, str],
+    bootstrap: str,
+    partitions: Sequence[tuple[str, int]],
+    security: ClientSecurity | None = None,
+) -> Any:
     """The task's streaming DataFrame: its partitions, read by the `topic` data source."""
-    from .topic_spark_source import TopicDataSource, format_assignment
+    from .topic_spark_source import KAFKA_OPTION, TopicDataSource, format_assignment
 
     spark.dataSource.register(TopicDataSource)
     reader = (
@@ -148,6 +165,8 @@ def topic_stream(spark: Any, config: Mapping[str, str], bootstrap: str,
         .option("assign", format_assignment(partitions))
         .option("startingOffsets", config.get("starting.offsets") or "earliest")
     )
+    for name, value in (security.settings if security else {}).items():
+        reader = reader.option(f"{KAFKA_OPTION}{name}", value)
     limit = int(config.get("max.records.per.batch") or 0)
     if limit > 0:
         reader = reader.option("maxOffsetsPerTrigger", str(limit))

@@ -24,7 +24,10 @@ Options (case-insensitive):
   among the partitions with a backlog;
 - `failOnDataLoss`: `true` (default) fails the query when a record it must read is gone
   (deleted by retention); `false` skips to the earliest record still there;
-- `pollTimeoutMs`: how long `read` waits without progress before failing (default 60000).
+- `pollTimeoutMs`: how long `read` waits without progress before failing (default 60000);
+- `kafka.<setting>`: the Kafka client's security settings (`kafka.security.protocol`,
+  `kafka.sasl.*`, `kafka.ssl.*`, as in Spark's Kafka source), read by
+  `ClientSecurity`; files they name must exist where Spark's Python workers run.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ SCHEMA = StructType([
     StructField("value", BinaryType()),
 ])  # fmt: skip
 POLL_MAX_RECORDS = 5000
+KAFKA_OPTION = "kafka."  # options carrying the Kafka client's security settings
 
 Offsets = dict[str, dict[str, int]]
 
@@ -133,6 +137,11 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_per_trigger = int(options.get("maxOffsetsPerTrigger", "0") or 0)
         self.fail_on_data_loss = options.get("failOnDataLoss", "true").lower() != "false"
         self.poll_timeout_ms = int(options.get("pollTimeoutMs", "60000"))
+        # Kafka client security settings, as given: parsed where a consumer is made (the
+        # constructor stays cheap, and Spark's Python workers must start fast).
+        self.security = {
+            k[len(KAFKA_OPTION) :]: v for k, v in options.items() if k.lower().startswith(KAFKA_OPTION)
+        }
         self._consumer: Any = None  # the planner's; created on first use, never pickled
         self._available_now: dict[tuple[str, int], int] | None = None
         self._latest: dict[tuple[str, int], int] | None = None
@@ -146,7 +155,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _planner_consumer(self) -> Any:
         if self._consumer is None:
-            self._consumer = new_consumer(self.bootstrap)
+            self._consumer = new_consumer(self.bootstrap, self.security)
         return self._consumer
 
     def _partitions(self) -> list[Any]:
@@ -223,7 +232,9 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, PartitionRange)
-        yield from read_range(self.bootstrap, partition, self.fail_on_data_loss, self.poll_timeout_ms)
+        yield from read_range(
+            self.bootstrap, partition, self.fail_on_data_loss, self.poll_timeout_ms, self.security
+        )
 
 
 class TopicDataSource(DataSource):
@@ -240,16 +251,20 @@ class TopicDataSource(DataSource):
         return TopicStreamReader(self.options)
 
 
-def new_consumer(bootstrap: str, **settings: Any) -> Any:
-    """A kafka-python consumer with no group: offsets are the query's, not a group's."""
+def new_consumer(bootstrap: str, security: Mapping[str, str] | None = None, **settings: Any) -> Any:
+    """A kafka-python consumer with no group: offsets are the query's, not a group's;
+    `security` is Kafka's client security settings (`ClientSecurity`)."""
     from kafka import KafkaConsumer
 
+    from connect_rebalance.client_security import ClientSecurity
+
+    client_security = ClientSecurity.parse(security or {}, KAFKA_OPTION).kafka_python()
     return KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False,
-                         client_id="topic-spark-source", **settings)  # fmt: skip
+                         client_id="topic-spark-source", **client_security, **settings)  # fmt: skip
 
 
 def read_range(bootstrap: str, part: PartitionRange, fail_on_data_loss: bool,
-               poll_timeout_ms: int) -> Iterator[Any]:  # fmt: skip
+               poll_timeout_ms: int, security: Mapping[str, str] | None = None) -> Iterator[Any]:  # fmt: skip
     """The records of `part` as Arrow record batches (one per poll), in offset order."""
     import time
 
@@ -260,7 +275,7 @@ def read_range(bootstrap: str, part: PartitionRange, fail_on_data_loss: bool,
     arrow_schema = to_arrow_schema(SCHEMA, timezone="UTC")
     tp = TopicPartition(part.topic, part.partition)
     reset = "none" if fail_on_data_loss else "earliest"
-    consumer = new_consumer(bootstrap, auto_offset_reset=reset, max_poll_records=POLL_MAX_RECORDS)
+    consumer = new_consumer(bootstrap, security, auto_offset_reset=reset, max_poll_records=POLL_MAX_RECORDS)
     try:
         consumer.assign([tp])
         consumer.seek(tp, part.start)

@@ -1,11 +1,13 @@
 """A verifiable source: numbered records whose order proves who ran each task, and when.
 
-Each task writes `{"connector", "task", "seq", "worker"}` records keyed `<connector>-<task>`
-to `topic`, `throughput` records per second (0: none, the task only runs). It keeps its
-next sequence number as its source offset, so a task that moves to another worker carries
-on where it stopped. Reading the topic back, a task's records must have consecutive
-sequence numbers and change `worker` only where the task moved — two workers running one
-task at once would interleave.
+Each task writes `{"connector", "task", "seq", "worker", "run", "at"}` records keyed
+`<connector>-<task>` to `topic`, `throughput` records per second (0: none, the task only
+runs). `run` names one start of the task (a new one each time it is started, on any
+worker) and `at` is when that run wrote the record (wall clock, ms), taken while it runs,
+however late the record lands. It keeps its next sequence number as its source offset, so
+a task that moves to another worker carries on where it stopped. Reading the topic back,
+a task's records must have consecutive sequence numbers, and the time spans of its runs
+(first to last `at`) never overlap unless two ran at once.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +28,7 @@ class VerifiableSourceTask(Task):
         self._running: asyncio.Task[None] | None = None
         self.seq = 0
         self.sent = 0
+        self.run = uuid.uuid4().hex[:12]
 
     async def start(self, config: Mapping[str, str], context: TaskContext) -> None:
         self.context = context
@@ -41,8 +46,9 @@ class VerifiableSourceTask(Task):
         key = f"{self.context.connector}-{self.context.task}"
         try:
             while True:
-                value = {"connector": self.context.connector, "task": self.context.task,
-                         "seq": self.seq, "worker": self.context.worker_id}  # fmt: skip
+                value = {"connector": self.context.connector, "task": self.context.task, "seq": self.seq,
+                         "worker": self.context.worker_id, "run": self.run,
+                         "at": round(time.time() * 1000, 3)}  # fmt: skip
                 await send(self.topic, key.encode(), json.dumps(value).encode())
                 self.seq += 1
                 self.sent += 1

@@ -27,7 +27,7 @@ static membership, the answers and Describe.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Generic, Protocol
 
@@ -36,6 +36,7 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from ..client_assignment import (
     AssignorVersions,
     assignor_specs,
+    assignors_problem,
     choose_computer,
     common_assignor,
     computing_member,
@@ -210,6 +211,14 @@ class ModernGroups(ABC, Generic[Item]):
         return {"error_code": ErrorCode.NONE, "member_id": body.member_id, "member_epoch": body.member_epoch,
                 "heartbeat_interval_ms": 0, "assignment": None, **self.answer_fields}  # fmt: skip
 
+    def check_assignors(self, body: Any) -> None:
+        """ServerAssignor or ClientAssignors, not both, and client assignors well formed (the KIP)."""
+        if body.server_assignor is not None and body.client_assignors is not None:
+            raise invalid("ServerAssignor and ClientAssignors cannot be used together.")
+        problem = assignors_problem(body.client_assignors or ())
+        if problem is not None:
+            raise invalid(problem)
+
     def check_request(self, group: Any, member_id: str, body: Any) -> None:
         """Checks of a heartbeat against the group, before its member is looked up."""
 
@@ -228,6 +237,20 @@ class ModernGroups(ABC, Generic[Item]):
 
     def on_fenced(self, group: Any, member: Member[Item], now_ms: int) -> None:
         """A heartbeat at a wrong epoch is refused; a flavour may also remove its member."""
+
+    def held_by_others(self, group: Any, member_id: str) -> Callable[[Item], bool]:
+        """Which items the member must wait for before it is given them: held by another member."""
+        return group.ownership.held_by_others(member_id)  # type: ignore[no-any-return]
+
+    def revokes_all(self, group: Any) -> bool:
+        """Whether a member moving to a new target gives up everything first (eager)."""
+        return False
+
+    def shared(self, profile: Any) -> Any:
+        """The profile with the parts members usually have in common (a subscription) shared
+        between them, so a group's memory grows with its members, not with members times
+        topics."""
+        return profile
 
     def metadata_changed(self, group: Any) -> bool:
         """Whether the cluster's metadata the target depends on changed since the last epoch."""
@@ -357,7 +380,8 @@ class ModernGroups(ABC, Generic[Item]):
             group.assignment_epoch,
             group.target_of(member_id),
             owned,
-            group.ownership.held_by_others(member_id),
+            self.held_by_others(group, member_id),
+            revoke_all=self.revokes_all(group),
         )
         if after != before:
             ctx.emit(self.assignment_record(group_id, member_id, after))
@@ -630,8 +654,9 @@ class ModernGroups(ABC, Generic[Item]):
         if known is None:
             journal.set_attr(self.ctx, "modern_members", self.ctx.modern_members + 1)
         assignment = known.assignment if known is not None else MemberAssignment.joining()
-        journal.set_item(group.members, member_id, Member(member_id, profile, assignment))
-        self.profile_replaced(group, known.profile if known is not None else None, profile)
+        member = Member(member_id, self.shared(profile), assignment)
+        journal.set_item(group.members, member_id, member)
+        self.profile_replaced(group, known.profile if known is not None else None, member.profile)
 
     def profile_replaced(self, group: Any, before: Any, after: Any) -> None:
         """A member's profile was replaced (None: the member joined, or left): a flavour keeps

@@ -21,12 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from coordinator.config import read_properties
+from connect_rebalance.processes import CoordinatorProcess, connect_timings
+from connect_rebalance.properties import read_properties
 from workers.cluster import WorkerCluster, metrics, rest
 from workers.connectors.parquet_output import committed_column
 
 from . import sample_data
-from .processes import CoordinatorProcess, connect_timings
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CONNECTOR = "orders-ingest"

@@ -22,7 +22,7 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
 def _settings_from_args(args: argparse.Namespace) -> dict[str, str]:
-    from coordinator.config import ConfigError, read_properties
+    from connect_rebalance.properties import ConfigError, read_properties
 
     settings: dict[str, str] = {}
     if args.config:

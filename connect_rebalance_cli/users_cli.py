@@ -19,7 +19,7 @@ import getpass
 import sys
 from pathlib import Path
 
-from .scram import DEFAULT_ITERATIONS, MECHANISMS
+from connect_rebalance.scram import DEFAULT_ITERATIONS, MECHANISMS
 
 DEFAULT_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -123,6 +123,6 @@ def _run_online(args: argparse.Namespace) -> int:
 
 
 def _mechanism_name(mechanism: int) -> str:
-    from .scram import MECHANISM_BY_TYPE
+    from connect_rebalance.scram import MECHANISM_BY_TYPE
 
     return MECHANISM_BY_TYPE.get(int(mechanism), str(mechanism))

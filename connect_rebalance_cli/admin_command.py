@@ -9,9 +9,8 @@ from pathlib import Path
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 
-from coordinator.config import read_properties
-
-from .client_settings import kafka_python_security
+from connect_rebalance.client_settings import kafka_python_security
+from connect_rebalance.properties import read_properties
 
 
 def run_admin_command(

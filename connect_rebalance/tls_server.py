@@ -1,4 +1,5 @@
-"""TLS for the coordinator's listeners and admin port, from Kafka's `ssl.*` settings.
+"""TLS for servers (the coordinator's listeners and admin port, the workers' HTTPS REST listeners)
+from Kafka's `ssl.*` settings.
 
 Key material is read as Apache Kafka's broker reads it:
 - `ssl.keystore.type=PEM`: the private key and certificate chain inline

@@ -25,11 +25,12 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka.structs import OffsetAndMetadata
 
+from connect_rebalance.protocol.client import AssignmentGroupApi, ProtocolClient
+from connect_rebalance.protocol.connect_group import ConnectGroupApi
+from connect_rebalance.protocol.consumer_group import ConsumerGroupApi
+from connect_rebalance.work import describe_work, work_of
+
 from .admin_command import run_admin_command
-from .protocol.client import AssignmentGroupApi, ProtocolClient
-from .protocol.connect_group import ConnectGroupApi
-from .protocol.consumer_group import ConsumerGroupApi
-from .work import describe_work, work_of
 
 
 def _table(rows: list[list[str]]) -> None:

@@ -22,7 +22,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
-from .processes import CoordinatorProcess
+from connect_rebalance.processes import CoordinatorProcess
 
 TOPIC = "quickstart-events"
 PARTITIONS = 3

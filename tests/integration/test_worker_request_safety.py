@@ -1,0 +1,129 @@
+"""Requests a worker must refuse, against a real worker process: connector names Kafka
+Connect refuses (control characters, empty), whatever client sends them, and signed
+internal requests replayed to another connector, again, or too late. Each is refused with
+Kafka Connect's {"error_code", "message"} and changes nothing."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import requests
+from kafka import KafkaConsumer, TopicPartition
+from kafka_connect import KafkaConnect
+
+from connect_rebalance.processes import CoordinatorProcess, connect_timings
+from tests.support.group_scenario import wait_until
+from tests.support.worker_cluster import WorkerCluster, rest
+from workers.process import WorkerProcess
+from workers.session_key import MAX_AGE_MS, SessionKey, task_configs_path
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[tuple[WorkerCluster, WorkerProcess]]:
+    coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(3000)).start()
+    cluster = WorkerCluster(tmp_path, coordinator)
+    try:
+        yield cluster, cluster.start("w1")
+    finally:
+        cluster.stop_all()
+        coordinator.kill()
+
+
+def source(name: str, topic: str = "out") -> dict[str, object]:
+    return {"name": name, "config": {"connector.class": "VerifiableSource", "topic": topic, "tasks.max": "1"}}
+
+
+def raw(method: str, url: str, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+    """Plain HTTP: the body sent exactly as given (a JSON string may carry any character)."""
+    answer = requests.request(method, url, data=body, timeout=30,
+                              headers={"Content-Type": "application/json", **(headers or {})})  # fmt: skip
+    return answer.status_code, answer.json() if answer.content else {}
+
+
+def test_names_with_control_characters_are_refused_by_every_route_and_nothing_is_created(
+    worker: tuple[WorkerCluster, WorkerProcess],
+) -> None:
+    _, w1 = worker
+    url = w1.url
+    rule = "String may not contain control sequences but had the following ASCII chars"
+    for name, codes in (("a\nb", "10"), ("nul\0name", "0"), ("tab\tin", "9"), ("bell\x07ring", "7")):
+        code, body = raw("POST", f"{url}/connectors", json.dumps(source(name)).encode())
+        assert code == 400 and body["error_code"] == 400, body
+        assert f"{rule}: {codes}" in body["message"] and "configuration name" in body["message"]
+        config = json.dumps(source(name)["config"]).encode()
+        code, body = raw("PUT", f"{url}/connectors/{quote(name, safe='')}/config", config)
+        assert code == 400 and f"{rule}: {codes}" in body["message"], body
+    with pytest.raises(requests.HTTPError) as refused:  # the Kafka Connect REST client
+        KafkaConnect(url=url).create_connector(source("via\nclient"))
+    assert refused.value.response.status_code == 400 and rule in refused.value.response.json()["message"]
+    code, body = raw("POST", f"{url}/connectors", json.dumps(source("   ")).encode())
+    assert code == 400 and "String may not be empty" in body["message"], body
+    assert rest("GET", f"{url}/connectors")[1] == []
+
+    # As in Kafka Connect, a created connector's name is trimmed (Java's trim: control
+    # characters at either end go too), and any other character is legal; the Location
+    # header is the name percent-encoded.
+    answer = requests.post(f"{url}/connectors", json=source("\0trimmed\n"), timeout=30)
+    assert answer.status_code == 201 and answer.json()["name"] == "trimmed"
+    answer = requests.post(f"{url}/connectors", json=source("../../a%2Fb c"), timeout=30)
+    assert answer.status_code == 201 and answer.headers["Location"] == "/connectors/..%2F..%2Fa%252Fb%20c"
+    assert rest("GET", f"{url}/connectors")[1] == ["../../a%2Fb c", "trimmed"]
+    assert "Traceback" not in w1.log_text()
+
+
+def session_key(bootstrap: str, topic: str = "connect-configs") -> SessionKey:
+    """The key as any client that may read the config topic reads it."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        partition = TopicPartition(topic, 0)
+        consumer.assign([partition])
+        consumer.seek_to_beginning()
+        key = None
+        end = consumer.end_offsets([partition])[partition]
+        while consumer.position(partition) < end:
+            for record in [r for rs in consumer.poll(timeout_ms=1000).values() for r in rs]:
+                if record.key == b"session-key":
+                    key = SessionKey.from_record(json.loads(record.value))
+        assert key is not None, "no session key in the config topic"
+        return key
+    finally:
+        consumer.close()
+
+
+def test_a_signed_internal_request_is_good_once_for_one_connector_and_not_later(
+    worker: tuple[WorkerCluster, WorkerProcess],
+) -> None:
+    cluster, w1 = worker
+    url = w1.url
+    for name in ("orders", "victim"):
+        assert rest("POST", f"{url}/connectors", source(name, f"{name}-out"))[0] == 201
+    wait_until(lambda: len(rest("GET", f"{url}/connectors/victim/tasks")[1]) == 1, 30, "victim's tasks")
+    key = session_key(cluster.coordinator.bootstrap)
+    victim_before = rest("GET", f"{url}/connectors/victim/tasks")[1]
+
+    configs = json.dumps([{"topic": "orders-out", "throughput": "3"}]).encode()
+    path = task_configs_path("orders")
+    signed = key.headers("POST", path, configs, int(time.time() * 1000))
+    assert raw("POST", f"{url}{path}", configs, signed)[0] == 204  # the genuine request
+    wait_until(
+        lambda: rest("GET", f"{url}/connectors/orders/tasks")[1][0]["config"]["throughput"] == "3",
+        10,
+        "the genuine task configs to be written",
+    )
+
+    again = raw("POST", f"{url}{path}", configs, signed)
+    assert again[0] == 403 and "already used" in again[1]["message"], again
+    elsewhere = raw("POST", f"{url}{task_configs_path('victim')}", configs, signed)
+    assert elsewhere == (403, {"error_code": 403, "message": "Internal request contained invalid signature."})
+    too_old_ms = int(time.time() * 1000) - MAX_AGE_MS - 5000
+    stale = key.headers("POST", task_configs_path("victim"), configs, too_old_ms)
+    late = raw("POST", f"{url}{task_configs_path('victim')}", configs, stale)
+    assert late[0] == 403 and "replay" in late[1]["message"], late
+    assert rest("GET", f"{url}/connectors/victim/tasks")[1] == victim_before

@@ -1,0 +1,309 @@
+"""The mutations: each breaks one promise of the product in one line, and names the tests that
+must then fail on their own assertions.
+
+A mutation is data: the file, an exact snippet of it (enough lines around the changed one
+to occur exactly once) and its replacement. When the product is refactored, keep each
+mutation's meaning and move its snippet to where that logic now lives; the runner refuses
+to run a mutation whose snippet is not found exactly once. A new promise worth guarding is
+a new entry here, with the test that checks it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    breaks: str  # the promise, as the user would state it
+    file: str
+    original: str
+    replacement: str
+    tests: tuple[str, ...]
+
+
+INTEGRATION = "tests/integration"
+UNIT = "tests/unit"
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # -- committed offsets and storage recovery -------------------------------------------
+    Mutation(
+        name="offset-commits-kept-in-memory",
+        breaks="committed offsets survive a kill -9 of the coordinator",
+        file="coordinator/groups/offsets.py",
+        original="self.ctx.emit(OffsetCommitRecord(body.group_id, topic.name, part.partition_index, value))",
+        replacement="self.replay(OffsetCommitRecord(body.group_id, topic.name, part.partition_index, value))",
+        tests=(
+            f"{INTEGRATION}/test_group_durability_and_admin.py::"
+            "test_membership_and_committed_offsets_survive_kill9_of_the_coordinator",
+        ),
+    ),
+    Mutation(
+        name="recovery-drops-the-last-batch",
+        breaks="a kill -9 loses nothing that was acknowledged",
+        file="coordinator/storage/segment.py",
+        original="            or pos + header.size > self.size\n",
+        replacement="            or pos + header.size >= self.size\n",
+        tests=(
+            f"{INTEGRATION}/test_kill9_durability.py::"
+            "test_kill9_during_acks_all_loop_keeps_every_acknowledged_record",
+        ),
+    ),
+    Mutation(
+        name="recovery-skips-the-crc",
+        breaks="recovery cuts a corrupt tail instead of serving it",
+        file="coordinator/storage/segment.py",
+        original="        if validate and not batches.crc_is_valid(view, pos, header):",
+        replacement="        if False and validate and not batches.crc_is_valid(view, pos, header):",
+        tests=(
+            f"{UNIT}/test_partition_log.py::"
+            "test_recovery_truncates_a_torn_tail_and_keeps_complete_batches[flipped byte in last batch]",
+        ),
+    ),
+    Mutation(
+        name="producer-state-not-restored",
+        breaks="an idempotent producer's retry after a restart is not stored twice",
+        file="coordinator/storage/partition_log.py",
+        original="        log._restore_producer_state()\n",
+        replacement="        pass  # mutation: producer state forgotten on restart\n",
+        tests=(
+            f"{UNIT}/test_partition_log.py::test_idempotent_duplicates_and_sequence_gaps_survive_restart",
+        ),
+    ),
+    # -- reconciliation (consumer and connect groups) -------------------------------------
+    Mutation(
+        name="pending-revocation-not-held",
+        breaks="revoke before assign: no item is given to a new owner while the old one still holds it",
+        file="coordinator/groups/reconciliation.py",
+        # An item pending revocation no longer counts as held: free for a new owner before the old
+        # one lets go.
+        original="        return self.assigned | self.pending_revocation\n",
+        replacement="        return self.assigned\n",
+        tests=(
+            f"{INTEGRATION}/test_connect_groups_over_tcp.py::test_case_studies_empty_group_w1_joins_w2_joins",
+            f"{UNIT}/test_connect_group_core.py::test_case_study_w2_joins_and_w1_revokes_bc0_bt1_before_w2_gets_them",
+        ),
+    ),
+    Mutation(
+        name="revoked-work-never-stopped",
+        breaks="a worker lets go of revoked work only once it has stopped: no task runs on two workers",
+        file="workers/connect_membership.py",
+        original="""        try:
+            await self._stop(work)
+        finally:
+            self._revoking -= work""",
+        replacement="""        try:
+            self.runs = self.runs - work  # mutation: acknowledged, never stopped
+        finally:
+            self._revoking -= work""",
+        tests=(
+            f"{INTEGRATION}/test_worker_membership.py::"
+            "test_joins_move_only_what_balance_needs_and_a_graceful_leave_hands_over_at_once",
+            f"{INTEGRATION}/test_connect_group_migration.py::test_a_rolling_upgrade_to_the_connect_protocol_and_back",
+        ),
+    ),
+    Mutation(
+        name="newer-epoch-not-fenced",
+        breaks="a heartbeat at an epoch the member never had is fenced",
+        file="coordinator/groups/reconciliation.py",
+        original="    if epoch in (0, current.member_epoch):\n",
+        replacement="    if epoch == 0 or epoch >= current.member_epoch:\n",
+        tests=(
+            f"{UNIT}/test_consumer_group_core.py::test_fencing_and_the_lost_response_case",
+            f"{UNIT}/test_connect_group_core.py::test_fencing_removes_the_worker_and_the_lost_response_case_is_accepted",
+        ),
+    ),
+    # -- commit fencing ---------------------------------------------------------------------
+    Mutation(
+        name="classic-commit-not-fenced",
+        breaks="a commit at a generation the group has moved past is refused (ILLEGAL_GENERATION)",
+        file="coordinator/groups/classic.py",
+        original="        if generation != self.generation:\n",
+        replacement="        if False:\n",
+        tests=(
+            f"{INTEGRATION}/test_classic_groups_real_clients.py::"
+            "test_members_join_and_leave_under_production_and_each_record_is_consumed_once[kafka-python-range]",
+            f"{UNIT}/test_offsets_and_group_admin_core.py::test_commits_are_validated_against_the_generation",
+        ),
+    ),
+    Mutation(
+        name="consumer-commit-not-fenced",
+        breaks="a commit at a member epoch the member has moved past is refused (STALE_MEMBER_EPOCH)",
+        file="coordinator/groups/modern/group.py",
+        original="        if epoch != current:\n            raise KafkaApiError(ErrorCode.STALE_MEMBER_EPOCH",
+        replacement="        if False:\n            raise KafkaApiError(ErrorCode.STALE_MEMBER_EPOCH",
+        tests=(
+            f"{INTEGRATION}/test_consumer_groups_real_clients.py::"
+            "test_members_one_three_one_under_production_each_record_once_kept_partitions_never_pause[uniform]",
+        ),
+    ),
+    # -- classic groups ---------------------------------------------------------------------
+    Mutation(
+        name="classic-generation-not-bumped",
+        breaks="each completed rebalance is a new generation",
+        file="coordinator/groups/classic.py",
+        original="        group.generation += 1\n",
+        replacement="        group.generation += 0\n",
+        tests=(
+            f"{UNIT}/test_classic_group_core.py::test_eager_flow_member_id_required_then_join_sync_and_heartbeat",
+        ),
+    ),
+    Mutation(
+        name="classic-heartbeat-hides-a-rebalance",
+        breaks="members are told to rejoin (REBALANCE_IN_PROGRESS) when another joins",
+        file="coordinator/groups/classic.py",
+        original="                if group.state == ClassicState.PREPARING_REBALANCE:\n"
+        "                    error = ErrorCode.REBALANCE_IN_PROGRESS",
+        replacement="                if False:\n                    error = ErrorCode.REBALANCE_IN_PROGRESS",
+        tests=(
+            f"{UNIT}/test_classic_group_core.py::"
+            "test_a_new_member_makes_everyone_rejoin_and_followers_wait_for_the_leaders_assignment",
+        ),
+    ),
+    Mutation(
+        name="classic-session-never-expires",
+        breaks="a silent classic member is removed after its session timeout",
+        file="coordinator/groups/classic.py",
+        original="""        if group is None or member_id not in group.members:
+            return
+        self.remove_member(group, member_id)
+        self.members_left(group, now_ms)""",
+        replacement="""        if group is None or member_id not in group.members:
+            return
+        return  # mutation: sessions never expire
+        self.members_left(group, now_ms)""",
+        tests=(
+            f"{UNIT}/test_classic_group_core.py::test_session_expiry_removes_a_silent_member_and_rebalances_the_rest",
+        ),
+    ),
+    # -- consumer groups --------------------------------------------------------------------
+    Mutation(
+        name="modern-session-never-expires",
+        breaks="a silent consumer-group member or worker is removed after its session timeout",
+        file="coordinator/groups/modern/engine.py",
+        original="""        if group is not None and member_id in group.members:
+            self.remove(group, member_id, now_ms)
+
+    def on_rebalance_timeout(""",
+        replacement="""        if False:  # mutation: sessions never expire
+            self.remove(group, member_id, now_ms)
+
+    def on_rebalance_timeout(""",
+        tests=(
+            f"{UNIT}/test_consumer_group_core.py::test_session_expiry_and_rebalance_timeout_remove_members",
+            f"{INTEGRATION}/test_connect_groups_over_tcp.py::test_case_study_a_worker_leaving",
+            f"{UNIT}/test_connect_group_core.py::"
+            "test_case_study_a_worker_leaving_keeps_assignments_then_a_reason_change_reassigns",
+        ),
+    ),
+    Mutation(
+        name="consumer-static-member-replaced-while-active",
+        breaks="an active static consumer member is not replaced: UNRELEASED_INSTANCE_ID",
+        file="coordinator/groups/consumer.py",
+        original="if holder.assignment.member_epoch != TEMPORARY_LEAVE_EPOCH and holder.classic is None:\n",
+        replacement="if False:\n",
+        tests=(
+            f"{UNIT}/test_consumer_group_core.py::test_a_static_member_restarts_in_place_after_a_temporary_leave",
+        ),
+    ),
+    # -- connect groups ---------------------------------------------------------------------
+    Mutation(
+        name="connect-install-not-validated",
+        breaks="an installed assignment that gives a task to two workers is refused (INVALID_ASSIGNMENT)",
+        file="coordinator/groups/client_assignment.py",
+        original='            if item in seen:\n                return f"{item!r} is assigned to both',
+        replacement='            if False:\n                return f"{item!r} is assigned to both',
+        tests=(f"{UNIT}/test_connect_group_core.py::test_install_validation",),
+    ),
+    Mutation(
+        name="connect-fenced-worker-kept",
+        breaks="a worker heartbeating at a wrong epoch is removed from its group (the draft's fencing)",
+        file="coordinator/groups/connect.py",
+        original="""    def on_fenced(self, group: Any, member: Member[Work], now_ms: int) -> None:
+        self.remove(group, member.member_id, now_ms)""",
+        replacement="""    def on_fenced(self, group: Any, member: Member[Work], now_ms: int) -> None:
+        pass  # mutation: a fenced worker stays""",
+        tests=(
+            f"{UNIT}/test_connect_group_core.py::test_fencing_removes_the_worker_and_the_lost_response_case_is_accepted",
+        ),
+    ),
+    Mutation(
+        name="eager-target-reconciled-incrementally",
+        breaks="under the eager assignor every worker stops everything before anything is assigned",
+        file="coordinator/groups/connect.py",
+        original="""    def revokes_all(self, group: Any) -> bool:
+        return group.eager""",
+        replacement="""    def revokes_all(self, group: Any) -> bool:
+        return False  # mutation: eager targets keep what they keep""",
+        tests=(
+            f"{UNIT}/test_connect_assignors_core.py::test_an_eager_round_revokes_everything_before_anything_is_assigned",
+        ),
+    ),
+    # -- workers ----------------------------------------------------------------------------
+    Mutation(
+        name="watchdog-waits-for-the-session",
+        breaks="a worker cut off from the coordinator stops its work before its session can expire",
+        file="workers/connect_membership.py",
+        original="            deadline = sent + session_s - min(max(session_s / 3, 1.0), session_s / 2)\n",
+        replacement="            deadline = sent + session_s\n",
+        tests=(
+            f"{INTEGRATION}/test_worker_membership.py::"
+            "test_a_worker_cut_off_from_the_coordinator_stops_its_work_before_its_session_can_expire",
+            f"{INTEGRATION}/test_workers.py::"
+            "test_workers_cut_off_from_the_coordinator_stop_their_tasks_before_anyone_else_runs_them",
+        ),
+    ),
+    Mutation(
+        name="graceful-leave-without-leaving",
+        breaks="a worker stopped gracefully hands its work over at once, not after its session",
+        file="workers/connect_membership.py",
+        original="await self._request(lambda api: api.heartbeat(self.group_id, self.member_id, LEAVE_EPOCH))",
+        replacement="pass  # mutation: the leave heartbeat is never sent",
+        tests=(
+            f"{INTEGRATION}/test_workers.py::"
+            "test_a_join_moves_only_what_balance_needs_and_a_graceful_leave_moves_at_once",
+        ),
+    ),
+    Mutation(
+        name="classic-graceful-leave-without-leaving",
+        breaks="a classic worker stopped gracefully hands its work over at once, not after its session",
+        file="workers/classic_membership.py",
+        original="                    await asyncio.wait_for(leave, self.request_timeout_ms / 1000)",
+        replacement="                    leave.close()  # mutation: the LeaveGroup is never sent",
+        tests=(
+            f"{INTEGRATION}/test_workers_classic.py::"
+            "test_cooperative_workers_stop_only_what_moves_on_a_join_and_a_graceful_leave",
+        ),
+    ),
+    Mutation(
+        name="classic-watchdog-waits-for-the-session",
+        breaks="a classic worker cut off from the coordinator stops its work before its session can expire",
+        file="workers/classic_membership.py",
+        original="            deadline = sent + session_s - min(max(session_s / 3, 1.0), session_s / 2)\n",
+        replacement="            deadline = sent + session_s\n",
+        tests=(
+            f"{INTEGRATION}/test_workers_classic.py::"
+            "test_workers_cut_off_from_the_coordinator_stop_their_work_within_the_session",
+        ),
+    ),
+    Mutation(
+        name="config-burst-not-coalesced",
+        breaks="a burst of config changes costs the rebalances of one change",
+        file="workers/herder.py",
+        original="CONFIG_QUIET_S = 1.0 ",
+        replacement="CONFIG_QUIET_S = 0.0 ",
+        tests=(
+            f"{INTEGRATION}/test_workers.py::"
+            "test_a_burst_of_connector_creations_costs_the_rebalances_of_one_and_spreads_each_connector",
+        ),
+    ),
+)
+
+
+def by_name(names: list[str]) -> list[Mutation]:
+    known = {m.name: m for m in MUTATIONS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"no such mutation: {', '.join(unknown)}; known: {', '.join(known)}")
+    return [known[n] for n in names] if names else list(MUTATIONS)
