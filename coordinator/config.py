@@ -81,6 +81,8 @@ class CoordinatorConfig(BaseModel):
     message_max_bytes: int = Field(1048588, alias="message.max.bytes", ge=0)
     socket_request_max_bytes: int = Field(104857600, alias="socket.request.max.bytes", ge=1024)
     connections_max_idle_ms: int = Field(600000, alias="connections.max.idle.ms", ge=1)
+    # Not a Kafka setting: the event loop every connection is served on (coordinator/event_loop.py).
+    event_loop: str = Field("uvloop", alias="event.loop")
     log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14)
     log_roll_ms: int = Field(604800000, alias="log.roll.ms", ge=1)
     log_retention_ms: int = Field(604800000, alias="log.retention.ms", ge=-1)
@@ -201,6 +203,16 @@ class CoordinatorConfig(BaseModel):
         if not names or unknown:
             raise ValueError(f"assignors must be among uniform, range; got {value!r}")
         return ",".join(names)
+
+    @field_validator("event_loop")
+    @classmethod
+    def _known_event_loop(cls, value: str) -> str:
+        from .event_loop import EVENT_LOOPS
+
+        loop = value.strip().lower()
+        if loop not in EVENT_LOOPS:
+            raise ValueError(f"event.loop must be one of {', '.join(EVENT_LOOPS)}; got {value!r}")
+        return loop
 
     @field_validator("group_consumer_migration_policy", "group_connect_migration_policy")
     @classmethod

@@ -98,9 +98,12 @@ class GroupService:
         self.core = GroupCoordinator(
             broker.config.group_settings(), self._partition_count, topics_view=BrokerTopics(broker)
         )
-        self._pending: dict[int, tuple[asyncio.Future[dict[str, Any]], int, int]] = {}
+        # Per request under way: the future its answer resolves (made only once the request is not
+        # answered at once), its API key and version.
+        self._pending: dict[int, tuple[asyncio.Future[dict[str, Any]] | None, int, int]] = {}
         self._request_ids = itertools.count(1)
         self._wake = asyncio.Event()
+        self._sleeping_until: int | None = None  # the deadline the timer task sleeps until
         self._timer_task: asyncio.Task[None] | None = None
         self._log: PartitionLog | None = None
         # One assignor thread: computations of different groups queue, and one group never has
@@ -155,11 +158,16 @@ class GroupService:
         self, api_key: int, version: int, body: Any, client_id: str | None, client_host: str
     ) -> dict[str, Any]:
         request_id = next(self._request_ids)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = (future, api_key, version)
+        self._pending[request_id] = (None, api_key, version)
         try:
             request = GroupRequest(request_id, api_key, version, body, client_id or "", client_host)
-            self._apply(self.core.handle(request, now_ms()))
+            outcome = self.core.handle(request, now_ms())
+            self._apply(outcome)
+            answered = outcome.replies.get(request_id)
+            if answered is not None:  # most requests: no future to wait on
+                return answered
+            future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            self._pending[request_id] = (future, api_key, version)
             return await future
         finally:
             self._pending.pop(request_id, None)
@@ -175,13 +183,17 @@ class GroupService:
             else:
                 self._log_changes(outcome.records)
         for request_id, fields in outcome.replies.items():
-            pending = self._pending.get(request_id)
-            if pending is not None and not pending[0].done():
-                pending[0].set_result(fields)
+            future = self._pending.get(request_id, (None,))[0]
+            if future is not None and not future.done():
+                future.set_result(fields)
         for computation in outcome.effects:
             future = asyncio.get_running_loop().run_in_executor(self._assignor, computation.run)
             future.add_done_callback(functools.partial(self._computed, computation))
-        self._wake.set()
+        # The timer task is woken only for a deadline earlier than the one it sleeps until (a
+        # heartbeat only moves its member's session later).
+        deadline = self.core.next_deadline()
+        if deadline is not None and (self._sleeping_until is None or deadline < self._sleeping_until):
+            self._wake.set()
 
     def _computed(self, computation: Any, future: asyncio.Future[Any]) -> None:
         if future.cancelled():
@@ -218,6 +230,7 @@ class GroupService:
         while True:
             deadline = self.core.next_deadline()
             timeout = None if deadline is None else max(0.0, (deadline - now_ms()) / 1000)
+            self._sleeping_until = deadline
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)

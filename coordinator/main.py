@@ -12,6 +12,7 @@ from collections.abc import Callable
 from .admin_http import AdminServer
 from .broker import Broker, DataDirectoryLocked
 from .config import CoordinatorConfig
+from .event_loop import loop_factory
 from .group_service import GroupService
 from .security.authorizer import StandardAuthorizer
 from .security.settings import super_users
@@ -49,6 +50,7 @@ async def serve(
             await admin.start()
         broker.start_background()
         broker.groups.start()
+        log.info("serving on the %s event loop", type(loop).__module__.split(".")[0])
         if on_ready is not None:
             on_ready(broker, server, admin)
         await stop.wait()
@@ -92,7 +94,8 @@ def announce(broker: Broker, server: CoordinatorServer, admin: AdminServer | Non
 
 def run(config: CoordinatorConfig) -> int:
     try:
-        asyncio.run(serve(config, announce))
+        with asyncio.Runner(loop_factory=loop_factory(config.event_loop)) as runner:
+            runner.run(serve(config, announce))
     except KeyboardInterrupt:
         pass
     except (OSError, DataDirectoryLocked) as exc:

@@ -7,9 +7,8 @@ request is authorized as. On SASL listeners nothing but ApiVersions, SaslHandsha
 SaslAuthenticate is answered until authentication succeeds; anything else closes the
 connection, as Kafka's broker does.
 
-Per connection, requests are read and answered strictly in order, one at a time, as
-Kafka's broker does (a client may pipeline; a long-poll Fetch holds only its own
-connection). What this layer guarantees:
+Each connection (connection.py) answers its requests strictly in order, one at a time, as
+Kafka's broker does, and writes pipelined answers together. What this layer guarantees:
 - a frame larger than `socket.request.max.bytes`, a header that does not parse, a body that
   does not decode, an unknown API key or an unadvertised version closes that connection
   (ApiVersions excepted: KIP-511 answers v0 with UNSUPPORTED_VERSION and our ranges);
@@ -35,6 +34,7 @@ from .apis import HANDLERS, RequestContext
 from .apis.cluster import advertised_api_versions
 from .apis.registry import CloseConnection
 from .broker import Broker
+from .connection import Connection
 from .security.listeners import Listener
 from .security.sasl import PRE_AUTHENTICATION_APIS, AuthenticationFailed, SaslState, store_lookup
 from .security.session import Session
@@ -68,9 +68,10 @@ class CoordinatorServer:
         return self.ports.get(self.listeners[0].name, 0)
 
     async def start(self) -> None:
+        loop = asyncio.get_running_loop()
         for listener in self.listeners:
-            server = await asyncio.start_server(
-                lambda r, w, listener=listener: self._serve(r, w, listener),
+            server = await loop.create_server(
+                lambda listener=listener: self._connection(listener),
                 listener.host,
                 listener.port,
                 reuse_address=True,
@@ -87,6 +88,20 @@ class CoordinatorServer:
             self.advertised[listener.name] = advertised
             log.info("listener %s (%s) on %s:%d", listener.name, listener.protocol, listener.host, port)
         self.broker.advertised_address = self.advertised[self.listeners[0].name]
+
+    def _connection(self, listener: Listener) -> Connection:
+        config = self.broker.config
+
+        def session_of(transport: asyncio.BaseTransport) -> Session:
+            peer = transport.get_extra_info("peername")
+            tls = transport.get_extra_info("ssl_object")
+            certificate = tls.getpeercert(binary_form=True) if tls else None
+            return self.new_session(listener, peer[0] if peer else "unknown", certificate)
+
+        return Connection(
+            self.answer, session_of, self._connections,
+            config.socket_request_max_bytes, config.connections_max_idle_ms / 1000,
+        )  # fmt: skip
 
     def listener_urls(self) -> list[str]:
         return [listener.url(self.ports[listener.name]) for listener in self.listeners]
@@ -112,50 +127,11 @@ class CoordinatorServer:
             session.principal = certificate_principal(peer_certificate)
         return session
 
-    async def _serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener: Listener
-    ) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        peer = writer.get_extra_info("peername")
-        client_host = peer[0] if peer else "unknown"
-        tls = writer.get_extra_info("ssl_object")
-        session = self.new_session(listener, client_host, tls.getpeercert(binary_form=True) if tls else None)
-        idle_timeout = self.broker.config.connections_max_idle_ms / 1000
-        max_size = self.broker.config.socket_request_max_bytes
-        try:
-            while True:
-                try:
-                    prefix = await asyncio.wait_for(reader.readexactly(4), idle_timeout)
-                    (size,) = struct.unpack(">i", prefix)
-                    if not 0 <= size <= max_size:
-                        log.warning("%s: request size %d outside 0..%d; closing", client_host, size, max_size)
-                        return
-                    frame = await asyncio.wait_for(reader.readexactly(size), idle_timeout)
-                except TimeoutError:
-                    log.debug("%s: idle for %.0f s; closing", client_host, idle_timeout)
-                    return
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                if session.sasl is not None and session.sasl.raw_tokens and not session.sasl.complete:
-                    answer = await self._raw_sasl_token(frame, session)
-                else:
-                    answer = await self._answer(frame, session)
-                if answer is CLOSE:
-                    return
-                if answer:
-                    writer.write(answer)
-                    await writer.drain()
-                if session.close_after_response:
-                    return
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            self._connections.discard(task)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+    async def answer(self, frame: bytes, session: Session) -> bytes | None:
+        """A frame's answer: bytes to send, b"" for none (acks=0), None to close the connection."""
+        if session.sasl is not None and session.sasl.raw_tokens and not session.sasl.complete:
+            return await self._raw_sasl_token(frame, session)
+        return await self._answer(frame, session)
 
     async def _raw_sasl_token(self, frame: bytes, session: Session) -> bytes | None:
         """After a SaslHandshake v0, tokens travel as bare size-prefixed frames (Kafka's
@@ -215,10 +191,7 @@ class CoordinatorServer:
             fields = await spec.handler(context, request)
             if fields is None:
                 return b""
-            response = codec.build_response(header.api_key, header.api_version, fields)
-            return codec.encode_response_frame(
-                header.api_key, header.api_version, header.correlation_id, response
-            )
+            return codec.encode_answer(header.api_key, header.api_version, header.correlation_id, fields)
         except CloseConnection as reason:
             log.info("%s (client %r): %s; closing", client_host, header.client_id, reason)
             return CLOSE
@@ -236,7 +209,5 @@ class CoordinatorServer:
 
 def _api_versions_fallback(header: RequestHeader) -> bytes:
     """KIP-511: a too-new ApiVersions gets a v0 answer with UNSUPPORTED_VERSION and our ranges."""
-    response = codec.build_response(
-        ApiKey.API_VERSIONS, 0, {"error_code": 35, "api_keys": advertised_api_versions()}
-    )
-    return codec.encode_response_frame(ApiKey.API_VERSIONS, 0, header.correlation_id, response)
+    fields = {"error_code": 35, "api_keys": advertised_api_versions()}
+    return codec.encode_answer(ApiKey.API_VERSIONS, 0, header.correlation_id, fields)

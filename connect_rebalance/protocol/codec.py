@@ -13,6 +13,9 @@ Rules this module keeps:
 - Responses are framed here: header v0 (correlation id) or v1 (plus empty tagged fields)
   for flexible versions; ApiVersions always answers with header v0.
 - It never decides what the server supports; `coordinator.apis` does.
+- The hottest messages (the group heartbeats, ApiVersions) are read and written by
+  hand-written codecs (hot_messages.py) when their shape allows, with the same results;
+  callers never choose: `decode_request_body` and `encode_answer` do.
 """
 
 from __future__ import annotations
@@ -22,9 +25,12 @@ import pkgutil
 import struct
 import warnings
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from connect_rebalance.protocol.api_keys import ApiKey
+
+from . import hot_messages
 
 with warnings.catch_warnings():
     # kafka-python loads each schema with importlib.resources.read_text, which warns on 3.11+.
@@ -80,6 +86,7 @@ _REQUESTS: dict[int, type] = _primary_classes("request")
 _RESPONSES: dict[int, type] = _primary_classes("response")
 
 
+@cache
 def schema_versions(api_key: int) -> tuple[int, int] | None:
     """The (min, max) versions the request schema declares, or None for an unknown key."""
     cls = _REQUESTS.get(api_key)
@@ -94,9 +101,20 @@ def api_name(api_key: int) -> str:
     return cls.__name__.removesuffix("Request") if cls is not None else f"Api{api_key}"
 
 
+@cache
 def is_flexible(api_key: int, version: int) -> bool:
     cls = _REQUESTS.get(api_key)
     return bool(cls is not None and cls.flexible_version_q(version))
+
+
+@cache
+def _header_rule(api_key: int, api_version: int) -> tuple[bool, bool]:
+    """(known API key, header v2 with tagged fields) for a request header."""
+    versions = schema_versions(api_key)
+    if versions is None:
+        return False, False
+    too_new_api_versions = api_key == ApiKey.API_VERSIONS and api_version > versions[1]
+    return True, is_flexible(api_key, api_version) and not too_new_api_versions
 
 
 def _read_unsigned_varint(buf: memoryview, pos: int) -> tuple[int, int]:
@@ -138,11 +156,10 @@ def parse_request_header(frame: bytes | memoryview) -> tuple[RequestHeader, int]
     elif client_id_len != -1:
         raise FrameError(f"invalid client id length {client_id_len}")
     header = RequestHeader(api_key, api_version, correlation_id, client_id)
-    versions = schema_versions(api_key)
-    if versions is None:
+    known, tagged = _header_rule(api_key, api_version)
+    if not known:
         raise UnsupportedApiError(header, f"unknown API key {api_key}")
-    too_new_api_versions = api_key == ApiKey.API_VERSIONS and api_version > versions[1]
-    if is_flexible(api_key, api_version) and not too_new_api_versions:
+    if tagged:
         count, pos = _read_unsigned_varint(buf, pos)
         for _ in range(count):
             _tag, pos = _read_unsigned_varint(buf, pos)
@@ -160,6 +177,9 @@ def decode_request_body(header: RequestHeader, frame: bytes | memoryview, offset
         raise UnsupportedApiError(
             header, f"{api_name(header.api_key)} v{header.api_version} is not supported"
         )
+    fast = hot_messages.decode_request(header.api_key, header.api_version, frame, offset)
+    if fast is not None:
+        return fast
     cls = _REQUESTS[header.api_key]
     try:
         return cls.decode(memoryview(frame)[offset:], version=header.api_version)
@@ -212,8 +232,28 @@ def encode_response_frame(api_key: int, version: int, correlation_id: int, body:
     return struct.pack(">i", len(header) + len(payload)) + header + payload
 
 
+def encode_answer(api_key: int, version: int, correlation_id: int, fields: dict[str, Any]) -> bytes:
+    """A size-prefixed response frame from response fields (as `build_response` takes them)."""
+    frame = hot_messages.encode_answer(api_key, version, correlation_id, fields)
+    if frame is None:
+        if api_key == ApiKey.API_VERSIONS:
+            frame = _API_VERSIONS_ANSWERS.answer(api_key, version, correlation_id, fields)
+        else:
+            return _schema_answer(api_key, version, correlation_id, fields)
+    return struct.pack(">i", len(frame)) + frame
+
+
+def _schema_answer(api_key: int, version: int, correlation_id: int, fields: dict[str, Any]) -> bytes:
+    return encode_response_frame(api_key, version, correlation_id, build_response(api_key, version, fields))
+
+
+_API_VERSIONS_ANSWERS = hot_messages.EncodedOnce(lambda *args: _schema_answer(*args)[4:])
+
+
 def encode_request_frame(header: RequestHeader, body: Any) -> bytes:
     """A size-prefixed request frame (header v1/v2), for the project's own clients and tests."""
+    if isinstance(body, hot_messages.Decoded):  # read by hand: the schema codec writes it
+        body = build_request(header.api_key, header.api_version, body.as_fields())
     client_id = header.client_id.encode() if header.client_id is not None else None
     parts = [struct.pack(">hhi", header.api_key, header.api_version, header.correlation_id)]
     parts.append(

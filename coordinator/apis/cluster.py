@@ -12,7 +12,8 @@ at leader epoch 0. Clients bootstrap from ApiVersions and Metadata alone.
 from __future__ import annotations
 
 import re
-from typing import Any
+from functools import cache
+from typing import Any, NamedTuple
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
@@ -30,11 +31,26 @@ NO_AUTHORIZED_OPERATIONS = -(2**31)
 _SOFTWARE_FIELD = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def advertised_api_versions() -> list[dict[str, int]]:
-    return [
-        {"api_key": spec.api_key, "min_version": spec.min_version, "max_version": spec.max_version}
+class ApiRange(NamedTuple):
+    """One entry of ApiVersions' ApiKeys (the schema's fields, by name)."""
+
+    api_key: int
+    min_version: int
+    max_version: int
+
+
+def advertised_api_versions() -> tuple[ApiRange, ...]:
+    """Every API's advertised range, by API key. The same immutable value each time (handlers
+    register at import), so the codec encodes ApiVersions' answer once per version."""
+    return _advertised(len(HANDLERS))
+
+
+@cache
+def _advertised(_registered: int) -> tuple[ApiRange, ...]:
+    return tuple(
+        ApiRange(spec.api_key, spec.min_version, spec.max_version)
         for spec in sorted(HANDLERS.values(), key=lambda s: s.api_key)
-    ]
+    )
 
 
 @handles(ApiKey.API_VERSIONS, 0, 4)

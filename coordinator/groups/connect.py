@@ -120,6 +120,7 @@ class ConnectGroups(ModernGroups[Work]):
     undescribed: ClassVar[dict[str, Any]] = {
         "computing_member_id": None, "target_connectors_and_tasks": work_field(()), "members": [],
     }  # fmt: skip
+    profile_fields = ("instance_id", "client_assignors", "url")
     epoch_record = ConnectGroupEpochRecord
     member_record = ConnectWorkerRecord
     assignment_record = ConnectCurrentAssignmentRecord

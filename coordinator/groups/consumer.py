@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from connect_rebalance import consumer_protocol
@@ -97,6 +97,11 @@ class ComputeTarget:
 class ConsumerGroup(ModernGroup[Item]):
     subscribed_metadata: tuple[tuple[str, int], ...] = ()  # (topic id, partitions) the last epoch saw
     subscribed_names: frozenset[str] = frozenset()  # the topic names behind them
+    # How many members subscribe to each topic name and to each regex: what the group subscribes
+    # to, without walking its members (kept by ConsumerGroups.profile_replaced).
+    name_subscribers: Counter[str] = field(default_factory=Counter, repr=False, compare=False)
+    regex_subscribers: Counter[str] = field(default_factory=Counter, repr=False, compare=False)
+    subscriptions_version: int = field(default=0, repr=False, compare=False)  # bumped as keys come and go
     computing: int | None = None  # the epoch an offloaded server-side computation is under way for
     computations: int = 0  # server-side target computations started (a figure for /metrics)
     metadata_seen: tuple[int, int] | None = None  # (topics version, profiles version) last looked at
@@ -119,6 +124,8 @@ class ConsumerGroups(ModernGroups[Item]):
     unprepared: ClassVar[dict[str, Any]] = {"members": [], "topics": []}
     undescribed: ClassVar[dict[str, Any]] = {"members": []}
     leave_epochs = frozenset({LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH})
+    profile_fields = ("instance_id", "client_assignors", "rack_id", "subscribed_topic_names",
+                      "subscribed_topic_regex", "server_assignor")  # fmt: skip
     epoch_record = ConsumerGroupEpochRecord
     member_record = ConsumerMemberRecord
     assignment_record = CurrentAssignmentRecord
@@ -315,6 +322,25 @@ class ConsumerGroups(ModernGroups[Item]):
     def subscribed_names(self, profile: ConsumerMemberSnapshot) -> frozenset[str]:
         return self._resolved(profile)[0]
 
+    def matching(self, regex: str) -> list[str]:
+        """The topics a regex subscription resolves to (internal topics never)."""
+        pattern = re.compile(regex)
+        return [n for n in self.topics.names() if pattern.fullmatch(n) and not n.startswith("__")]
+
+    def profile_replaced(self, group: Any, before: Any, after: Any) -> None:
+        if (
+            before is not None
+            and after is not None
+            and (
+                before.subscribed_topic_names == after.subscribed_topic_names
+                and before.subscribed_topic_regex == after.subscribed_topic_regex
+            )
+        ):
+            return
+        _tally(group, before, -1)
+        _tally(group, after, 1)
+        self.ctx.journal.on_undo(lambda: (_tally(group, after, -1), _tally(group, before, 1)))
+
     def subscribed_ids(self, profile: ConsumerMemberSnapshot) -> frozenset[str]:
         return self._resolved(profile)[1]
 
@@ -330,10 +356,7 @@ class ConsumerGroups(ModernGroups[Item]):
         if found is None:
             names = set(profile.subscribed_topic_names)
             if profile.subscribed_topic_regex:
-                pattern = re.compile(profile.subscribed_topic_regex)
-                names.update(
-                    n for n in self.topics.names() if pattern.fullmatch(n) and not n.startswith("__")
-                )
+                names.update(self.matching(profile.subscribed_topic_regex))
             ids = (self.topics.topic_id(n) for n in names)
             found = self._resolved_cache[key] = (frozenset(names), frozenset(i for i in ids if i is not None))
         return found
@@ -348,13 +371,14 @@ class ConsumerGroups(ModernGroups[Item]):
 
     def metadata_changed(self, group: Any) -> bool:
         """Subscribed topics created, deleted or grown since the last epoch. Looked at again only
-        when the cluster's topics or the members' subscriptions changed since the last look, so
-        a settled group's heartbeat does not walk its members."""
-        seen = (self.topics.version, group.profiles_version)
+        when the cluster's topics changed or a topic name (or regex) gained its first subscriber
+        or lost its last since the last look: neither a settled group's heartbeat nor a join to
+        topics the group already reads walks its members or its topics."""
+        seen = (self.topics.version, group.subscriptions_version)
         if seen == group.metadata_seen:
             return False
         self.ctx.journal.set_attr(group, "metadata_seen", seen)
-        names = frozenset(n for m in group.members.values() for n in self.subscribed_names(m.profile))
+        names = self._group_names(group)
         ids = sorted(i for i in map(self.topics.topic_id, names) if i is not None)
         current = tuple((i, self.topics.partition_count(i) or 0) for i in ids)
         if current == group.subscribed_metadata:
@@ -369,9 +393,12 @@ class ConsumerGroups(ModernGroups[Item]):
         while the coordinator was down is not missed."""
         for group in self.ctx.groups.values():
             if isinstance(group, ConsumerGroup):
-                names = (n for m in group.members.values() for n in self.subscribed_names(m.profile))
-                group.subscribed_names = frozenset(names)
+                group.subscribed_names = self._group_names(group)
         super().load_complete(now_ms)
+
+    def _group_names(self, group: ConsumerGroup) -> frozenset[str]:
+        """The topic names the group subscribes to, from its tallies (not its members)."""
+        return frozenset(group.name_subscribers).union(*map(self.matching, group.regex_subscribers))
 
     def computing_pool(self, group: Any) -> dict[str, Any] | None:
         """Every member, when all declare client assignors and none asks for a server assignor
@@ -591,6 +618,23 @@ class ConsumerGroups(ModernGroups[Item]):
 
 
 NO_METADATA: tuple[int, bytes] = (0, b"")
+
+
+def _tally(group: ConsumerGroup, profile: ConsumerMemberSnapshot | None, delta: int) -> None:
+    """Count (delta 1) or uncount (-1) a member's subscription in its group's tallies."""
+    if profile is None:
+        return
+    regex = profile.subscribed_topic_regex
+    for tally, keys in (
+        (group.name_subscribers, profile.subscribed_topic_names),
+        (group.regex_subscribers, (regex,) if regex else ()),
+    ):
+        for key in keys:
+            tally[key] += delta
+            if not tally[key]:
+                del tally[key]
+            if tally.get(key, 0) == max(delta, 0):  # a key came or went: what to look up changed
+                group.subscriptions_version += 1
 
 
 def metadata_of(target: TargetMember[Any] | None) -> tuple[int, bytes]:

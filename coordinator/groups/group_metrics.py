@@ -8,6 +8,8 @@ each request or timer that concerns it, on its virtual clock:
 - *reconcile time* runs from the first new epoch while the group was settled until it is
   settled again: every member at the target's epoch with nothing pending (Stable), or, for a
   classic group, Stable after its SyncGroup round;
+- *target computations* counts server-side targets computed off the event loop whose result
+  came back to the core, used or discarded because the group had moved on;
 - *moved* counts items (partitions; connectors and tasks) whose owner at one settled point
   differs from their owner at the previous one. Classic groups count moves when their
   assignments are in ConsumerProtocol bytes; other classic protocols are opaque here.

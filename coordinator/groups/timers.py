@@ -5,6 +5,11 @@ operation)`): a member's session, a group's join or sync phase, the offset-expir
 The server asks for the next deadline, sleeps until then and calls `on_timer(now)`, which
 runs each expired operation. Rescheduling a key replaces its deadline and its operation.
 Expired keys come out in deadline order, ties in scheduling order, so runs are deterministic.
+
+A deadline pushed later (a member's session, at each of its heartbeats) keeps the heap entry
+it has: the entry, now early, is moved to the key's current deadline when it reaches the top.
+So a heartbeat costs no heap push, and the heap holds about one entry per key instead of one
+per heartbeat of the session timeout.
 """
 
 from __future__ import annotations
@@ -19,13 +24,17 @@ Operation = Callable[[int], None]  # runs with the clock's time when the deadlin
 class Timers:
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, Hashable]] = []
-        self._current: dict[Hashable, tuple[int, int, Operation]] = {}
+        self._current: dict[Hashable, tuple[int, int, Operation]] = {}  # deadline, sequence, operation
+        self._in_heap: dict[Hashable, tuple[int, int]] = {}  # the key's live heap entry
         self._sequence = itertools.count()
 
     def schedule(self, key: Hashable, deadline_ms: int, operation: Operation) -> None:
         entry = (deadline_ms, next(self._sequence))
         self._current[key] = (*entry, operation)
-        heapq.heappush(self._heap, (*entry, key))
+        live = self._in_heap.get(key)
+        if live is None or live[0] > deadline_ms:  # none, or too late: a new one (the old is dropped)
+            self._in_heap[key] = entry
+            heapq.heappush(self._heap, (*entry, key))
 
     def cancel(self, key: Hashable) -> None:
         self._current.pop(key, None)
@@ -40,12 +49,23 @@ class Timers:
         return found[0] if found else None
 
     def _drop_stale(self) -> None:
-        while self._heap:
-            deadline, sequence, key = self._heap[0]
+        """Until the top entry is a key's exact current deadline: drop dead entries, move early
+        ones to their key's deadline."""
+        heap = self._heap
+        while heap:
+            deadline, sequence, key = heap[0]
             current = self._current.get(key)
-            if current is not None and current[:2] == (deadline, sequence):
+            if current is not None and current[0] == deadline and current[1] == sequence:
                 return
-            heapq.heappop(self._heap)
+            if self._in_heap.get(key) != (deadline, sequence):
+                heapq.heappop(heap)  # replaced by an earlier entry of its key
+            elif current is None:
+                heapq.heappop(heap)  # cancelled
+                del self._in_heap[key]
+            else:
+                entry = current[:2]
+                self._in_heap[key] = entry
+                heapq.heapreplace(heap, (*entry, key))
 
     def next_deadline(self) -> int | None:
         self._drop_stale()
@@ -58,6 +78,7 @@ class Timers:
             if not self._heap or self._heap[0][0] > now_ms:
                 return expired
             _, _, key = heapq.heappop(self._heap)
+            del self._in_heap[key]
             expired.append((key, self._current.pop(key)[2]))
 
     def __len__(self) -> int:

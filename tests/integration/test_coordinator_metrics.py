@@ -84,6 +84,8 @@ def test_a_consumer_groups_rebalances_reconcile_time_and_moved_partitions(
     epoch = of_group(samples, "epoch", "kip848", "consumer")
     assert epoch >= 3, "m1 joined, m2 joined, m2 left"
     assert of_group(samples, "rebalances_total", "kip848", "consumer") == epoch
+    # Each computation is for a newer epoch than the last, and every epoch here needed one.
+    assert 1 <= of_group(samples, "target_computations_total", "kip848", "consumer") <= epoch
     assert of_group(samples, "members", "kip848", "consumer") == 1
     reconciled = samples['connect_rebalance_group_reconcile_seconds_count{group="kip848",type="consumer"}']
     assert reconciled >= 3

@@ -3,6 +3,7 @@ restart rebuilds it from the records written."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, fields, is_dataclass
 from typing import Any
 
@@ -75,6 +76,11 @@ def persisted(core: GroupCoordinator) -> dict[str, Any]:
 
 
 def persisted_modern(group: ModernGroup[Any]) -> dict[str, Any]:
+    if group.type_name == "consumer":  # the subscription tallies always agree with the members
+        profiles = [m.profile for m in group.members.values()]
+        names = Counter(n for p in profiles for n in p.subscribed_topic_names)
+        regexes = Counter(p.subscribed_topic_regex for p in profiles if p.subscribed_topic_regex)
+        assert (group.name_subscribers, group.regex_subscribers) == (names, regexes), group.group_id
     return {
         "epochs": (group.group_epoch, group.assignment_epoch, group.assignor_name, group.target_error),
         "target": fingerprint(group.target),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.groups.settings import GroupSettings
 from tests.support.group_harness import GroupHarness
 
 pytestmark = pytest.mark.unit
@@ -62,3 +63,22 @@ def test_a_classic_group_counts_generations_and_a_deleted_group_is_forgotten() -
         h.call(13, 3, group_id="g", members=[{"member_id": member, "group_instance_id": None}])
     h.call(42, 2, groups_names=["g"])
     assert "g" not in h.core.metrics.groups
+
+
+def test_target_computations_count_every_offloaded_result_a_stale_one_included() -> None:
+    h = GroupHarness(GroupSettings(consumer_assignor_offload=True, consumer_assignment_interval_ms=100),
+                     topics={"orders": 12})  # fmt: skip
+    join(h, "A")
+    h.advance(100)
+    [stale] = h.effects
+    h.effects.clear()
+    join(h, "B")  # epoch 2 while epoch 1's target is computed
+    h._absorb(h.core.target_computed(stale, stale.run(), h.now))
+    figures = h.core.metrics.groups["cg"]
+    assert figures.computations == 1, "the discarded result was a computation too"
+    for member in "CDE":
+        join(h, member)  # a burst inside the interval
+    h.advance(100)
+    h.run_effects()
+    assert h.core.groups["cg"].assignment_epoch == 5
+    assert figures.computations == 2, "the burst of joins shared one computation"

@@ -114,6 +114,25 @@ class ModernGroups(ABC, Generic[Item]):
             ),
         )
 
+    # Request fields that change the profile when not null (every flavour: rebalance_timeout_ms
+    # when not -1, and the client's id and host).
+    profile_fields: ClassVar[tuple[str, ...]] = ("instance_id", "client_assignors")
+
+    def profile_of(self, request: GroupRequest, profile: Any) -> Any:
+        """The member's profile after the request: the very same when the request cannot change
+        it (a settled member's heartbeat: every optional field null, from the same client), so
+        the most frequent request copies nothing."""
+        body = request.body
+        if (
+            request.client_id == profile.client_id
+            and request.client_host == profile.client_host
+            and body.rebalance_timeout_ms == -1
+            and profile.classic is None
+            and all(getattr(body, name) is None for name in self.profile_fields)
+        ):
+            return profile
+        return self.profile_from(request, profile)
+
     @abstractmethod
     def bumps(self, before: Any, after: Any) -> bool:
         """Whether a profile change calls for a new target (a new group epoch)."""
@@ -261,8 +280,8 @@ class ModernGroups(ABC, Generic[Item]):
         owned = self.owned_items(body)
         self.check_request(group, member_id, body)
         member, joined = self.member_for(group, member_id, body, owned, now_ms)
-        profile = self.profile_from(request, member.profile)
-        bump = joined or self.bumps(member.profile, profile)
+        profile = self.profile_of(request, member.profile)
+        bump = joined or (profile is not member.profile and self.bumps(member.profile, profile))
         before = self.advance(group, member, profile, joined, bump, owned, now_ms)
         return self.heartbeat_fields(group, group.members[member.member_id], before, request)
 
@@ -406,7 +425,8 @@ class ModernGroups(ABC, Generic[Item]):
 
     def session_timeout(self, member: Member[Item]) -> int:
         """Members of this protocol use the group's setting; classic members keep their own."""
-        return member.classic.session_timeout_ms if member.classic is not None else self.session_timeout_ms
+        classic = member.profile.classic
+        return classic.session_timeout_ms if classic is not None else self.session_timeout_ms
 
     def refresh_session(self, group: Any, member: Member[Item], now_ms: int) -> None:
         group_id, member_id = group.group_id, member.member_id
@@ -628,12 +648,19 @@ class ModernGroups(ABC, Generic[Item]):
             if gone is not None:
                 journal.set_attr(self.ctx, "modern_members", self.ctx.modern_members - 1)
                 self._hold(group, member_id, gone.assignment, None)
+                self.profile_replaced(group, gone.profile, None)
             return
         known = group.members.get(member_id)
         if known is None:
             journal.set_attr(self.ctx, "modern_members", self.ctx.modern_members + 1)
         assignment = known.assignment if known is not None else MemberAssignment.joining()
-        journal.set_item(group.members, member_id, Member(member_id, self.shared(profile), assignment))
+        member = Member(member_id, self.shared(profile), assignment)
+        journal.set_item(group.members, member_id, member)
+        self.profile_replaced(group, known.profile if known is not None else None, member.profile)
+
+    def profile_replaced(self, group: Any, before: Any, after: Any) -> None:
+        """A member's profile was replaced (None: the member joined, or left): a flavour keeps
+        what it tallies over its members' profiles in step here, journaled."""
 
     def _replay_assignment(self, group: Any, member_id: str, assignment: Any) -> None:
         if assignment is None:
