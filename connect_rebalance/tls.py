@@ -8,7 +8,7 @@ PEM key stores and trust stores, as files (`ssl.keystore.location`,
 protocol versions (`ssl.enabled.protocols`, capped by `ssl.protocol` as a Java SSLContext
 is). As in Kafka, a store's type defaults to JKS, so PEM stores say `ssl.*.type=PEM`.
 Servers (the coordinator's listeners, the workers' HTTPS listeners) build their contexts in
-`coordinator.security.tls`, which also reads PKCS12; `ssl.client.auth` is theirs.
+`connect_rebalance.tls_server`, which also reads PKCS12; `ssl.client.auth` is theirs.
 
 Everything else is refused (ValueError, naming the setting), never ignored: JKS (convert
 it), PKCS12 on the client side, store passwords on PEM stores (Kafka refuses them too),

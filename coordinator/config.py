@@ -50,7 +50,7 @@ class CoordinatorConfig(BaseModel):
     # The admin HTTP port (Prometheus /metrics, /health), e.g. http://127.0.0.1:9644 or https://...
     # (TLS from the ssl.* settings); off when unset.
     admin_listeners: str | None = Field(None, alias="admin.listeners")
-    # TLS (coordinator/security/tls.py), Kafka's names and defaults.
+    # TLS (connect_rebalance/tls_server.py), Kafka's names and defaults.
     ssl_keystore_type: str = Field("JKS", alias="ssl.keystore.type")
     ssl_keystore_location: str | None = Field(None, alias="ssl.keystore.location")
     ssl_keystore_password: str | None = Field(None, alias="ssl.keystore.password")

@@ -7,7 +7,7 @@ Authentication is Kafka Connect's where it has one:
   `user: password` lines; the principal is `User:<user>`. No or wrong credentials: 401.
 - client certificates on an `https://` listener (`ssl.client.auth`): the principal is the
   certificate's subject, `User:CN=...,O=...` as Kafka's default principal builder writes it
-  (`coordinator.security.tls.certificate_principal`, as the coordinator's listeners do).
+  (`connect_rebalance.tls_server.certificate_principal`, as the coordinator's listeners do).
   Basic authentication, where it is on, decides the principal.
 As in Kafka Connect, the internal endpoint `POST /connectors/{name}/tasks` needs no
 credentials: it is authenticated by the session key's signature (`session_key`).
