@@ -80,7 +80,7 @@ class PreparedGroup:
 @dataclass(frozen=True)
 class ComputeTarget:
     """An effect the core asks the IO shell for: run a server-side assignor on another thread
-    and hand the result back (`GroupCoordinator.target_computed`). Its inputs are plain values,
+    and hand the result back (the dispatcher's `target_computed`). Its inputs are plain values,
     taken when it was asked for."""
 
     group_id: str
