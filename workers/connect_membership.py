@@ -6,9 +6,12 @@ behaves:
 - join with epoch 0 and every field; afterwards send only what changed;
 - on an assignment: stop what is no longer assigned first, heartbeat at once to acknowledge
   it, then start what is new (the coordinator only hands out work once its previous owner
-  has said it stopped it);
+  has said it stopped it) and heartbeat at once again when it has started, as a KIP-848
+  consumer acknowledges a reconciled assignment: more of the target may have been released
+  meanwhile;
 - when told to compute (`ShouldComputeAssignment`): ConnectGroupPrepareAssignment, the
-  worker's assignor, ConnectGroupInstallAssignment;
+  worker's assignor, ConnectGroupInstallAssignment, then a heartbeat at once (the new target
+  usually asks this worker to revoke something);
 - on UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH: stop everything and rejoin with epoch 0;
   while the coordinator is loading or moving, retry; any other error (UNSUPPORTED_ASSIGNOR:
   the group's workers share no assignor with this one) ends the membership with the
@@ -147,8 +150,10 @@ class ConnectMembership:
         watchdog = asyncio.create_task(self._watchdog())
         try:
             while not self._stopping:
-                delay_ms = await self._beat_once()
+                # Cleared before the heartbeat, not after: a wake-up while it is on its way
+                # (a revocation or a start finishing meanwhile) is news it did not carry.
                 self._wake.clear()
+                delay_ms = await self._beat_once()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), max(delay_ms, 0) / 1000)
         finally:
@@ -284,6 +289,8 @@ class ConnectMembership:
         await self.listener.start_work(work, assignment)
         if self.state == MemberState.STABLE:
             self.clock.end(time.monotonic())
+        if work:
+            self.heartbeat_now()  # acknowledges it; the rest of the target may be free by now
 
     async def _compute_logged(self) -> None:
         """A failed computation is logged, not raised: the coordinator re-selects a worker
@@ -309,6 +316,8 @@ class ConnectMembership:
         )  # fmt: skip
         if installed["error_code"] != ErrorCode.NONE:
             log.warning("install assignment: %s", installed["error_message"])
+            return
+        self.heartbeat_now()  # this worker's own part of the new target, without an interval's wait
 
     async def _stop(self, work: frozenset[Work]) -> None:
         if work:

@@ -43,7 +43,7 @@ from .session_key import RECORD_KEY as SESSION_KEY_RECORD
 from .session_key import SessionKey
 from .spark_runtime import SparkRuntime
 from .spark_task import SparkTask
-from .topic_log import RecordWriter, TopicLog, ensure_topic
+from .topic_log import RecordWriter, TopicLog, ensure_topics
 from .worker_config import WorkerConfig, url_host_port
 
 if TYPE_CHECKING:
@@ -159,15 +159,14 @@ class Herder:
     async def start(self) -> None:
         config = self.config
         bootstrap, admin = config.bootstrap_servers, config.client_security("admin.")
-        topics = (
-            (config.config_storage_topic, 1),
-            (config.status_storage_topic, 5),
-            (config.offset_storage_topic, 25),
-        )
-        for topic, partitions in topics:
-            await asyncio.to_thread(ensure_topic, bootstrap, topic, partitions, security=admin)
-        for topic_log in (self.config_log, self.status_log, self.offset_log):
-            await topic_log.start()
+        topics = {
+            config.config_storage_topic: 1,
+            config.status_storage_topic: 5,
+            config.offset_storage_topic: 25,
+        }
+        await asyncio.to_thread(ensure_topics, bootstrap, topics, security=admin)
+        # The three logs are read side by side: a joining worker's start-up is part of its join.
+        await asyncio.gather(*(t.start() for t in (self.config_log, self.status_log, self.offset_log)))
         self._announced_offset = self.state.offset  # what this worker joins with
         self._announced_connectors = set(self.state.connectors)
         await self._write_presence("UP")  # before joining: a bounce is not a departure

@@ -15,13 +15,13 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
-from kafka.errors import TopicAlreadyExistsError
+from kafka.errors import NoError, TopicAlreadyExistsError, for_code
 
 from connect_rebalance.client_security import ClientSecurity
 
@@ -29,9 +29,10 @@ log = logging.getLogger(__name__)
 Handler = Callable[[bytes | None, bytes | None, int, int], None]  # key, value, partition, offset
 
 
-def ensure_topic(
-    bootstrap: str, name: str, partitions: int, compact: bool = True, security: ClientSecurity | None = None
+def ensure_topics(
+    bootstrap: str, topics: Mapping[str, int], compact: bool = True, security: ClientSecurity | None = None
 ) -> None:
+    """Creates the topics (name -> partitions) that do not exist yet, in one request."""
     admin = KafkaAdminClient(
         bootstrap_servers=bootstrap,
         client_id="connect-worker-admin",
@@ -39,9 +40,14 @@ def ensure_topic(
     )
     try:
         configs = {"cleanup.policy": "compact"} if compact else {}
-        admin.create_topics([NewTopic(name, partitions, 1, topic_configs=configs)])
-    except TopicAlreadyExistsError:
-        pass
+        answer = admin.create_topics(
+            [NewTopic(name, count, 1, topic_configs=configs) for name, count in topics.items()],
+            raise_errors=False,
+        )
+        for topic in answer["topics"]:
+            error = for_code(topic["error_code"])
+            if error not in (NoError, TopicAlreadyExistsError):
+                raise error(f"cannot create topic {topic['name']}: {topic.get('error_message')}")
     finally:
         admin.close()
 
@@ -138,9 +144,15 @@ class TopicLog:
         self.failure: BaseException | None = None
 
     async def start(self) -> None:
+        """Connects the reader, the end-offset probe and the writer side by side (each
+        kafka-python client's first topic metadata waits out its retry backoff), then reads
+        the topic to its end."""
         self._loop = asyncio.get_running_loop()
-        self._consumer = await asyncio.to_thread(self._open)
-        await asyncio.to_thread(self.writer.open, self._loop)
+        self._consumer, *_ = await asyncio.gather(
+            asyncio.to_thread(self._open),
+            asyncio.to_thread(self._open_probe),
+            asyncio.to_thread(self.writer.open, self._loop),
+        )
         self._thread = threading.Thread(target=self._follow, name=f"log-{self.topic}", daemon=True)
         self._thread.start()
         await self.read_to_end()
@@ -154,7 +166,23 @@ class TopicLog:
         self._partitions = [TopicPartition(self.topic, p) for p in sorted(partitions)]
         consumer.assign(self._partitions)
         consumer.seek_to_beginning()
+        # Where reading starts is known before the first fetch: an empty topic is read to its
+        # end at once, not after a fetch that waits for records that never come.
+        self._seen = {tp.partition: consumer.position(tp) for tp in self._partitions}
+        self._positions = dict(self._seen)
         return consumer
+
+    def _open_probe(self) -> KafkaConsumer:
+        with self._probe_lock:
+            if self._probe is None:
+                probe = KafkaConsumer(
+                    bootstrap_servers=self.bootstrap,
+                    client_id=f"{self.client_id}-probe",
+                    **self.security.kafka_python(),
+                )
+                probe.partitions_for_topic(self.topic)  # its metadata, ready for end offsets
+                self._probe = probe
+            return self._probe
 
     def _follow(self) -> None:
         assert self._consumer is not None and self._loop is not None
@@ -216,14 +244,9 @@ class TopicLog:
         return await asyncio.to_thread(self._end_offsets)
 
     def _end_offsets(self) -> dict[int, int]:
+        probe = self._open_probe()
         with self._probe_lock:
-            if self._probe is None:
-                self._probe = KafkaConsumer(
-                    bootstrap_servers=self.bootstrap,
-                    client_id=f"{self.client_id}-probe",
-                    **self.security.kafka_python(),
-                )
-            return {tp.partition: end for tp, end in self._probe.end_offsets(self._partitions).items()}
+            return {tp.partition: end for tp, end in probe.end_offsets(self._partitions).items()}
 
     async def write(
         self, key: bytes | None, value: bytes | None, partition: int | None = None, topic: str | None = None
