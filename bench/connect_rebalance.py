@@ -11,10 +11,14 @@ then, one at a time:
 - crash: a worker is killed (SIGKILL) for good;
 - bounce: a worker is killed and started again at once with the same worker id.
 Measured from the start of the event (so a starting worker's start-up and a leaving
-worker's graceful stop count): seconds until every task runs again with the workers within
+worker's graceful stop count; for a join also from when the coordinator first counted the
+new member, which is what the protocol costs): seconds until every task runs again with the workers within
 one of each other (for bounce also: whether the bounced worker got exactly its own work
-back), and the connectors and tasks stopped and started during it, from the workers'
-/metrics (a worker gone meanwhile stopped what it ran; a new process started what it did).
+back), the connectors and tasks stopped and started during it, from the workers'
+/metrics (a worker gone meanwhile stopped what it ran; a new process started what it did),
+and the heartbeats per second the coordinator answered the workers' group during it and
+while the group was settled before the join, from the coordinator's /metrics (the cost of
+the heartbeat intervals it hands out).
 
 Kafka Connect's session and heartbeat defaults (10 s, 3 s: with a thousand tasks starting
 on two cores a heartbeat may take seconds to be answered, and a shorter session would
@@ -35,6 +39,7 @@ import os
 import platform
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -57,6 +62,8 @@ PROTOCOLS = {
 }
 EVENTS = ("join", "leave", "crash", "bounce")
 CONNECTOR = "load"
+GROUP = "connect-cluster"  # the workers' group.id (the default)
+STEADY_S = 6.0  # two heartbeat intervals of a settled group
 
 
 def counters(cluster: WorkerCluster) -> dict[str, tuple[int, int, int]]:
@@ -71,6 +78,31 @@ def counters(cluster: WorkerCluster) -> dict[str, tuple[int, int, int]]:
             int(values.get(f"connect_worker_running{label}", 0)),
         )  # fmt: skip
     return out
+
+
+def group_figure(coordinator: CoordinatorProcess, family: str) -> int:
+    """A figure of the workers' group from the coordinator's /metrics (of whichever type the
+    group is: heartbeats answered, members)."""
+    label = f'group="{GROUP}"'
+    return int(sum(v for k, v in metrics(coordinator.admin_url).items()
+                   if k.startswith(f"connect_rebalance_group_{family}{{") and label in k))  # fmt: skip
+
+
+class JoinSeen(threading.Thread):
+    """When the coordinator first counts one more member in the workers' group (polled every
+    50 ms): a join's time from there on is the protocol's, before it the process's start-up."""
+
+    def __init__(self, coordinator: CoordinatorProcess) -> None:
+        super().__init__(daemon=True)
+        self.coordinator, self.members = coordinator, group_figure(coordinator, "members")
+        self.at: float | None = None
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set() and self.at is None:
+            if group_figure(self.coordinator, "members") > self.members:
+                self.at = time.monotonic()
+            self.done.wait(0.05)
 
 
 def churn(before: dict[str, tuple[int, int, int]], after: dict[str, tuple[int, int, int]]) -> tuple[int, int]:
@@ -113,9 +145,16 @@ def run_size(protocol: str, workers: int, tasks: int, base: Path, results: list[
         assert rest("POST", f"{first.url}/connectors", {"name": CONNECTOR, "config": config})[0] == 201
         wait(lambda: cluster.balanced(CONNECTOR, items), SETTLE_S, "the first assignment")
 
+        beats, began = group_figure(coordinator, "heartbeats_total"), time.monotonic()
+        wait(lambda: time.monotonic() - began >= STEADY_S, STEADY_S + 1, "a settled interval")
+        steady = (group_figure(coordinator, "heartbeats_total") - beats) / (time.monotonic() - began)
+
         def measure(event: str, action: Any, done: Any) -> None:
-            before = counters(cluster)
+            before, beats = counters(cluster), group_figure(coordinator, "heartbeats_total")
+            seen = JoinSeen(coordinator)
             began = time.monotonic()  # the event's own time counts (a graceful stop, a start)
+            if event == "join":
+                seen.start()
             action()
             row = {"protocol": protocol, "workers": workers, "tasks": tasks, "event": event}
             try:
@@ -124,11 +163,20 @@ def run_size(protocol: str, workers: int, tasks: int, base: Path, results: list[
                 results.append({**row, "failed": str(exc)})
                 raise
             seconds = time.monotonic() - began
+            seen.done.set()
+            if seen.at is not None:
+                row["after_joining_s"] = round(seconds - (seen.at - began), 2)
             stopped, started = churn(before, counters(cluster))
-            results.append({**row, "seconds": round(seconds, 2), "stopped": stopped, "started": started})
+            beats = group_figure(coordinator, "heartbeats_total") - beats
+            results.append({**row, "seconds": round(seconds, 2), "stopped": stopped, "started": started,
+                            "heartbeats_per_s": round(beats / seconds, 1),
+                            "steady_heartbeats_per_s": round(steady, 1)})  # fmt: skip
             last = results[-1]
-            print(f"  {protocol:<22} {workers:>2}x{tasks:<5} {event:<6} {seconds:6.1f} s  "
-                  f"stopped {last['stopped']:>5}  started {last['started']:>5}", flush=True)  # fmt: skip
+            joined = f" ({row['after_joining_s']:.1f} s from its join)" if "after_joining_s" in row else ""
+            print(f"  {protocol:<22} {workers:>2}x{tasks:<5} {event:<6} {seconds:6.1f} s{joined}  "
+                  f"stopped {last['stopped']:>5}  started {last['started']:>5}  "
+                  f"heartbeats/s {last['heartbeats_per_s']:g} (settled {steady:.1f})",
+                  flush=True)  # fmt: skip
 
         balanced = lambda: cluster.balanced(CONNECTOR, items)  # noqa: E731
         measure("join", lambda: cluster.start("joiner"), balanced)
@@ -159,16 +207,20 @@ def run_size(protocol: str, workers: int, tasks: int, base: Path, results: list[
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    lines = ["| workers x tasks | event | protocol | balanced (s) | stopped | started | own work back |",
-             "|---|---|---|---:|---:|---:|---|"]  # fmt: skip
+    lines = ["| workers x tasks | event | protocol | balanced (s) | from the join request (s) "
+             "| stopped | started | own work back | coordinator heartbeats/s: during, settled |",
+             "|---|---|---|---:|---:|---:|---:|---|---:|"]  # fmt: skip
     for r in sorted(results, key=lambda r: (r["workers"], r["tasks"], EVENTS.index(r["event"]))):
         if "failed" in r:
             lines.append(f"| {r['workers']} x {r['tasks']} | {r['event']} | {r['protocol']} "
-                         f"| not settled: {r['failed']} | | | |")  # fmt: skip
+                         f"| not settled: {r['failed']} | | | | | |")  # fmt: skip
             continue
         back = {True: "yes", False: "no"}.get(r.get("same_work_back"), "")  # type: ignore[call-overload]
+        joined = f"{r['after_joining_s']:.1f}" if "after_joining_s" in r else ""
         lines.append(f"| {r['workers']} x {r['tasks']} | {r['event']} | {r['protocol']} | {r['seconds']:.1f} "
-                     f"| {r['stopped']} | {r['started']} | {back} |")  # fmt: skip
+                     f"| {joined} | {r['stopped']} | {r['started']} | {back} "
+                     f"| {r.get('heartbeats_per_s', 0):.1f}, "
+                     f"{r.get('steady_heartbeats_per_s', 0):.1f} |")  # fmt: skip
     return "\n".join(lines)
 
 
