@@ -197,6 +197,8 @@ def test_a_rolling_upgrade_to_the_connect_protocol_and_back(cluster: WorkerClust
     c2 = start(cluster, "c2", "connect")
     moves.joined(c2, settled(cluster, "the work to balance over w2, c1, c2", "connect"))
     assert connect_members(cluster) == {w2.url, c1.url, c2.url}
+    # c1 handed c2 part of its work: no task has run on two workers so far.
+    assert_never_on_two_workers_at_once(cluster.coordinator.bootstrap, moves)
 
     # kill -9 of the coordinator: it rebuilds the mixed group, classic worker included, from its log.
     cluster.coordinator.kill()
