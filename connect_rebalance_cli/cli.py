@@ -4,6 +4,7 @@
     connect-rebalance topics {list,create,describe,delete} [--bootstrap-server H:P] ...
     connect-rebalance groups {list,describe,delete,reset-offsets} [--bootstrap-server H:P] ...
     connect-rebalance users {add,remove,list} [--bootstrap-server H:P | --data-dir D] ...
+    connect-rebalance acls {add,remove,list} [--bootstrap-server H:P] ...
     connect-rebalance worker --config worker.properties [-o name=value ...]
     connect-rebalance quickstart
 
@@ -115,10 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("name")
     topics.set_defaults(func=cmd_topics)
 
-    from . import groups_cli, users_cli
+    from . import acls_cli, groups_cli, users_cli
 
     groups_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     users_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
+    acls_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
 
     worker = sub.add_parser("worker", help="run a Kafka Connect-style worker")
     worker.add_argument(
