@@ -1,6 +1,7 @@
 """TLS listeners with mutual authentication, through every real client: the coordinator
 serves SSL:// with Kafka's PEM keystore settings, asks for client certificates
 (ssl.client.auth=required) and refuses connections without one; its admin port serves https.
+With an authorizer, a certificate's subject is the principal its ACLs name.
 """
 
 from __future__ import annotations
@@ -13,6 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from connect_rebalance.processes import CoordinatorProcess
 from tests.support.certificates import Pki, make_pki
@@ -21,7 +31,10 @@ from tests.support.clients import (
     PRODUCERS,
     assert_group_consumes,
     assert_round_trip,
+    consume_confluent_group,
+    produce_confluent,
 )
+from tests.support.secure_coordinator import AUTHORIZER
 
 pytestmark = pytest.mark.integration
 
@@ -139,3 +152,45 @@ def test_secure_listeners_never_start_as_plaintext(tmp_path: Path) -> None:
         tmp_path, "listeners=KERBEROS://127.0.0.1:0", "listener.security.protocol.map=KERBEROS:GSSAPI"
     )
     assert "GSSAPI" in message and "not supported" in message
+
+
+def certificate_of(pki: Pki, name: str) -> ClientSecurity:
+    pair = pki.client(name)
+    return ClientSecurity("SSL", ca=pki.ca_certificate, certificate=pair.certificate, key=pair.key)
+
+
+def test_a_certificates_subject_is_the_principal_acls_are_checked_against(pki: Pki, tmp_path: Path) -> None:
+    settings = tls_settings(pki) | {
+        "authorizer.class.name": AUTHORIZER,
+        "super.users": "User:CN=admin,O=Example",
+    }
+    coordinator = CoordinatorProcess(tmp_path / "data", settings).start()
+    try:
+        bootstrap = coordinator.bootstrap_for("SSL")
+        admin_cert, carol, dave = (certificate_of(pki, n) for n in ("admin", "carol", "dave"))
+        admin = AdminClient({"bootstrap.servers": bootstrap, **admin_cert.confluent()})
+        for future in admin.create_topics([NewTopic("mtls-topic", 1, 1)]).values():
+            future.result(30)
+
+        def allow(kind: ResourceType, name: str, subject: str, operation: AclOperation) -> AclBinding:
+            return AclBinding(kind, name, ResourcePatternType.LITERAL, f"User:{subject}", "*", operation,
+                              AclPermissionType.ALLOW)  # fmt: skip
+
+        bindings = [allow(ResourceType.TOPIC, "mtls-topic", s, op)
+                    for s in ("CN=carol,O=Example", "CN=dave,O=Example")
+                    for op in (AclOperation.DESCRIBE, AclOperation.READ)]  # fmt: skip
+        bindings += [
+            allow(ResourceType.GROUP, "mtls-group", "CN=carol,O=Example", AclOperation.READ),
+            allow(ResourceType.GROUP, "mtls-group", "CN=dave,O=Example", AclOperation.DESCRIBE),
+        ]
+        for future in admin.create_acls(bindings).values():
+            future.result(30)
+        produce_confluent(bootstrap, "mtls-topic", [(b"k", b"v")], security=admin_cert)
+
+        # carol's certificate may Read the group; dave's may only find it.
+        read = consume_confluent_group(bootstrap, "mtls-topic", "mtls-group", "consumer", 1, security=carol)
+        assert [value for *_, value in read] == [b"v"]
+        with pytest.raises(AssertionError, match="Group authorization failed"):
+            consume_confluent_group(bootstrap, "mtls-topic", "mtls-group", "consumer", 1, security=dave)
+    finally:
+        coordinator.kill()
