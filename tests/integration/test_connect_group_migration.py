@@ -74,12 +74,17 @@ def call(bootstrap: str, api_key: int, version: int, fields: dict[str, Any]) -> 
     return asyncio.run(request())
 
 
-def group_type(cluster: WorkerCluster) -> tuple[str, str]:
-    """(type, protocol type) of the workers' group, as ListGroups v5 reports it."""
+def listed(cluster: WorkerCluster) -> dict[str, Any]:
+    """The workers' group as ListGroups v5 reports it."""
     answer = call(
         cluster.coordinator.bootstrap, ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []}
     )
-    group = next(g for g in answer["groups"] if g["group_id"] == "connect-cluster")
+    return next(g for g in answer["groups"] if g["group_id"] == "connect-cluster")
+
+
+def group_type(cluster: WorkerCluster) -> tuple[str, str]:
+    """(type, protocol type) of the workers' group."""
+    group = listed(cluster)
     return group["group_type"], group["protocol_type"]
 
 
@@ -95,7 +100,13 @@ def settled(cluster: WorkerCluster, what: str, kind: str | None = None) -> dict[
     """Every item RUNNING, balanced over exactly the running workers (and the group of `kind`);
     returns where each item runs."""
     wait_until(
-        lambda: cluster.balanced("orders", ITEMS) and (kind is None or group_type(cluster)[0] == kind),
+        # Settled on the coordinator too: a worker leaving while a member is still catching up
+        # with the last epoch is a different event from a leave after a rebalance.
+        lambda: (
+            cluster.balanced("orders", ITEMS)
+            and listed(cluster)["group_state"] == "Stable"
+            and (kind is None or group_type(cluster)[0] == kind)
+        ),
         45,
         what,
         interval=0.2,
