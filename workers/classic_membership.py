@@ -19,8 +19,13 @@ Theory of operation:
   worker rejoin after it (the scheduled rebalance that hands lost work out).
 - Heartbeats run on their own connection and task at `heartbeat.interval.ms`, also while
   a join is parked (they keep the session alive and say REBALANCE_IN_PROGRESS).
-  REBALANCE_IN_PROGRESS means rejoin; UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION outside a join
-  means the session is gone: everything stops and the worker joins afresh.
+  REBALANCE_IN_PROGRESS means rejoin. ILLEGAL_GENERATION means the member is still in the
+  group but the generation moved on without it (e.g. a connect group turned classic again at
+  a later epoch than this worker had reached): as Kafka Connect's WorkerCoordinator does, an
+  incremental worker keeps what it runs and rejoins, reporting it, so the leader's next
+  assignment decides what moves (an eager worker stops everything before any join anyway).
+  UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID outside a join means the session is gone:
+  everything stops and the worker joins afresh.
 - No zombies: if no heartbeat has been answered for long enough that the coordinator may
   expire the session, all work stops *before* it can (the watchdog of connect_membership).
 
@@ -278,8 +283,7 @@ class ClassicMembership:
     async def _failed_round(self, api: str, code: int) -> bool:
         self._rejoin = True
         if code in SESSION_LOST:
-            log.info("%s: %s answered %s; stopping all work and joining afresh", self.member_id, api, code)
-            await self._lose(reset_member=code != ErrorCode.ILLEGAL_GENERATION)
+            await self._session_error(api, code)
             return True
         if code == ErrorCode.REBALANCE_IN_PROGRESS:
             return True
@@ -379,6 +383,18 @@ class ClassicMembership:
         async with self._lock:
             await self._stop(self.runs)
 
+    async def _session_error(self, api: str, code: int) -> None:
+        """`api` was answered with one of SESSION_LOST: rejoin, keeping the work only where the
+        member is still in the group and the leader will see what it runs (incremental)."""
+        if code == ErrorCode.ILLEGAL_GENERATION and protocol_version(self.protocol) > 0:
+            log.info("%s: %s answered ILLEGAL_GENERATION at generation %s; rejoining with the work it "
+                     "runs", self.member_id, api, self.generation)  # fmt: skip
+            self.generation = -1
+            self.request_rejoin()
+            return
+        log.info("%s: %s answered %s; stopping all work and joining afresh", self.member_id, api, code)
+        await self._lose(reset_member=code != ErrorCode.ILLEGAL_GENERATION)
+
     async def _lose(self, *, reset_member: bool) -> None:
         """The session is gone: whatever ran may already run elsewhere."""
         await self._stop_all()
@@ -428,8 +444,7 @@ class ClassicMembership:
                 self.generation,
             )
         ):
-            log.info("%s: heartbeat answered %s; stopping all work and joining afresh", member, code)
-            await self._lose(reset_member=code != ErrorCode.ILLEGAL_GENERATION)
+            await self._session_error("Heartbeat", code)
 
     async def _watchdog(self) -> None:
         """Give work up before the coordinator can expire the session and hand it out again.

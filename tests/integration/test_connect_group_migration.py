@@ -14,6 +14,7 @@ workers running it at once, even for one record's interval, would interleave."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 from tests.integration.test_workers import records_by_task, source
 from tests.support.group_scenario import wait_until
-from tests.support.worker_cluster import WorkerCluster, rest
+from tests.support.worker_cluster import WorkerCluster, metrics, rest
 from workers.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
@@ -35,16 +36,17 @@ PER_SECOND = 10  # records per task: two runners at once for 100 ms interleave
 REWRITTEN_AT_MOST = 5  # records after the last stored offset a new owner writes again (at least once)
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[WorkerCluster]:
+@contextlib.contextmanager
+def cluster_of(tmp_path: Path, session_ms: int) -> Iterator[WorkerCluster]:
+    """A coordinator process and a worker cluster on it whose sessions last `session_ms`."""
     coordinator = CoordinatorProcess(
         tmp_path / "data",
-        {**connect_timings(SESSION_MS), "group.min.session.timeout.ms": "1000",
+        {**connect_timings(session_ms), "group.min.session.timeout.ms": "1000",
          "group.initial.rebalance.delay.ms": "300"},
     ).start()  # fmt: skip
     workers = WorkerCluster(
         tmp_path, coordinator, **{
-            "connect.protocol": "sessioned", "session.timeout.ms": str(SESSION_MS),
+            "connect.protocol": "sessioned", "session.timeout.ms": str(session_ms),
             "heartbeat.interval.ms": str(HEARTBEAT_MS), "rebalance.timeout.ms": "10000",
             "scheduled.rebalance.max.delay.ms": "10000",
         },
@@ -54,6 +56,12 @@ def cluster(tmp_path: Path) -> Iterator[WorkerCluster]:
     finally:
         workers.stop_all()
         coordinator.kill()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[WorkerCluster]:
+    with cluster_of(tmp_path, SESSION_MS) as workers:
+        yield workers
 
 
 def start(cluster: WorkerCluster, name: str, protocol: str) -> WorkerProcess:
@@ -231,3 +239,71 @@ def test_a_rolling_upgrade_to_the_connect_protocol_and_back(cluster: WorkerClust
     assert {w.worker_id for w in cluster.running()} == {w2.worker_id, w3.worker_id, w4.worker_id}
 
     assert_never_on_two_workers_at_once(cluster.coordinator.bootstrap, moves)
+
+
+def described(cluster: WorkerCluster) -> dict[str, Any]:
+    answer = call(
+        cluster.coordinator.bootstrap, ApiKey.CONNECT_GROUP_DESCRIBE, 0, {"group_ids": ["connect-cluster"]}
+    )
+    return answer["groups"][0]  # type: ignore[no-any-return]
+
+
+def work_counts(worker: WorkerProcess) -> tuple[int, int]:
+    """(started, stopped): connectors and tasks of "orders" this worker has started and stopped."""
+    values = metrics(worker.url)
+    return tuple(  # type: ignore[return-value]
+        int(values.get(f'connect_worker_work_{what}_total{{connector="orders"}}', 0))
+        for what in ("started", "stopped")
+    )
+
+
+@pytest.fixture
+def long_sessions(tmp_path: Path) -> Iterator[WorkerCluster]:
+    """The cluster of `cluster`, with sessions long enough to hold a worker still for a while."""
+    with cluster_of(tmp_path, 20_000) as workers:
+        yield workers
+
+
+def test_a_classic_worker_a_generation_behind_at_a_downgrade_keeps_its_work(
+    long_sessions: WorkerCluster,
+) -> None:
+    """A connect group turns classic at the highest epoch its classic members reached; a classic
+    worker still at an older generation then has its heartbeat answered ILLEGAL_GENERATION. It
+    is still a member and the coordinator carried its work over, so (as Kafka Connect's workers
+    do) it rejoins reporting what it runs: only what balance moves is stopped or started."""
+    cluster = long_sessions
+    w1, w2 = start(cluster, "w1", "classic"), start(cluster, "w2", "classic")
+    code, body = rest("POST", f"{w1.url}/connectors", source("orders", TASKS, throughput=PER_SECOND))
+    assert code == 201, body
+    settled(cluster, "the classic group to run everything", "classic")
+    c1 = start(cluster, "c1", "connect")
+    before = settled(cluster, "the connect group to balance over w1, w2, c1", "connect")
+    counts_before = work_counts(w1)
+    w1_url = w1.url
+
+    w1.pause()  # w1 misses the next epochs: its heartbeats stop, its session (20 s) runs on
+    try:
+        c2 = start(cluster, "c2", "connect")
+
+        def w2_caught_up() -> bool:
+            group = described(cluster)
+            epochs = {m["url"]: m["member_epoch"] for m in group["members"]}
+            return c2.url in epochs and epochs[w2.url] == group["group_epoch"] > epochs[w1_url]
+
+        wait_until(w2_caught_up, 30, "w2 to reach the epoch c2's join started, w1 to lag")
+        c1.stop()
+        c2.stop()
+        wait_until(lambda: group_type(cluster) == ("classic", "connect"), 30, "the group to turn classic")
+    finally:
+        w1.resume()
+
+    after = settled(cluster, "the classic group to balance over w1 and w2", "classic")
+    kept = {item for item, owner in before.items() if owner == w1.worker_id == after[item]}
+    gained = {item for item, owner in after.items() if owner == w1.worker_id != before.get(item)}
+    lost = {item for item, owner in before.items() if owner == w1.worker_id != after[item]}
+    assert kept, f"w1 kept nothing of {before} in {after}: the check below would prove nothing"
+    started, stopped = (now - then for now, then in zip(work_counts(w1), counts_before, strict=True))
+    assert (started, stopped) == (len(gained), len(lost)), (
+        f"w1 started {started} and stopped {stopped}, where balance moved {sorted(gained)} to it and "
+        f"{sorted(lost)} from it: it stopped and restarted work it kept ({sorted(kept)})"
+    )

@@ -277,6 +277,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="classic-worker-drops-work-on-illegal-generation",
+        breaks="a classic worker a generation behind at a downgrade keeps its work and rejoins with it",
+        file="workers/classic_membership.py",
+        original="        if code == ErrorCode.ILLEGAL_GENERATION and protocol_version(self.protocol) > 0:\n",
+        replacement="        if False:  # mutation: every lost generation stops all work\n",
+        tests=(
+            f"{INTEGRATION}/test_connect_group_migration.py::"
+            "test_a_classic_worker_a_generation_behind_at_a_downgrade_keeps_its_work",
+        ),
+    ),
+    Mutation(
         name="classic-watchdog-waits-for-the-session",
         breaks="a classic worker cut off from the coordinator stops its work before its session can expire",
         file="workers/classic_membership.py",
