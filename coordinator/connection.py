@@ -10,6 +10,9 @@ per request:
   pipeline; a parked JoinGroup or a long-poll Fetch holds only its own connection). A
   handler that answers at once does not suspend the task, so a read carrying several
   frames is answered without a trip through the event loop per frame;
+- connections take turns (turns.py): a task woken by bytes answers one frame, and more only
+  while the event loop's current turn lasts; otherwise it waits in the backlog for a turn of
+  its own, so a burst of pipelined requests on some connections does not hold up the others;
 - answers are written together: each goes into the connection's output, which is written
   in one piece when the task next gives the loop a turn (it waits for bytes, or a handler
   waits for something), so pipelined answers cost one send instead of one each;
@@ -29,6 +32,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .turns import Turns
+
 log = logging.getLogger(__name__)
 
 READ_AHEAD = 256 * 1024  # bytes of unanswered requests buffered before reading pauses
@@ -43,10 +48,11 @@ class Connection(asyncio.Protocol):
         answer: Answer,
         new_session: Callable[[asyncio.BaseTransport], Any],
         tasks: set[asyncio.Task[None]],
+        turns: Turns,
         max_request_bytes: int,
         idle_timeout: float,
     ) -> None:
-        self._answer, self._new_session, self._tasks = answer, new_session, tasks
+        self._answer, self._new_session, self._tasks, self._turns = answer, new_session, tasks, turns
         self._max_request_bytes, self._idle_timeout = max_request_bytes, idle_timeout
         self._buffer = bytearray()
         self._start = 0  # where the next frame begins in the buffer
@@ -106,7 +112,8 @@ class Connection(asyncio.Protocol):
     # -- the connection's task ----------------------------------------------------------------
 
     async def _serve(self) -> None:
-        session = self._session
+        session, turns = self._session, self._turns
+        answered = 0  # frames answered since the task was last woken by bytes or its turn
         try:
             while True:
                 frame = self._next_frame()
@@ -114,7 +121,12 @@ class Connection(asyncio.Protocol):
                     if self._gone:
                         return
                     await self._more_bytes()
+                    answered = 0
                     continue
+                if not turns.may_answer(answered):
+                    await turns.wait()
+                    answered = 0
+                answered += 1
                 answer = await self._answer(frame, session)
                 if answer is None:
                     return

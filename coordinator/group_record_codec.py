@@ -13,6 +13,7 @@ connect groups have no per-group configuration (key type 10005 stays reserved fo
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import Any
 
 from connect_rebalance.protocol import coordinator_records as schemas
@@ -138,10 +139,13 @@ def _encode_consumer_record(record: Record) -> tuple[bytes, bytes | None]:
                 or None,
             ).encode()
         )
+    elif isinstance(record, TargetMemberRecord) and record.metadata == (0, b""):
+        # Written for every member a target names, thousands at once: by hand (the same bytes).
+        items = record.items
+        key = _member_key(7, group, record.member_id)
+        value = None if items is None else b"\x00\x00" + _topic_partitions(items) + b"\x00"
     elif isinstance(record, TargetMemberRecord):
-        key = schemas.ConsumerGroupTargetAssignmentMemberKey(
-            version=7, group_id=group, member_id=record.member_id
-        ).encode()
+        key = _member_key(7, group, record.member_id)
         cls = schemas.ConsumerGroupTargetAssignmentMemberValue
         value = (
             None
@@ -154,25 +158,56 @@ def _encode_consumer_record(record: Record) -> tuple[bytes, bytes | None]:
             ).encode()
         )
     else:
+        # Written at every step of every member's reconciliation: by hand (the schema's bytes).
         assert isinstance(record, CurrentAssignmentRecord)
-        key = schemas.ConsumerGroupCurrentMemberAssignmentKey(
-            version=8, group_id=group, member_id=record.member_id
-        ).encode()
+        key = _member_key(8, group, record.member_id)
         a = record.value
-        cls = schemas.ConsumerGroupCurrentMemberAssignmentValue
         value = (
             None
             if a is None
-            else cls(
-                version=0,
-                member_epoch=a.member_epoch,
-                previous_member_epoch=a.previous_epoch,
-                state=int(a.state),
-                assigned_partitions=_partitions_field(cls.TopicPartitions, a.assigned),
-                partitions_pending_revocation=_partitions_field(cls.TopicPartitions, a.pending_revocation),
-            ).encode()
+            else _EPOCHS_AND_STATE.pack(0, a.member_epoch, a.previous_epoch, int(a.state))
+            + _topic_partitions(a.assigned)
+            + _topic_partitions(a.pending_revocation)
+            + b"\x00"
         )
     return bytes(key), None if value is None else bytes(value)
+
+
+_EPOCHS_AND_STATE = struct.Struct(">hiib")  # value version, member epoch, previous epoch, state
+_uuid_bytes: dict[str, bytes] = {}  # topic id -> its 16 bytes (as many entries as topics seen)
+
+
+def _member_key(record_type: int, group_id: str, member_id: str) -> bytes:
+    """A per-member key: the int16 record type, then group and member id as int16-length strings."""
+    group, member = group_id.encode(), member_id.encode()
+    return struct.pack(">hh", record_type, len(group)) + group + len(member).to_bytes(2, "big") + member
+
+
+def _uvarint(n: int) -> bytes:
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _topic_partitions(items: Items) -> bytes:
+    """A compact array of (topic id uuid, compact array of int32 partitions, no tagged fields),
+    topics and partitions in order: what the schema codec writes for `_partitions_field`."""
+    by_topic: dict[str, list[int]] = {}
+    for topic_id, partition in items:
+        by_topic.setdefault(topic_id, []).append(partition)
+    out = [_uvarint(len(by_topic) + 1)]
+    for topic_id in sorted(by_topic):
+        partitions = sorted(by_topic[topic_id])
+        raw = _uuid_bytes.get(topic_id)
+        if raw is None:
+            raw = _uuid_bytes[topic_id] = uuid.UUID(topic_id).bytes
+        out += (raw, _uvarint(len(partitions) + 1), struct.pack(f">{len(partitions)}i", *partitions), b"\x00")
+    return b"".join(out)
 
 
 def _decode_consumer_record(key_version: int, key: bytes, value: bytes | None) -> Record:

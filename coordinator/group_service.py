@@ -23,7 +23,6 @@ import functools
 import itertools
 import logging
 import struct
-import uuid
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
@@ -67,18 +66,33 @@ def write_error(exc: Exception) -> tuple[int, str]:
 
 
 class BrokerTopics:
-    """The group coordinator's view of the broker's topics (names, ids, partition counts)."""
+    """The group coordinator's view of the broker's topics (names, ids, partition counts).
+
+    Group code asks by name or by id string once per member and topic when it prepares a
+    target, so the answers are kept per version of the broker's topics (a topic created,
+    deleted or given partitions makes a new version) instead of formatting a UUID each time."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+        self._version = -1
+        self._ids: dict[str, str] = {}  # name -> id
+        self._by_id: dict[str, tuple[str, int]] = {}  # id -> (name, partitions)
+
+    def _current(self) -> None:
+        topics = self.broker.topics
+        if self._version != topics.version:
+            self._ids = {name: str(topic.topic_id) for name, topic in topics.topics.items()}
+            self._by_id = {self._ids[t.name]: (t.name, len(t.partitions)) for t in topics.topics.values()}
+            self._version = topics.version
 
     def topic_id(self, name: str) -> str | None:
-        topic = self.broker.topics.get(name)
-        return str(topic.topic_id) if topic is not None else None
+        self._current()
+        return self._ids.get(name)
 
     def partition_count(self, topic_id: str) -> int | None:
-        topic = self.broker.topics.by_id(uuid.UUID(topic_id))
-        return len(topic.partitions) if topic is not None else None
+        self._current()
+        found = self._by_id.get(topic_id)
+        return found[1] if found is not None else None
 
     def names(self) -> list[str]:
         return sorted(self.broker.topics.topics)
@@ -88,8 +102,9 @@ class BrokerTopics:
         return self.broker.topics.version
 
     def name_of(self, topic_id: str) -> str | None:
-        topic = self.broker.topics.by_id(uuid.UUID(topic_id))
-        return topic.name if topic is not None else None
+        self._current()
+        found = self._by_id.get(topic_id)
+        return found[0] if found is not None else None
 
 
 class GroupService:

@@ -39,6 +39,7 @@ from .security.listeners import Listener
 from .security.sasl import PRE_AUTHENTICATION_APIS, AuthenticationFailed, SaslState, store_lookup
 from .security.session import Session
 from .security.settings import sasl_mechanisms, tls_settings
+from .turns import Turns
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class CoordinatorServer:
         self.listeners = broker.config.kafka_listeners
         self._servers: list[asyncio.base_events.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
+        self._turns = Turns()  # the event loop's time shared among the connections
         # Per listener name: the port bound and the address advertised to its clients.
         self.ports: dict[str, int] = {}
         self.advertised: dict[str, tuple[str, int]] = {}
@@ -99,7 +101,7 @@ class CoordinatorServer:
             return self.new_session(listener, peer[0] if peer else "unknown", certificate)
 
         return Connection(
-            self.answer, session_of, self._connections,
+            self.answer, session_of, self._connections, self._turns,
             config.socket_request_max_bytes, config.connections_max_idle_ms / 1000,
         )  # fmt: skip
 

@@ -8,10 +8,13 @@ JSON schemas beside this module are the on-disk format's documentation.
 from __future__ import annotations
 
 import warnings
+from struct import pack_into
+from typing import Any
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka.protocol.api_data import ApiData
+    from kafka.protocol.schemas.fields.codecs.encode_buffer import EncodeBufferPool
 
 _SCHEMAS = "connect_rebalance.protocol.schemas"
 
@@ -132,3 +135,29 @@ class SecurityAclKey(ApiData, load_json=_SCHEMAS):
 
 class SecurityAclValue(ApiData, load_json=_SCHEMAS):
     pass
+
+
+def _encode(self: ApiData, version: int | None = None, header: bool = True, framed: bool = False) -> Any:
+    """A record's key or value with the compiled encoder the API messages use: the same bytes
+    (the int16 version, then the fields) at a fraction of the generic encoder's cost, which
+    counts when a target for thousands of members is written in one go."""
+    if version is not None:
+        self._version = version
+    version = self._version
+    if version is None or not header or framed:
+        return ApiData.encode(self, version, header, framed)
+    flexible = self.flexible_version_q(version)
+    encode_into = self._struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
+    with EncodeBufferPool.acquire() as out:
+        out.ensure(2)
+        pack_into(">h", out.buf, 0, version)
+        out.pos = 2
+        encode_into(self, out)
+        return bytes(out.result())
+
+
+# The records written per member (consumer groups) and per offset; their nested fields are
+# built as containers, which the compiled encoder needs (the connect records' are dicts).
+for _name, _record_class in list(globals().items()):
+    if _name.startswith(("ConsumerGroup", "OffsetCommit")):
+        _record_class.encode = _encode

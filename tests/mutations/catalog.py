@@ -277,6 +277,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="connections-never-take-turns",
+        breaks="a request alone on its connection is answered within a burst of pipelined requests on others",
+        file="coordinator/turns.py",
+        original="        return answered_since_woken == 0 or now < self._deadline\n",
+        replacement="        return True  # mutation: every buffered request is answered back to back\n",
+        tests=(
+            f"{INTEGRATION}/test_connection_turns.py::"
+            "test_a_request_alone_on_its_connection_is_answered_within_a_burst_on_others",
+        ),
+    ),
+    Mutation(
         name="classic-worker-drops-work-on-illegal-generation",
         breaks="a classic worker a generation behind at a downgrade keeps its work and rejoins with it",
         file="workers/classic_membership.py",
