@@ -23,6 +23,7 @@ from connect_rebalance.protocol.coordinator_records import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
+from connect_rebalance.protocol.hot_messages import uvarint_bytes
 from connect_rebalance.work import work_field, work_of
 
 from .groups.client_assignment import ClientAssignorSpec, assignor_specs
@@ -183,30 +184,20 @@ def _member_key(record_type: int, group_id: str, member_id: str) -> bytes:
     return struct.pack(">hh", record_type, len(group)) + group + len(member).to_bytes(2, "big") + member
 
 
-def _uvarint(n: int) -> bytes:
-    if n < 0x80:
-        return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _topic_partitions(items: Items) -> bytes:
     """A compact array of (topic id uuid, compact array of int32 partitions, no tagged fields),
     topics and partitions in order: what the schema codec writes for `_partitions_field`."""
     by_topic: dict[str, list[int]] = {}
     for topic_id, partition in items:
         by_topic.setdefault(topic_id, []).append(partition)
-    out = [_uvarint(len(by_topic) + 1)]
+    out = [uvarint_bytes(len(by_topic) + 1)]
     for topic_id in sorted(by_topic):
         partitions = sorted(by_topic[topic_id])
         raw = _uuid_bytes.get(topic_id)
         if raw is None:
             raw = _uuid_bytes[topic_id] = uuid.UUID(topic_id).bytes
-        out += (raw, _uvarint(len(partitions) + 1), struct.pack(f">{len(partitions)}i", *partitions), b"\x00")
+        count = len(partitions)
+        out += (raw, uvarint_bytes(count + 1), struct.pack(f">{count}i", *partitions), b"\x00")
     return b"".join(out)
 
 

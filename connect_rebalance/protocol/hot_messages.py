@@ -224,7 +224,7 @@ def decode_request(api_key: int, version: int, frame: bytes, offset: int) -> Dec
 # -- writing ---------------------------------------------------------------------------------
 
 
-def _uvarint_bytes(value: int) -> bytes:
+def uvarint_bytes(value: int) -> bytes:
     if value < 0x80:
         return bytes((value,))
     out = bytearray()
@@ -239,7 +239,7 @@ def _compact_string(value: str | None) -> bytes:
     if value is None:
         return b"\x00"
     data = value.encode()
-    return _uvarint_bytes(len(data) + 1) + data
+    return uvarint_bytes(len(data) + 1) + data
 
 
 _CONSUMER_ANSWER = frozenset({
@@ -250,7 +250,7 @@ _CONNECT_ANSWER = _CONSUMER_ANSWER | {"session_timeout_ms"}
 
 
 # ShouldComputeAssignment is ConsumerGroupHeartbeat's tagged field 10000, written only when true.
-_COMPUTE_TAG = b"\x01" + _uvarint_bytes(10000) + b"\x01\x01"
+_COMPUTE_TAG = b"\x01" + uvarint_bytes(10000) + b"\x01\x01"
 
 
 def _consumer_answer(correlation_id: int, fields: dict[str, Any]) -> bytes:
