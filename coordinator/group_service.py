@@ -205,8 +205,8 @@ class GroupService:
             future = asyncio.get_running_loop().run_in_executor(self._assignor, computation.run)
             future.add_done_callback(functools.partial(self._computed, computation))
         # The timer task is woken only for a deadline earlier than the one it sleeps until (a
-        # heartbeat only moves its member's session later).
-        deadline = self.core.next_deadline()
+        # heartbeat only moves its member's session later, which schedules none).
+        deadline = self.core.earlier_deadline()
         if deadline is not None and (self._sleeping_until is None or deadline < self._sleeping_until):
             self._wake.set()
 
@@ -243,6 +243,7 @@ class GroupService:
 
     async def _run_timers(self) -> None:
         while True:
+            self.core.earlier_deadline()  # what is scheduled so far is in the next deadline
             deadline = self.core.next_deadline()
             timeout = None if deadline is None else max(0.0, (deadline - now_ms()) / 1000)
             self._sleeping_until = deadline

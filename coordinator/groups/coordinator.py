@@ -6,6 +6,7 @@
     target_computed(effect, result, now)   -> Outcome  an effect's result (a target computed
                                            off the event loop) comes back
     next_deadline()         -> int | None  when on_timer should next be called
+    earlier_deadline()      -> int | None  a deadline new since the last call (wake for it if earlier)
     replay(record)                         rebuild persistent state from the log
     load_complete(now_ms)                  after replay: restart the clocks of loaded members
 
@@ -123,9 +124,12 @@ class GroupCoordinator:
             self._handlers[request.api_key](request, now_ms)
         finally:
             self.ctx.end()
-        self.metrics.observe_groups(self.groups, self._group_ids(request), now_ms)
         if request.api_key in HEARTBEAT_APIS:
+            if outcome.records:  # state changes only by records: a settled heartbeat changes none
+                self.metrics.observe(request.body.group_id, self.groups.get(request.body.group_id), now_ms)
             self.metrics.heartbeat(request.body.group_id)
+        else:
+            self.metrics.observe_groups(self.groups, self._group_ids(request), now_ms)
         return outcome
 
     def on_timer(self, now_ms: int) -> Outcome:
@@ -174,6 +178,10 @@ class GroupCoordinator:
 
     def next_deadline(self) -> int | None:
         return self.ctx.timers.next_deadline()
+
+    def earlier_deadline(self) -> int | None:
+        """A deadline scheduled since the last call that may come before `next_deadline()` was."""
+        return self.ctx.timers.take_earlier()
 
     def _group_ids(self, request: GroupRequest) -> set[str]:
         body = request.body

@@ -27,6 +27,7 @@ class Timers:
         self._current: dict[Hashable, tuple[int, int, Operation]] = {}  # deadline, sequence, operation
         self._in_heap: dict[Hashable, tuple[int, int]] = {}  # the key's live heap entry
         self._sequence = itertools.count()
+        self._earliest_pushed: int | None = None  # since `take_earlier`: the earliest new entry
 
     def schedule(self, key: Hashable, deadline_ms: int, operation: Operation) -> None:
         entry = (deadline_ms, next(self._sequence))
@@ -35,6 +36,15 @@ class Timers:
         if live is None or live[0] > deadline_ms:  # none, or too late: a new one (the old is dropped)
             self._in_heap[key] = entry
             heapq.heappush(self._heap, (*entry, key))
+            if self._earliest_pushed is None or deadline_ms < self._earliest_pushed:
+                self._earliest_pushed = deadline_ms
+
+    def take_earlier(self) -> int | None:
+        """The earliest deadline scheduled earlier than its key's previous one (or for a new key)
+        since the last call: only such a deadline can come before the one already waited for, so
+        a heartbeat, which only moves its session later, needs no look at the heap."""
+        earliest, self._earliest_pushed = self._earliest_pushed, None
+        return earliest
 
     def cancel(self, key: Hashable) -> None:
         self._current.pop(key, None)

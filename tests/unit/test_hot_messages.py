@@ -206,6 +206,17 @@ def test_heartbeat_answers_with_an_assignment_go_through_the_schema_codec() -> N
         codec.encode_answer(CONSUMER, 1, 9, {"no_such_field": 1})
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [{"member_epoch": 2**31}, {"heartbeat_interval_ms": -(2**31) - 1}, {"error_code": 2**15},
+     {"member_epoch": 1.5}, {"member_id": 5}, {"error_message": b"bytes"}, {"throttle_time_ms": None}],
+)  # fmt: skip
+def test_a_value_the_hot_encoder_cannot_write_is_left_to_the_schema_codec(bad: dict[str, Any]) -> None:
+    fields = {"error_code": 0, "member_id": "m", "member_epoch": 3, "heartbeat_interval_ms": 5000, **bad}
+    for api_key, version in ((CONSUMER, 1), (CONNECT, 0)):
+        assert hot_messages.encode_answer(api_key, version, 9, fields) is None
+
+
 @pytest.mark.parametrize("version", range(5))
 def test_api_versions_answers_are_the_schema_codecs_bytes_every_time(version: int) -> None:
     from coordinator.apis.cluster import advertised_api_versions

@@ -26,6 +26,7 @@ static membership, the answers and Describe.
 
 from __future__ import annotations
 
+import operator
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
@@ -81,6 +82,10 @@ class ModernGroups(ABC, Generic[Item]):
         self.ctx = ctx
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        self._timer_names: dict[str, str] = {}  # timer kind -> its name in keys
+        # The profile fields of a request, all None when it changes nothing (one getter call).
+        self._profile_values = operator.attrgetter(*self.profile_fields)
+        self._no_profile_values = (None,) * len(self.profile_fields) if len(self.profile_fields) > 1 else None
         self.pending_heartbeat_interval_ms = min(
             ctx.settings.consumer_pending_heartbeat_interval_ms, heartbeat_interval_ms
         )
@@ -128,7 +133,7 @@ class ModernGroups(ABC, Generic[Item]):
             and request.client_host == profile.client_host
             and body.rebalance_timeout_ms == -1
             and profile.classic is None
-            and all(getattr(body, name) is None for name in self.profile_fields)
+            and self._profile_values(body) == self._no_profile_values
         ):
             return profile
         return self.profile_from(request, profile)
@@ -383,7 +388,7 @@ class ModernGroups(ABC, Generic[Item]):
             self.held_by_others(group, member_id),
             revoke_all=self.revokes_all(group),
         )
-        if after != before:
+        if after is not before and after != before:  # a settled member's is the same object
             ctx.emit(self.assignment_record(group_id, member_id, after))
         self.refresh_session(group, group.members[member_id], now_ms)
         key = self.key("rebalance", group_id, member_id)
@@ -421,7 +426,10 @@ class ModernGroups(ABC, Generic[Item]):
     # -- timers ---------------------------------------------------------------------------
 
     def key(self, kind: str, group_id: str, member_id: str) -> Hashable:
-        return (group_id, f"{self.group_class.type_name}-{kind}", member_id)
+        name = self._timer_names.get(kind)
+        if name is None:  # made once per kind: a heartbeat asks for its session's key each time
+            name = self._timer_names[kind] = f"{self.group_class.type_name}-{kind}"
+        return (group_id, name, member_id)
 
     def session_timeout(self, member: Member[Item]) -> int:
         """Members of this protocol use the group's setting; classic members keep their own."""
