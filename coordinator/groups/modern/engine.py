@@ -188,13 +188,21 @@ class ModernGroups(ABC, Generic[Item]):
     ) -> dict[str, Any]:
         """The answer carries the assignment when the member joined, sent a full request, its
         assignment changed, or it reached an epoch that is news to it."""
+        now = member.assignment
         send = (
             request.body.member_epoch == 0
             or self.full_request(request)
-            or member.assignment.assigned != before.assigned
-            or (member.assignment.member_epoch != before.member_epoch and self.news_at_epoch(group, member))
+            or (
+                now is not before  # a settled member's assignment is the very same
+                and (
+                    now.assigned != before.assigned
+                    or (now.member_epoch != before.member_epoch and self.news_at_epoch(group, member))
+                )
+            )
         )
         return {
+            "throttle_time_ms": 0,
+            "error_message": None,
             **self.answer_fields,
             "error_code": ErrorCode.NONE,
             "member_id": member.member_id,
@@ -270,10 +278,10 @@ class ModernGroups(ABC, Generic[Item]):
         body = request.body
         try:
             self.validate(body, request.version)
-            if body.member_epoch in self.leave_epochs:
-                fields = self._leave(body, now_ms)
-            else:
-                fields = self._heartbeat(request, now_ms)
+            if body.member_epoch not in self.leave_epochs:
+                self.ctx.reply(request.request_id, self._heartbeat(request, now_ms))
+                return
+            fields = self._leave(body, now_ms)
         except KafkaApiError as exc:
             fields = self.error_fields(exc)
         self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "error_message": None, **fields})
