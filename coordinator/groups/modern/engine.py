@@ -381,21 +381,24 @@ class ModernGroups(ABC, Generic[Item]):
         ctx, group_id, member_id = self.ctx, group.group_id, member.member_id
         if ctx.groups.get(group_id) is not group:
             ctx.add_group(group)
-        if joined or profile != member.profile:
+        if joined or (profile is not member.profile and profile != member.profile):
             ctx.emit(self.member_record(group_id, member_id, profile))
         if self.metadata_changed(group) or bump:
             self.bump(group)
         if group.group_epoch > group.assignment_epoch:
             self.target_due(group, now_ms)
         before = group.members[member_id].assignment
-        after = reconcile(
-            before,
-            group.assignment_epoch,
-            group.target_of(member_id),
-            owned,
-            self.held_by_others(group, member_id),
-            revoke_all=self.revokes_all(group),
-        )
+        if before.state == MemberState.STABLE and before.member_epoch == group.assignment_epoch:
+            after = before  # reconcile's first rule, without building its arguments: nothing to do
+        else:
+            after = reconcile(
+                before,
+                group.assignment_epoch,
+                group.target_of(member_id),
+                owned,
+                self.held_by_others(group, member_id),
+                revoke_all=self.revokes_all(group),
+            )
         if after is not before and after != before:  # a settled member's is the same object
             ctx.emit(self.assignment_record(group_id, member_id, after))
         self.refresh_session(group, group.members[member_id], now_ms)
