@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spec import GroupSpec, IntArray, topic_classes
+from .spec import GroupSpec, IntArray, PartitionLayout, topic_classes
 
 
 def range_target(spec: GroupSpec) -> IntArray:
@@ -25,18 +25,40 @@ def range_target(spec: GroupSpec) -> IntArray:
     owner = np.full(layout.size, -1, dtype=np.int64)
     if spec.member_count == 0:
         return owner
+    order = _member_order(spec)
+    if len(spec.classes) == 1:  # everyone subscribes to the same topics: one class, in member order
+        _deal(owner, layout, spec.classes[0], np.array(order, dtype=np.int64))
+        return owner
     position = np.empty(spec.member_count, dtype=np.int64)
-    position[_member_order(spec)] = np.arange(spec.member_count)
+    position[order] = np.arange(spec.member_count)
     for topic_class in topic_classes(spec, spec.subscribes()):
         subscribers = topic_class.members[np.argsort(position[topic_class.members])]
-        counts = layout.counts[topic_class.topics]
-        for count in np.unique(counts[counts > 0]).tolist():
-            minimum, extra = divmod(count, subscribers.size)
+        _deal(owner, layout, topic_class.topics, subscribers)
+    return owner
+
+
+def _deal(owner: IntArray, layout: PartitionLayout, topics: IntArray, subscribers: IntArray) -> None:
+    """Cut each of `topics` into contiguous ranges for `subscribers` in their order, one owner
+    pattern per distinct partition count."""
+    counts = layout.counts[topics]
+    if topics.size == 0:
+        return
+    first = int(counts[0])
+    distinct = [first] if (counts == first).all() else np.unique(counts).tolist()
+    for count in distinct:
+        if count <= 0:
+            continue
+        minimum, extra = divmod(count, subscribers.size)
+        pattern = np.repeat(subscribers, minimum) if minimum else subscribers[:0]
+        if extra:  # the first `extra` subscribers take one more, their ranges first
             sizes = np.full(subscribers.size, minimum, dtype=np.int64)
             sizes[:extra] += 1
-            topics = topic_class.topics[counts == count]
-            owner[layout.partitions(topics)] = np.tile(np.repeat(subscribers, sizes), topics.size)
-    return owner
+            pattern = np.repeat(subscribers, sizes)
+        same = topics if len(distinct) == 1 else topics[counts == count]
+        if same.size == len(layout.topics):  # every topic: the whole array, topic after topic
+            owner[:] = np.tile(pattern, same.size)
+        else:
+            owner[layout.partitions(same)] = np.tile(pattern, same.size)
 
 
 def _member_order(spec: GroupSpec) -> list[int]:
