@@ -50,15 +50,9 @@ def uniform_target(spec: GroupSpec) -> IntArray:
 
 
 def _homogeneous(spec: GroupSpec) -> IntArray:
-    members, layout, topics = spec.member_count, spec.layout, spec.classes[0]
-    if topics.size == len(layout.topics) and layout.size and spec.owner.max() < 0:
-        # Every topic, nothing held (a first assignment): the deal below, in its simplest form.
-        minimum, extra = divmod(layout.size, members)
-        sizes = np.full(members, minimum, dtype=np.int64)
-        sizes[:extra] += 1
-        return np.repeat(np.arange(members, dtype=np.int64), sizes)
-    target = np.full(layout.size, -1, dtype=np.int64)
-    partitions = layout.partitions(topics)
+    members = spec.member_count
+    target = np.full(spec.layout.size, -1, dtype=np.int64)
+    partitions = spec.layout.partitions(spec.classes[0])
     if partitions.size == 0:
         return target
     owner = spec.retained_owner()[partitions]
