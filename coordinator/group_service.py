@@ -8,6 +8,14 @@ service is the only thing that feeds it:
   batch, before any reply is released, so an acknowledged change is in the log; if they
   cannot be written, the core takes the outcome back and every reply of it becomes an error
   with a message (the connection stays open, and nothing of the outcome is seen again);
+- the append itself runs on a writer thread, so a disk that stalls (an fsync of the same
+  file, a full journal) holds only the answers that wait for it, never the event loop: the
+  outcome's answers and effects are held until its batch is written. While a group has an
+  outcome held, every later outcome of that group is held behind it, even one that writes
+  nothing, so no answer shows state the log does not hold yet (Kafka's coordinator runtime
+  holds a read behind the writes before it the same way); other groups are answered at once.
+  If a write fails, that outcome and every outcome held after it are taken back, newest
+  first, and answered with the error;
 - a timer task sleeps until the core's next deadline and calls `on_timer`;
 - work the core asks for as an effect (a server-side target assignment) runs on a thread of
   its own, off the event loop, and its result goes back to the core as an input;
@@ -17,12 +25,14 @@ service is the only thing that feeds it:
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import functools
 import itertools
 import logging
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
@@ -33,7 +43,7 @@ from .groups.coordinator import GroupCoordinator
 from .groups.records import GroupMetadataRecord, Record
 from .groups.requests import GroupRequest, Outcome
 from .storage.partition_log import PartitionLog, now_ms
-from .storage.record_log import append_records, read_records
+from .storage.record_log import Batch, build_batch, read_records
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +117,26 @@ class BrokerTopics:
         return found[0] if found is not None else None
 
 
+@dataclass(slots=True)
+class _Held:
+    """An outcome whose answers and effects wait for the log."""
+
+    outcome: Outcome
+    groups: set[str]  # the groups it concerns; empty: every group (a ListGroups)
+    batch: Batch | None  # its records until written; None: ready
+
+
+def _append_all(log: PartitionLog, batches: list[Batch]) -> tuple[int, Exception | None]:
+    """On the writer thread: append the batches in order; how many were written, and why the
+    next one was not."""
+    for count, batch in enumerate(batches):
+        try:
+            log.append(batch, now_ms(), wake=False)
+        except Exception as exc:  # noqa: BLE001 - whatever failed, its outcome is taken back
+            return count, exc
+    return len(batches), None
+
+
 class GroupService:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
@@ -124,6 +154,12 @@ class GroupService:
         # One assignor thread: computations of different groups queue, and one group never has
         # two under way (the core waits for one to end before it asks again).
         self._assignor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="assignor")
+        # Outcomes held for the log, in the order they were made, and how many concern each group.
+        self._held: collections.deque[_Held] = collections.deque()
+        self._held_groups: collections.Counter[str] = collections.Counter()
+        self._unsent: list[_Held] = []  # held outcomes whose batch the writer has not taken yet
+        self._writing: asyncio.Future[tuple[int, Exception | None]] | None = None
+        self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="group-log")
 
     def _partition_count(self, topic: str) -> int | None:
         found = self.broker.topics.get(topic)
@@ -161,11 +197,19 @@ class GroupService:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._timer_task
         self._assignor.shutdown(wait=False, cancel_futures=True)
+        while self._writing is not None:  # what was handed to the writer is written before the log closes
+            await asyncio.wait([self._writing])
+        self._writer.shutdown(wait=True)
 
     def _read_records(self):  # type: ignore[no-untyped-def]
         assert self._log is not None
         for key, value in read_records(self._log):
             yield decode_record(key, value)
+
+    @property
+    def waiting_for_log(self) -> int:
+        """How many outcomes hold their answers until their records (or those before) are written."""
+        return len(self._held)
 
     # -- requests -------------------------------------------------------------------------
 
@@ -177,26 +221,63 @@ class GroupService:
         try:
             request = GroupRequest(request_id, api_key, version, body, client_id or "", client_host)
             outcome = self.core.handle(request, now_ms())
-            self._apply(outcome)
-            answered = outcome.replies.get(request_id)
-            if answered is not None:  # most requests: no future to wait on
-                return answered
+            if self._apply(outcome, request):
+                answered = outcome.replies.get(request_id)
+                if answered is not None:  # most requests: no future to wait on
+                    return answered
             future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
             self._pending[request_id] = (future, api_key, version)
             return await future
         finally:
             self._pending.pop(request_id, None)
 
-    def _apply(self, outcome: Outcome) -> None:
+    def _apply(self, outcome: Outcome, request: GroupRequest | None = None) -> bool:
+        """Release the outcome's answers and effects, or hold them for the log; True if released."""
+        released = True
         if outcome.records:
+            assert self._log is not None
             try:
-                self._persist(outcome.records)
-            except Exception as exc:  # noqa: BLE001 - whatever failed, the outcome is taken back
-                code, message = write_error(exc)
-                log.error("group coordinator could not write %d record(s): %s", len(outcome.records), message)
-                self.core.write_failed(outcome, self._api_of, code, message, now_ms())
+                batch = build_batch(self._log, [encode_record(r) for r in outcome.records], now_ms())
+            except Exception as exc:  # noqa: BLE001 - it cannot be stored; the newest outcome goes back
+                self._take_back(outcome, exc)
             else:
-                self._log_changes(outcome.records)
+                self._hold(_Held(outcome, self._groups_of(outcome, request), batch))
+                self._unsent.append(self._held[-1])
+                self._write_next()
+                released = False
+        elif self._held:  # an outcome that writes nothing waits behind what its groups wait for
+            groups = self._groups_of(outcome, request)
+            if any(group in self._held_groups for group in groups) or not (groups or request is None):
+                self._hold(_Held(outcome, groups, None))
+                released = False
+        if released:
+            self._release(outcome)
+        # The timer task is woken only for a deadline earlier than the one it sleeps until (a
+        # heartbeat only moves its member's session later, which schedules none).
+        deadline = self.core.earlier_deadline()
+        if deadline is not None and (self._sleeping_until is None or deadline < self._sleeping_until):
+            self._wake.set()
+        return released
+
+    def _groups_of(self, outcome: Outcome, request: GroupRequest | None) -> set[str]:
+        groups = set(outcome.groups or ()) if request is None else self.core.group_ids(request)
+        groups.update(getattr(record, "group_id", "") for record in outcome.records)
+        groups.discard("")
+        return groups
+
+    def _hold(self, held: _Held) -> None:
+        self._held.append(held)
+        self._held_groups.update(held.groups)
+
+    def _unhold(self, held: _Held) -> None:
+        """`held`, just taken off the queue, no longer holds its groups' later outcomes."""
+        self._held_groups.subtract(held.groups)
+        for group in held.groups:
+            if self._held_groups[group] <= 0:
+                del self._held_groups[group]
+
+    def _release(self, outcome: Outcome) -> None:
+        outcome.journal = None  # it can no longer be taken back
         for request_id, fields in outcome.replies.items():
             future = self._pending.get(request_id, (None,))[0]
             if future is not None and not future.done():
@@ -204,11 +285,55 @@ class GroupService:
         for computation in outcome.effects:
             future = asyncio.get_running_loop().run_in_executor(self._assignor, computation.run)
             future.add_done_callback(functools.partial(self._computed, computation))
-        # The timer task is woken only for a deadline earlier than the one it sleeps until (a
-        # heartbeat only moves its member's session later, which schedules none).
-        deadline = self.core.earlier_deadline()
-        if deadline is not None and (self._sleeping_until is None or deadline < self._sleeping_until):
-            self._wake.set()
+        if outcome.records:
+            self._log_changes(outcome.records)
+
+    def _release_ready(self) -> None:
+        """Release held outcomes from the oldest while their batches are written."""
+        while self._held and self._held[0].batch is None:
+            held = self._held.popleft()
+            self._unhold(held)
+            self._release(held.outcome)
+
+    def _write_next(self) -> None:
+        if self._writing is not None or not self._unsent:
+            return
+        sending, self._unsent = self._unsent, []
+        self._writing = asyncio.get_running_loop().run_in_executor(
+            self._writer, _append_all, self._log, [held.batch for held in sending]
+        )
+        self._writing.add_done_callback(functools.partial(self._written, sending))
+
+    def _written(self, sent: list[_Held], future: asyncio.Future[tuple[int, Exception | None]]) -> None:
+        self._writing = None
+        if future.cancelled():
+            return
+        count, exc = future.result()
+        for held in sent[:count]:
+            held.batch = None
+        if count:
+            assert self._log is not None
+            self._log.wake_waiters()  # long polls on the internal topic (a kcat reading it)
+        if exc is not None:
+            failed = sent[count]
+            while self._held[-1] is not failed:  # everything held after it was built on it
+                self._take_back_held(self._held.pop(), exc)
+            self._take_back_held(self._held.pop(), exc)
+            self._unsent = []
+        self._release_ready()
+        self._write_next()
+
+    def _take_back_held(self, held: _Held, exc: Exception) -> None:
+        """A held outcome goes back (newest first); its answers, now errors, go out at once."""
+        self._unhold(held)
+        self._take_back(held.outcome, exc)
+        self._release(held.outcome)
+
+    def _take_back(self, outcome: Outcome, exc: Exception) -> None:
+        code, message = write_error(exc)
+        if outcome.records:
+            log.error("group coordinator could not write %d record(s): %s", len(outcome.records), message)
+        self.core.write_failed(outcome, self._api_of, code, message, now_ms())
 
     def _computed(self, computation: Any, future: asyncio.Future[Any]) -> None:
         if future.cancelled():
@@ -223,11 +348,6 @@ class GroupService:
     def _api_of(self, request_id: int) -> tuple[int, int] | None:
         pending = self._pending.get(request_id)
         return None if pending is None else pending[1:]
-
-    def _persist(self, records: list[Record]) -> None:
-        """All of an outcome's records in one batch: in the log together or not at all."""
-        assert self._log is not None
-        append_records(self._log, [encode_record(record) for record in records], now_ms())
 
     def _log_changes(self, records: list[Record]) -> None:
         for record in records:

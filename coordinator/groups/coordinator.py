@@ -129,7 +129,7 @@ class GroupCoordinator:
                 self.metrics.observe(request.body.group_id, self.groups.get(request.body.group_id), now_ms)
             self.metrics.heartbeat(request.body.group_id)
         else:
-            self.metrics.observe_groups(self.groups, self._group_ids(request), now_ms)
+            self.metrics.observe_groups(self.groups, self.group_ids(request), now_ms)
         return outcome
 
     def on_timer(self, now_ms: int) -> Outcome:
@@ -141,7 +141,8 @@ class GroupCoordinator:
                 touched.add(key[0])  # type: ignore[index]
         finally:
             self.ctx.end()
-        self.metrics.observe_groups(self.groups, touched - {""}, now_ms)
+        outcome.groups = touched - {""}
+        self.metrics.observe_groups(self.groups, outcome.groups, now_ms)
         return outcome
 
     def target_computed(self, computation: Any, assigned: Any, now_ms: int) -> Outcome:
@@ -152,7 +153,8 @@ class GroupCoordinator:
                 self.consumer.target_computed(computation, assigned, now_ms)
         finally:
             self.ctx.end()
-        self.metrics.observe_groups(self.groups, {computation.group_id}, now_ms)
+        outcome.groups = {computation.group_id}
+        self.metrics.observe_groups(self.groups, outcome.groups, now_ms)
         return outcome
 
     def write_failed(
@@ -183,11 +185,14 @@ class GroupCoordinator:
         """A deadline scheduled since the last call that may come before `next_deadline()` was."""
         return self.ctx.timers.take_earlier()
 
-    def _group_ids(self, request: GroupRequest) -> set[str]:
+    def group_ids(self, request: GroupRequest) -> set[str]:
+        """The groups a request names (none for ListGroups, which reads them all)."""
         body = request.body
         single = getattr(body, "group_id", None)
-        many = getattr(body, "groups_names", None) or ()
-        return {single, *many} - {None, ""}  # type: ignore[operator]
+        many = getattr(body, "groups_names", None) or getattr(body, "group_ids", None) or ()
+        # DescribeGroups names them; OffsetFetch v8+ gives one entry per group.
+        listed = (g if isinstance(g, str) else g.group_id for g in getattr(body, "groups", None) or ())
+        return {single, *many, *listed} - {None, ""}  # type: ignore[operator]
 
     def replay(self, record: Record) -> None:
         if isinstance(record, OffsetCommitRecord):

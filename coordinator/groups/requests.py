@@ -32,6 +32,8 @@ class Outcome:
     records: list[Record] = field(default_factory=list)
     effects: list[Any] = field(default_factory=list)  # work for the IO shell (consumer.ComputeTarget)
     journal: Any = field(default=None, repr=False, compare=False)  # what takes the outcome back
+    # The groups a deadline or a computed target changed (a request's are in its body).
+    groups: set[str] | None = None
 
     def reply(self, request_id: int, fields: dict[str, Any]) -> None:
         self.replies[request_id] = fields

@@ -8,6 +8,7 @@ all-or-nothing per produce request: every batch is validated before any byte is 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,10 @@ class PartitionLog:
         # Everything below this offset was compacted (in this process's lifetime).
         self.cleaned_through = 0
         self._waiters: list[asyncio.Future[None]] = []
+        # Held while the segments change or are read. Every partition is used from the event
+        # loop only, except `__consumer_offsets`, which the group coordinator's writer thread
+        # appends to (group_service.py) while the loop may fetch, compact or roll it.
+        self.lock = threading.Lock()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -120,8 +125,8 @@ class PartitionLog:
 
     # -- writing --------------------------------------------------------------------------
 
-    def append(self, incoming: list[tuple[bytearray, BatchHeader]], now_ms: int) -> AppendResult:
-        """Append a produce request's batches, or raise without writing anything."""
+    def check_sizes(self, incoming: list[tuple[bytearray, BatchHeader]]) -> None:
+        """MESSAGE_TOO_LARGE for a batch over `max.message.bytes`."""
         for _, header in incoming:
             if header.size > self.settings.max_message_bytes:
                 raise KafkaApiError(
@@ -129,6 +134,22 @@ class PartitionLog:
                     f"record batch of {header.size} bytes exceeds "
                     f"max.message.bytes={self.settings.max_message_bytes}",
                 )
+
+    def append(
+        self, incoming: list[tuple[bytearray, BatchHeader]], now_ms: int, wake: bool = True
+    ) -> AppendResult:
+        """Append a produce request's batches, or raise without writing anything.
+
+        `wake=False` from a thread other than the event loop's: the caller wakes the long polls
+        (`wake_waiters`) on the loop once the append is done."""
+        self.check_sizes(incoming)
+        with self.lock:
+            result = self._append(incoming, now_ms)
+        if wake:
+            self.wake_waiters()
+        return result
+
+    def _append(self, incoming: list[tuple[bytearray, BatchHeader]], now_ms: int) -> AppendResult:
         if len(incoming) == 1:
             duplicate = self.producers.check(incoming[0][1])
             if duplicate is not None:
@@ -150,7 +171,6 @@ class PartitionLog:
             self._unflushed_messages += header.records_count
         if self._unflushed_messages >= self.settings.flush_messages:
             self.flush()
-        self.wake_waiters()
         return AppendResult(first_offset, self.log_start_offset)
 
     def _maybe_roll(self, incoming_bytes: int, now_ms: int) -> None:
@@ -194,6 +214,10 @@ class PartitionLog:
 
         Only for cleanup.policy=delete: a compacted topic keeps the latest value of every key.
         """
+        with self.lock:
+            return self._enforce_retention(now_ms)
+
+    def _enforce_retention(self, now_ms: int) -> int:
         deleted = 0
         while "delete" in self.settings.cleanup_policy and len(self.segments) > 1:
             oldest = self.segments[0]
@@ -221,6 +245,10 @@ class PartitionLog:
 
     def compact(self, now_ms: int) -> int:
         """Rewrite the sealed segments keeping each key's latest record; returns bytes freed."""
+        with self.lock:
+            return self._compact(now_ms)
+
+    def _compact(self, now_ms: int) -> int:
         sealed = self.segments[:-1]
         if not sealed:
             return 0
@@ -267,6 +295,10 @@ class PartitionLog:
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Batches from the one containing `offset`; OFFSET_OUT_OF_RANGE outside the log."""
+        with self.lock:
+            return self._read(offset, max_bytes)
+
+    def _read(self, offset: int, max_bytes: int) -> bytes:
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise KafkaApiError(
                 ErrorCode.OFFSET_OUT_OF_RANGE,

@@ -12,21 +12,30 @@ from collections.abc import Iterator
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from . import batches
+from .batches import BatchHeader
 from .partition_log import PartitionLog
 
 READ_CHUNK_BYTES = 4 * 1024 * 1024
+Batch = list[tuple[bytearray, BatchHeader]]  # one batch, split and checked, ready to append
 
 
 def append_records(log: PartitionLog, records: list[tuple[bytes, bytes | None]], timestamp: int) -> None:
     """Append key/value records as one batch: recovery keeps a batch whole or drops it, so a
     call's records are in the log all together or not at all. Raises without writing anything
     when the batch is over the log's `max.message.bytes` (MESSAGE_TOO_LARGE)."""
-    if not records:
-        return
+    if records:
+        log.append(build_batch(log, records, timestamp), timestamp)
+
+
+def build_batch(log: PartitionLog, records: list[tuple[bytes, bytes | None]], timestamp: int) -> Batch:
+    """The one batch `append_records` writes, built and size-checked without touching the log,
+    so a caller can append it later (`log.append`) from another thread."""
     builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 31)
     for count, (key, value) in enumerate(records):
         builder.append(count, timestamp, key, value, [])
-    log.append(batches.split_batches(builder.build()), timestamp)
+    batch = batches.split_batches(builder.build())
+    log.check_sizes(batch)
+    return batch
 
 
 def read_records(log: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:

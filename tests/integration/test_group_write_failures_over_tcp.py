@@ -18,6 +18,7 @@ from connect_rebalance.processes import CoordinatorProcess
 from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.connect_group import ClientAssignor, heartbeat_fields
 from tests.support.group_scenario import create_topic
+from tests.support.group_wire import commit, fetched, listed
 from tests.support.wire import RawConnection
 
 pytestmark = pytest.mark.integration
@@ -31,29 +32,6 @@ def coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
         yield process
     finally:
         process.kill()
-
-
-def commit(conn: RawConnection, group_id: str, offset: int) -> list[int]:
-    answer = conn.request(ApiKey.OFFSET_COMMIT, 8, {
-        "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
-        "topics": [{"name": "orders", "partitions": [
-            {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
-             "committed_metadata": ""}]}],
-    })  # fmt: skip
-    return [p.error_code for t in answer.topics for p in t.partitions]
-
-
-def fetched(conn: RawConnection, group_id: str) -> int:
-    answer = conn.request(ApiKey.OFFSET_FETCH, 8, {
-        "groups": [{"group_id": group_id, "topics": [{"name": "orders", "partition_indexes": [0]}]}],
-        "require_stable": False,
-    })  # fmt: skip
-    return answer.groups[0].topics[0].partitions[0].committed_offset  # type: ignore[no-any-return]
-
-
-def listed(conn: RawConnection) -> list[tuple[str, str]]:
-    answer = conn.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
-    return sorted((g.group_id, g.group_state) for g in answer.groups)
 
 
 def join(conn: RawConnection, member_id: str, metadata: bytes) -> Any:

@@ -288,6 +288,44 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="group-log-written-on-the-event-loop",
+        breaks="a stalled write of the group log holds only the answers that wait for it",
+        file="coordinator/group_service.py",
+        original=(
+            "        self._writing = asyncio.get_running_loop().run_in_executor(\n"
+            "            self._writer, _append_all, self._log, [held.batch for held in sending]\n"
+            "        )\n"
+        ),
+        replacement=(
+            "        self._writing = asyncio.get_running_loop().create_future()  # mutation: on the loop\n"
+            "        self._writing.set_result(_append_all(self._log, [held.batch for held in sending]))\n"
+        ),
+        tests=(
+            f"{INTEGRATION}/test_group_log_writer.py::"
+            "test_a_stalled_write_holds_only_the_answers_that_wait_for_it",
+        ),
+    ),
+    Mutation(
+        name="outcomes-behind-a-failed-write-kept",
+        breaks="a failed write of the group log takes back every outcome built on it",
+        file="coordinator/group_service.py",
+        original=(
+            "            while self._held[-1] is not failed:  # everything held after it was built on it\n"
+            "                self._take_back_held(self._held.pop(), exc)\n"
+            "            self._take_back_held(self._held.pop(), exc)\n"
+            "            self._unsent = []\n"
+        ),
+        replacement=(
+            "            self._held.remove(failed)  # mutation: only the failed outcome goes back\n"
+            "            self._take_back_held(failed, exc)\n"
+            "            self._unsent = [held for held in self._held if held.batch is not None]\n"
+        ),
+        tests=(
+            f"{INTEGRATION}/test_group_log_writer.py::"
+            "test_a_failed_write_takes_back_its_outcome_and_every_one_held_behind_it",
+        ),
+    ),
+    Mutation(
         name="classic-worker-drops-work-on-illegal-generation",
         breaks="a classic worker a generation behind at a downgrade keeps its work and rejoins with it",
         file="workers/classic_membership.py",
