@@ -318,6 +318,10 @@ class PartitionLog:
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with a timestamp >= `timestamp`."""
+        with self.lock:
+            return self._offset_for_timestamp(timestamp)
+
+    def _offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         for segment in self.segments:
             position = segment.position_of_timestamp(timestamp)
             while position is not None and position < segment.size:
@@ -330,6 +334,10 @@ class PartitionLog:
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
+        with self.lock:
+            return self._max_timestamp_offset()
+
+    def _max_timestamp_offset(self) -> tuple[int, int] | None:
         best: tuple[int, int] | None = None
         for segment in self.segments:
             if segment.max_timestamp < 0 or (best is not None and segment.max_timestamp <= best[1]):
