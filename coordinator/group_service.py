@@ -122,6 +122,7 @@ class _Held:
     """An outcome whose answers and effects wait for the log."""
 
     outcome: Outcome
+    request_id: int | None  # the request that made it, if one did (it may be parked by it)
     groups: set[str]  # the groups it concerns; empty: every group (a ListGroups)
     batch: Batch | None  # its records until written; None: ready
 
@@ -233,22 +234,22 @@ class GroupService:
 
     def _apply(self, outcome: Outcome, request: GroupRequest | None = None) -> bool:
         """Release the outcome's answers and effects, or hold them for the log; True if released."""
-        released = True
+        released, own = True, (request.request_id if request is not None else None)
         if outcome.records:
             assert self._log is not None
             try:
                 batch = build_batch(self._log, [encode_record(r) for r in outcome.records], now_ms())
             except Exception as exc:  # noqa: BLE001 - it cannot be stored; the newest outcome goes back
-                self._take_back(outcome, exc)
+                self._take_back(outcome, own, exc)
             else:
-                self._hold(_Held(outcome, self._groups_of(outcome, request), batch))
+                self._hold(_Held(outcome, own, self._groups_of(outcome, request), batch))
                 self._unsent.append(self._held[-1])
                 self._write_next()
                 released = False
         elif self._held:  # an outcome that writes nothing waits behind what its groups wait for
             groups = self._groups_of(outcome, request)
             if any(group in self._held_groups for group in groups) or not (groups or request is None):
-                self._hold(_Held(outcome, groups, None))
+                self._hold(_Held(outcome, own, groups, None))
                 released = False
         if released:
             self._release(outcome)
@@ -326,14 +327,14 @@ class GroupService:
     def _take_back_held(self, held: _Held, exc: Exception) -> None:
         """A held outcome goes back (newest first); its answers, now errors, go out at once."""
         self._unhold(held)
-        self._take_back(held.outcome, exc)
+        self._take_back(held.outcome, held.request_id, exc)
         self._release(held.outcome)
 
-    def _take_back(self, outcome: Outcome, exc: Exception) -> None:
+    def _take_back(self, outcome: Outcome, request_id: int | None, exc: Exception) -> None:
         code, message = write_error(exc)
         if outcome.records:
             log.error("group coordinator could not write %d record(s): %s", len(outcome.records), message)
-        self.core.write_failed(outcome, self._api_of, code, message, now_ms())
+        self.core.write_failed(outcome, self._api_of, code, message, now_ms(), request_id)
 
     def _computed(self, computation: Any, future: asyncio.Future[Any]) -> None:
         if future.cancelled():

@@ -164,15 +164,21 @@ class GroupCoordinator:
         code: int,
         message: str,
         now_ms: int,
+        own_request: int | None = None,
     ) -> None:
-        """The outcome's records could not be written: memory goes back to what the log says and
-        every answer of the outcome becomes its API's error (`api_of(request id)` gives the
-        request's API key and version). Nothing of it is visible afterwards."""
+        """The outcome's records could not be written (or those of an outcome it was built on):
+        memory goes back to what the log says and every answer of the outcome becomes its API's
+        error (`api_of(request id)` gives the request's API key and version). The request that
+        made the outcome (`own_request`) is answered too if the outcome parked it (a JoinGroup
+        waiting for its rebalance): the undo forgets it was ever parked. Nothing of the outcome
+        is visible afterwards."""
         assert outcome.journal is not None, "only the core's own outcomes can be taken back"
         outcome.journal.undo()
         touched = {getattr(record, "group_id", "") for record in outcome.records}
         self.metrics.observe_groups(self.groups, touched, now_ms)
         outcome.records, outcome.effects = [], []
+        if own_request is not None and own_request not in outcome.replies:
+            outcome.replies[own_request] = {}
         for request_id, fields in list(outcome.replies.items()):
             api = api_of(request_id)
             if api is not None:

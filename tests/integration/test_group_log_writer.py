@@ -225,3 +225,34 @@ def test_a_failed_write_takes_back_its_outcome_and_every_one_held_behind_it(
         restarted.stop()
     for conn in (first, second, admin):
         conn.close()
+
+
+def test_a_join_parked_behind_a_failed_write_is_answered_with_the_error(
+    coordinator: InProcessCoordinator, pool: concurrent.futures.ThreadPoolExecutor
+) -> None:
+    create_topic(coordinator.bootstrap, "orders", 1)
+    first, second = (RawConnection(coordinator.bootstrap, timeout=60) for _ in range(2))
+    member_id, generation = member = stable_classic_member(first, "c")
+
+    coordinator.disk.stall()
+    committing = pool.submit(commit, first, "c", 4, member_id, generation)
+    until(coordinator.disk.waiting.is_set, "the member's commit reaches the stalled disk")
+    # JoinGroup v3 takes an unknown member at once: it is parked until the group rebalances,
+    # an outcome that writes nothing and waits behind the commit of its group.
+    joining = pool.submit(second.request, ApiKey.JOIN_GROUP, 3, {
+        "group_id": "c", "session_timeout_ms": 30000, "rebalance_timeout_ms": 30000, "member_id": "",
+        "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}],
+    })  # fmt: skip
+    until(lambda: coordinator.waiting_for_log == 2, "the parked join waits behind the commit")
+
+    coordinator.disk.fail("injected I/O error")
+    assert committing.result(10) == [ErrorCode.COORDINATOR_NOT_AVAILABLE]
+    until(joining.done, "the parked join is answered once the write it waited behind failed")
+    assert joining.result().error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    coordinator.disk.heal()
+
+    described = first.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["c"]}).groups[0]
+    assert (described.group_state, [m.member_id for m in described.members]) == ("Stable", [member_id])
+    assert heartbeat(first, "c", member) == ErrorCode.NONE, "the group is where it was"
+    for conn in (first, second):
+        conn.close()

@@ -326,6 +326,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="parked-request-forgotten-when-taken-back",
+        breaks="a request parked by an outcome that is taken back is answered with the error",
+        file="coordinator/groups/coordinator.py",
+        original="        if own_request is not None and own_request not in outcome.replies:\n",
+        replacement="        if False:  # mutation: a parked request is left waiting\n",
+        tests=(
+            f"{INTEGRATION}/test_group_log_writer.py::"
+            "test_a_join_parked_behind_a_failed_write_is_answered_with_the_error",
+        ),
+    ),
+    Mutation(
         name="classic-worker-drops-work-on-illegal-generation",
         breaks="a classic worker a generation behind at a downgrade keeps its work and rejoins with it",
         file="workers/classic_membership.py",

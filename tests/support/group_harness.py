@@ -69,11 +69,12 @@ class GroupHarness:
         self.effects: list[Any] = []  # work the core asked for and the test has not run yet
         self.computations = 0  # how many the test ran
 
-    def _absorb(self, outcome: Outcome) -> None:
+    def _absorb(self, outcome: Outcome, own_request: int | None = None) -> None:
         if self.failing_writes is not None and outcome.records:
             self.core.write_failed(
-                outcome, self._api_of.get, ErrorCode.COORDINATOR_NOT_AVAILABLE, self.failing_writes, self.now
-            )
+                outcome, self._api_of.get, ErrorCode.COORDINATOR_NOT_AVAILABLE, self.failing_writes, self.now,
+                own_request,
+            )  # fmt: skip
         self.records.extend(outcome.records)
         self.effects.extend(outcome.effects)
         for request_id, fields in outcome.replies.items():
@@ -92,7 +93,8 @@ class GroupHarness:
         self._absorb(
             self.core.handle(
                 GroupRequest(request_id, api_key, version, body, client_id, "/127.0.0.1"), self.now
-            )
+            ),
+            request_id,
         )
         return request_id
 

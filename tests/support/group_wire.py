@@ -1,5 +1,6 @@
 """Offset and group requests over a raw connection, as the group tests send them: one
-partition of the topic `orders`, committed as a simple (generation-less) commit."""
+partition of the topic `orders`, committed as a simple (generation-less) commit unless a
+member and its generation are given."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ from connect_rebalance.protocol.api_keys import ApiKey
 from tests.support.wire import RawConnection
 
 
-def commit(conn: RawConnection, group_id: str, offset: int) -> list[int]:
+def commit(
+    conn: RawConnection, group_id: str, offset: int, member_id: str = "", generation: int = -1
+) -> list[int]:
     answer = conn.request(ApiKey.OFFSET_COMMIT, 8, {
-        "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+        "group_id": group_id, "generation_id_or_member_epoch": generation, "member_id": member_id,
+        "group_instance_id": None,
         "topics": [{"name": "orders", "partitions": [
             {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
              "committed_metadata": ""}]}],
