@@ -139,7 +139,9 @@ class Broker:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
-                work()
+                done = work()
+                if done is not None:  # work that runs off the event loop
+                    await done
             except Exception:  # periodic work must not stop; the next round tries again
                 log.exception("periodic %s failed", getattr(work, "__name__", work))
 
@@ -165,13 +167,17 @@ class Broker:
             if due:
                 await asyncio.to_thread(_fsync_segments, due)
 
-    def compact_logs(self) -> None:
+    async def compact_logs(self) -> None:
+        """Compact each partition that sealed a segment since its last compaction, on a thread:
+        rewriting 100 MB of `__consumer_offsets` takes seconds, which the event loop must not
+        wait for. The partition's lock keeps its appends and reads out meanwhile (the group
+        log's writer thread waits; a request to a user topic being compacted waits too)."""
         now = now_ms()
         for topic in list(self.topics.topics.values()):
             for index, partition in enumerate(topic.partitions):
                 if partition.needs_compaction():
                     try:
-                        freed = partition.compact(now)
+                        freed = await asyncio.to_thread(partition.compact, now)
                     except Exception:  # one bad partition must not stop the cleaning of the others
                         log.exception("compaction of %s-%d failed", topic.name, index)
                         continue

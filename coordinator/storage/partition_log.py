@@ -85,8 +85,9 @@ class PartitionLog:
         return log
 
     def close(self) -> None:
-        for segment in self.segments:
-            segment.close()
+        with self.lock:  # a compaction under way on a thread finishes first
+            for segment in self.segments:
+                segment.close()
 
     # -- offsets --------------------------------------------------------------------------
 

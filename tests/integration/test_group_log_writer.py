@@ -1,5 +1,6 @@
 """The group log is written off the event loop: a disk that stalls holds only the answers that
-wait for it, and a write that fails takes back its outcome and every outcome held behind it.
+wait for it, a write that fails takes back its outcome and every outcome held behind it, and
+compacting the log (seconds for 100 MB) leaves the loop serving.
 
 A coordinator served in this process (the same `serve` as the command, real TCP, real log
 files) whose `__consumer_offsets` appends can be made to stall or fail, as a disk busy with
@@ -64,8 +65,9 @@ class Disk:
 
 
 class InProcessCoordinator:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, settings: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
+        self.settings = settings or {}
 
     def start(self) -> InProcessCoordinator:
         ready = threading.Event()
@@ -74,6 +76,7 @@ class InProcessCoordinator:
                 "log.dirs": str(self.data_dir),
                 "listeners": "127.0.0.1:0",
                 "group.initial.rebalance.delay.ms": "0",
+                **self.settings,
             }
         )
 
@@ -256,3 +259,62 @@ def test_a_join_parked_behind_a_failed_write_is_answered_with_the_error(
     assert heartbeat(first, "c", member) == ErrorCode.NONE, "the group is where it was"
     for conn in (first, second):
         conn.close()
+
+
+class SlowCleaner:
+    """Wraps a partition's compaction so it waits until released, as a long one does."""
+
+    def __init__(self, compact: Callable[[int], int]) -> None:
+        self._compact = compact
+        self.running = threading.Event()
+        self.release = threading.Event()
+
+    def compact(self, now_ms: int) -> int:
+        self.running.set()
+        self.release.wait(60)
+        return self._compact(now_ms)
+
+
+def test_compacting_the_group_log_leaves_the_event_loop_serving(
+    tmp_path: Path, pool: concurrent.futures.ThreadPoolExecutor
+) -> None:
+    settings = {"offsets.topic.segment.bytes": "1024", "log.cleaner.backoff.ms": "50"}
+    coordinator = InProcessCoordinator(tmp_path / "data", settings).start()
+    group_log = coordinator.broker.groups._log
+    cleaner = SlowCleaner(group_log._compact)
+    group_log._compact = cleaner.compact  # type: ignore[method-assign]
+    try:
+        create_topic(coordinator.bootstrap, "orders", 1)
+        other, filler, committer = (RawConnection(coordinator.bootstrap, timeout=60) for _ in range(3))
+        member = stable_classic_member(other, "other")
+
+        def fill() -> None:  # 1 KiB segments: a few commits seal one, and compaction starts
+            for offset in range(50):
+                if cleaner.running.is_set():
+                    return
+                assert commit(filler, "g", offset) == [ErrorCode.NONE]
+
+        filling = pool.submit(fill)
+        until(cleaner.running.is_set, "compaction of __consumer_offsets starts")
+
+        answered = pool.submit(heartbeat, other, "other", member)
+        until(answered.done, "a heartbeat is answered while the group log is compacted", 5.0)
+        assert answered.result() == ErrorCode.NONE
+        committing = pool.submit(commit, committer, "h", 100)  # its append waits for the compaction
+
+        cleaner.release.set()
+        assert committing.result(10) == [ErrorCode.NONE]
+        filling.result(10)
+        assert fetched(committer, "h") == 100
+        for conn in (other, filler, committer):
+            conn.close()
+    finally:
+        cleaner.release.set()
+        coordinator.stop()
+    restarted = InProcessCoordinator(tmp_path / "data", settings).start()
+    try:
+        conn = RawConnection(restarted.bootstrap, timeout=60)
+        assert fetched(conn, "h") == 100, "the compacted log keeps the latest commit"
+        conn.close()
+    finally:
+        restarted.stop()

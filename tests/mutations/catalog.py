@@ -337,6 +337,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="compaction-on-the-event-loop",
+        breaks="compacting the group log (seconds for 100 MB) leaves the event loop serving",
+        file="coordinator/broker.py",
+        original="                        freed = await asyncio.to_thread(partition.compact, now)\n",
+        replacement="                        freed = partition.compact(now)  # mutation: on the event loop\n",
+        tests=(
+            f"{INTEGRATION}/test_group_log_writer.py::"
+            "test_compacting_the_group_log_leaves_the_event_loop_serving",
+        ),
+    ),
+    Mutation(
         name="classic-worker-drops-work-on-illegal-generation",
         breaks="a classic worker a generation behind at a downgrade keeps its work and rejoins with it",
         file="workers/classic_membership.py",
