@@ -14,6 +14,7 @@ import errno
 import fcntl
 import logging
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -170,18 +171,20 @@ class Broker:
     async def compact_logs(self) -> None:
         """Compact each partition that sealed a segment since its last compaction, on a thread:
         rewriting 100 MB of `__consumer_offsets` takes seconds, which the event loop must not
-        wait for. The partition's lock keeps its appends and reads out meanwhile (the group
-        log's writer thread waits; a request to a user topic being compacted waits too)."""
+        wait for. Appends and reads of the partition go on meanwhile (`PartitionLog.compact`
+        takes its lock only to swap the cleaned segments in)."""
         now = now_ms()
         for topic in list(self.topics.topics.values()):
             for index, partition in enumerate(topic.partitions):
                 if partition.needs_compaction():
+                    started = time.monotonic()
                     try:
                         freed = await asyncio.to_thread(partition.compact, now)
                     except Exception:  # one bad partition must not stop the cleaning of the others
                         log.exception("compaction of %s-%d failed", topic.name, index)
                         continue
-                    log.info("compacted %s-%d: %d bytes freed", topic.name, index, freed)
+                    took_ms = round((time.monotonic() - started) * 1000)
+                    log.info("compacted %s-%d in %d ms: %d bytes freed", topic.name, index, took_ms, freed)
 
     def flush_all(self) -> None:
         for topic in self.topics.topics.values():

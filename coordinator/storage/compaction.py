@@ -13,7 +13,8 @@ offset topics among them). Rules, as Kafka's cleaner:
 
 Crash safety. Runs of adjacent sealed segments are merged into one file named for the
 first segment's base offset. A run is replaced in four steps, each made durable:
-1. write `<base>.log.cleaning` and fsync it;
+1. write `<base>.log.cleaning` and fsync it (while the log takes appends: sealed segments
+   do not change; steps 2-4 run under the partition's lock);
 2. rename it to `<base>.log.cleaned-<end>`, where `end` is the offset the run stops before:
    from here on the merged file is complete and says which segments it replaces;
 3. delete the run's other segments;
@@ -121,16 +122,21 @@ def _name(offset: int) -> str:
     return f"{offset:020d}"
 
 
-def stage_replacement(directory: Path, base_offset: int, end_offset: int, data: bytes) -> Path:
-    """Steps 1-2: a complete merged file that names the offsets [base, end) it replaces."""
+def write_cleaning(directory: Path, base_offset: int, data: bytes) -> Path:
+    """Step 1: the merged file, written and fsynced under a name start-up discards."""
     cleaning = directory / f"{_name(base_offset)}.log.cleaning"
     with open(cleaning, "wb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
-    staged = directory / f"{_name(base_offset)}.log.cleaned-{end_offset}"
+    return cleaning
+
+
+def stage(cleaning: Path, end_offset: int) -> Path:
+    """Step 2: the merged file is complete and names the offsets [base, end) it replaces."""
+    staged = cleaning.with_name(f"{cleaning.name.removesuffix('.cleaning')}.cleaned-{end_offset}")
     os.replace(cleaning, staged)
-    fsync_dir(directory)
+    fsync_dir(cleaning.parent)
     return staged
 
 

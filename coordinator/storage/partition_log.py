@@ -62,10 +62,13 @@ class PartitionLog:
         # Everything below this offset was compacted (in this process's lifetime).
         self.cleaned_through = 0
         self._waiters: list[asyncio.Future[None]] = []
-        # Held while the segments change or are read. Every partition is used from the event
-        # loop only, except `__consumer_offsets`, which the group coordinator's writer thread
-        # appends to (group_service.py) while the loop may fetch, compact or roll it.
+        # Held while the segments change or are read: `__consumer_offsets` is appended to by the
+        # group coordinator's writer thread (group_service.py) while the loop may fetch it, and
+        # a compaction swaps its cleaned segments in from a thread of its own.
         self.lock = threading.Lock()
+        # Held by a compaction from start to end (it reads sealed segments without `lock`):
+        # closing the log waits for it, and retention does not delete segments meanwhile.
+        self._cleaning = threading.Lock()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -85,7 +88,7 @@ class PartitionLog:
         return log
 
     def close(self) -> None:
-        with self.lock:  # a compaction under way on a thread finishes first
+        with self._cleaning, self.lock:  # a compaction under way on a thread finishes first
             for segment in self.segments:
                 segment.close()
 
@@ -215,8 +218,13 @@ class PartitionLog:
 
         Only for cleanup.policy=delete: a compacted topic keeps the latest value of every key.
         """
-        with self.lock:
-            return self._enforce_retention(now_ms)
+        if not self._cleaning.acquire(blocking=False):
+            return 0  # a compaction is reading the segments; retention runs again next round
+        try:
+            with self.lock:
+                return self._enforce_retention(now_ms)
+        finally:
+            self._cleaning.release()
 
     def _enforce_retention(self, now_ms: int) -> int:
         deleted = 0
@@ -245,42 +253,66 @@ class PartitionLog:
         return self.settings.compacted and self.segments[-1].base_offset > self.cleaned_through
 
     def compact(self, now_ms: int) -> int:
-        """Rewrite the sealed segments keeping each key's latest record; returns bytes freed."""
-        with self.lock:
-            return self._compact(now_ms)
+        """Rewrite the sealed segments keeping each key's latest record; returns bytes freed.
 
-    def _compact(self, now_ms: int) -> int:
-        sealed = self.segments[:-1]
-        if not sealed:
-            return 0
-        before = sum(s.size for s in sealed)
-        latest = compaction.latest_offsets(self.segments)
-        runs: list[list[tuple[Segment, list[compaction.KeptRecord]]]] = []
+        Runs on a thread beside the event loop and takes the partition's lock only to swap the
+        rewritten segments in: sealed segments never change, so they are read and rewritten
+        while appends go on to the active segment (which may roll meanwhile: the segments
+        sealed after the start are cleaned the next time). A record appended during the run
+        does not supersede older ones until then either: nothing is dropped on its account.
+        """
+        with self._cleaning:
+            with self.lock:
+                sealed, end = self.segments[:-1], self.segments[-1].base_offset
+                scanned = list(self.segments)
+            if not sealed:
+                return 0
+            runs = self._rewrite(sealed, scanned, end, now_ms)
+            with self.lock:
+                return self._swap_in(sealed, runs, end)
+
+    def _rewrite(
+        self, sealed: list[Segment], scanned: list[Segment], end: int, now_ms: int
+    ) -> list[tuple[list[Segment], Path]]:
+        """Write each run of sealed segments, merged and cleaned, to a `.cleaning` file beside
+        them (step 1 of compaction.py's crash-safe replacement); the log is left as it is."""
+        latest = compaction.latest_offsets(scanned)
+        grouped: list[list[tuple[Segment, list[compaction.KeptRecord]]]] = []
         run_bytes = 0
         for segment in sealed:
             kept = compaction.surviving_records(segment, latest, now_ms, self.settings.delete_retention_ms)
             size = sum(len(r.key or b"") + len(r.value or b"") + 32 for r in kept)
-            if not runs or run_bytes + size > self.settings.segment_bytes // 2:
-                runs.append([])
+            if not grouped or run_bytes + size > self.settings.segment_bytes // 2:
+                grouped.append([])
                 run_bytes = 0
-            runs[-1].append((segment, kept))
+            grouped[-1].append((segment, kept))
             run_bytes += size
-        rebuilt: list[Segment] = []
-        for index, run in enumerate(runs):
-            first = run[0][0]
-            end = (
-                runs[index + 1][0][0].base_offset if index + 1 < len(runs) else self.segments[-1].base_offset
-            )
+        runs = []
+        for run in grouped:
             records = [r for _, kept in run for r in kept]
-            staged = compaction.stage_replacement(
-                self.directory, first.base_offset, end, compaction.encode_batches(records, 512 * 1024)
+            data = compaction.encode_batches(records, 512 * 1024)
+            runs.append(
+                (
+                    [segment for segment, _ in run],
+                    compaction.write_cleaning(self.directory, run[0][0].base_offset, data),
+                )
             )
-            for segment, _ in run:
+        return runs
+
+    def _swap_in(self, sealed: list[Segment], runs: list[tuple[list[Segment], Path]], end: int) -> int:
+        """Steps 2-4: each rewritten run replaces its segments; the segments sealed or
+        appended since the compaction began stay as they are."""
+        before = sum(s.size for s in sealed)
+        rebuilt: list[Segment] = []
+        for index, (run, cleaning) in enumerate(runs):
+            run_end = runs[index + 1][0][0].base_offset if index + 1 < len(runs) else end
+            staged = compaction.stage(cleaning, run_end)
+            for segment in run:
                 segment.close()
             compaction.finish_replacement(staged)
             rebuilt.append(
                 Segment.load(
-                    self.directory, first.base_offset, self.settings.index_interval_bytes, active=False
+                    self.directory, run[0].base_offset, self.settings.index_interval_bytes, active=False
                 )
             )
         # Segments left empty go, except the first, which keeps the log start offset.
@@ -288,9 +320,9 @@ class PartitionLog:
         for segment in rebuilt:
             if segment not in survivors:
                 segment.delete()
-        self.segments = survivors + [self.segments[-1]]
-        self.cleaned_through = self.segments[-1].base_offset
-        return before - sum(s.size for s in self.segments[:-1])
+        self.segments = survivors + self.segments[len(sealed) :]
+        self.cleaned_through = end
+        return before - sum(s.size for s in survivors)
 
     # -- reading --------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The group log is written off the event loop: a disk that stalls holds only the answers that
 wait for it, a write that fails takes back its outcome and every outcome held behind it, and
-compacting the log (seconds for 100 MB) leaves the loop serving.
+compacting a log (seconds for 100 MB) leaves the loop serving and its appends going on.
 
 A coordinator served in this process (the same `serve` as the command, real TCP, real log
 files) whose `__consumer_offsets` appends can be made to stall or fail, as a disk busy with
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.api_keys import ApiKey
@@ -262,37 +264,42 @@ def test_a_join_parked_behind_a_failed_write_is_answered_with_the_error(
 
 
 class SlowCleaner:
-    """Wraps a partition's compaction so it waits until released, as a long one does."""
+    """Holds a partition's compaction in its rewrite (the part that reads the sealed segments
+    and writes the cleaned ones, seconds for 100 MB) until released, as a long one does."""
 
-    def __init__(self, compact: Callable[[int], int]) -> None:
-        self._compact = compact
+    def __init__(self, partition: Any) -> None:
+        self.partition = partition
+        self._rewrite = partition._rewrite
+        partition._rewrite = self.rewrite
         self.running = threading.Event()
         self.release = threading.Event()
 
-    def compact(self, now_ms: int) -> int:
+    def rewrite(self, *args: Any) -> Any:
         self.running.set()
         self.release.wait(60)
-        return self._compact(now_ms)
+        return self._rewrite(*args)
+
+    def finished(self) -> bool:
+        return self.partition.cleaned_through > 0 and not self.partition.needs_compaction()
 
 
-def test_compacting_the_group_log_leaves_the_event_loop_serving(
+def test_compacting_the_group_log_leaves_commits_and_the_event_loop_serving(
     tmp_path: Path, pool: concurrent.futures.ThreadPoolExecutor
 ) -> None:
     settings = {"offsets.topic.segment.bytes": "1024", "log.cleaner.backoff.ms": "50"}
     coordinator = InProcessCoordinator(tmp_path / "data", settings).start()
-    group_log = coordinator.broker.groups._log
-    cleaner = SlowCleaner(group_log._compact)
-    group_log._compact = cleaner.compact  # type: ignore[method-assign]
+    cleaner = SlowCleaner(coordinator.broker.groups._log)
     try:
         create_topic(coordinator.bootstrap, "orders", 1)
         other, filler, committer = (RawConnection(coordinator.bootstrap, timeout=60) for _ in range(3))
         member = stable_classic_member(other, "other")
 
-        def fill() -> None:  # 1 KiB segments: a few commits seal one, and compaction starts
+        def fill() -> int:  # 1 KiB segments: a few commits seal one, and compaction starts
             for offset in range(50):
-                if cleaner.running.is_set():
-                    return
                 assert commit(filler, "g", offset) == [ErrorCode.NONE]
+                if cleaner.running.is_set():
+                    return offset
+            raise AssertionError("50 commits and no compaction")
 
         filling = pool.submit(fill)
         until(cleaner.running.is_set, "compaction of __consumer_offsets starts")
@@ -300,12 +307,16 @@ def test_compacting_the_group_log_leaves_the_event_loop_serving(
         answered = pool.submit(heartbeat, other, "other", member)
         until(answered.done, "a heartbeat is answered while the group log is compacted", 5.0)
         assert answered.result() == ErrorCode.NONE
-        committing = pool.submit(commit, committer, "h", 100)  # its append waits for the compaction
+        committing = pool.submit(commit, committer, "h", 100)
+        until(committing.done, "a commit is answered while the group log is compacted", 5.0)
+        assert committing.result() == [ErrorCode.NONE]
+        assert fetched(committer, "h") == 100
+        offset = filling.result(5)
+        assert not cleaner.release.is_set(), "all of this while the compaction was under way"
 
         cleaner.release.set()
-        assert committing.result(10) == [ErrorCode.NONE]
-        filling.result(10)
-        assert fetched(committer, "h") == 100
+        until(cleaner.finished, "the compaction swaps its cleaned segments in")
+        assert (fetched(committer, "h"), fetched(committer, "g")) == (100, offset)
         for conn in (other, filler, committer):
             conn.close()
     finally:
@@ -314,7 +325,97 @@ def test_compacting_the_group_log_leaves_the_event_loop_serving(
     restarted = InProcessCoordinator(tmp_path / "data", settings).start()
     try:
         conn = RawConnection(restarted.bootstrap, timeout=60)
-        assert fetched(conn, "h") == 100, "the compacted log keeps the latest commit"
+        assert (fetched(conn, "h"), fetched(conn, "g")) == (100, offset), "the compacted log keeps both"
         conn.close()
     finally:
         restarted.stop()
+
+
+def keyed_records(pairs: list[tuple[bytes, bytes]]) -> bytes:
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 30)
+    for i, (key, value) in enumerate(pairs):
+        builder.append(i, int(time.time() * 1000), key, value, [])
+    return bytes(builder.build())
+
+
+def produce(conn: RawConnection, topic: str, pairs: list[tuple[bytes, bytes]]) -> int:
+    answer = conn.request(ApiKey.PRODUCE, 9, {
+        "transactional_id": None, "acks": -1, "timeout_ms": 5000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": keyed_records(pairs)}]}],
+    })  # fmt: skip
+    return answer.responses[0].partition_responses[0].error_code  # type: ignore[no-any-return]
+
+
+def read_all(conn: RawConnection, topic: str) -> list[tuple[int, bytes, bytes]]:
+    """(offset, key, value) of every record in partition 0, fetched from its log start."""
+    rows: list[tuple[int, bytes, bytes]] = []
+    while True:
+        answer = conn.request(ApiKey.FETCH, 11, {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 24, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic": topic, "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                        "fetch_offset": rows[-1][0] + 1 if rows else 0, "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 24}]}],
+        })  # fmt: skip
+        part = answer.responses[0].partitions[0]
+        assert part.error_code == ErrorCode.NONE
+        records = MemoryRecords(bytes(part.records or b""))
+        before = len(rows)
+        while records.has_next():
+            batch = records.next_batch()
+            rows += [
+                (r.offset, bytes(r.key), bytes(r.value)) for r in batch if not rows or r.offset > rows[-1][0]
+            ]
+        if len(rows) == before:
+            return rows
+
+
+def test_a_produce_to_a_topic_being_compacted_is_answered_during_the_compaction(
+    tmp_path: Path, pool: concurrent.futures.ThreadPoolExecutor
+) -> None:
+    coordinator = InProcessCoordinator(tmp_path / "data", {"log.cleaner.backoff.ms": "50"}).start()
+    try:
+        with_a_held_compaction(coordinator, pool)
+    finally:
+        coordinator.stop()
+
+
+def with_a_held_compaction(
+    coordinator: InProcessCoordinator, pool: concurrent.futures.ThreadPoolExecutor
+) -> None:
+    conn, late = (RawConnection(coordinator.bootstrap, timeout=60) for _ in range(2))
+    created = conn.request(ApiKey.CREATE_TOPICS, 5, {
+        "topics": [{"name": "changelog", "num_partitions": 1, "replication_factor": 1, "assignments": [],
+                    "configs": [{"name": "cleanup.policy", "value": "compact"},
+                                {"name": "segment.bytes", "value": "1024"}]}],
+        "timeout_ms": 10000, "validate_only": False,
+    })  # fmt: skip
+    assert created.topics[0].error_code == ErrorCode.NONE
+    cleaner = SlowCleaner(coordinator.broker.topics.get("changelog").partitions[0])
+    try:
+        latest: dict[bytes, bytes] = {}
+        for n in range(500):  # ten keys rewritten: 1 KiB segments seal, and compaction starts
+            pairs = [(b"key-%d" % (n % 10), b"value-%d" % n)]
+            assert produce(conn, "changelog", pairs) == ErrorCode.NONE
+            latest.update(pairs)
+            if cleaner.running.is_set():
+                break
+        until(cleaner.running.is_set, "compaction of the topic starts")
+
+        producing = pool.submit(produce, late, "changelog", [(b"key-late", b"during")])
+        until(producing.done, "a produce to the topic is answered while it is compacted", 5.0)
+        assert producing.result() == ErrorCode.NONE
+        latest[b"key-late"] = b"during"
+        assert not cleaner.release.is_set(), "while the compaction was under way"
+
+        cleaner.release.set()
+        until(cleaner.finished, "the compaction swaps its cleaned segments in")
+        rows = read_all(conn, "changelog")
+        offsets = [offset for offset, _, _ in rows]
+        assert offsets == sorted(set(offsets)), "offsets stay in order, each once"
+        assert {key: value for _, key, value in rows} == latest, "every key's latest value is there"
+        assert len(rows) < n + 2, "older values of the compacted segments are gone"
+        for c in (conn, late):
+            c.close()
+    finally:
+        cleaner.release.set()

@@ -344,8 +344,51 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="                        freed = partition.compact(now)  # mutation: on the event loop\n",
         tests=(
             f"{INTEGRATION}/test_group_log_writer.py::"
-            "test_compacting_the_group_log_leaves_the_event_loop_serving",
+            "test_compacting_the_group_log_leaves_commits_and_the_event_loop_serving",
         ),
+    ),
+    Mutation(
+        name="compaction-holds-the-partition-lock",
+        breaks="a log being compacted takes appends: the group log's commits and a user topic's produces",
+        file="coordinator/storage/partition_log.py",
+        original="            runs = self._rewrite(sealed, scanned, end, now_ms)\n",
+        replacement=(
+            "            with self.lock:  # mutation: appends wait for the whole compaction\n"
+            "                runs = self._rewrite(sealed, scanned, end, now_ms)\n"
+        ),
+        tests=(
+            f"{INTEGRATION}/test_group_log_writer.py::"
+            "test_compacting_the_group_log_leaves_commits_and_the_event_loop_serving",
+            f"{INTEGRATION}/test_group_log_writer.py::"
+            "test_a_produce_to_a_topic_being_compacted_is_answered_during_the_compaction",
+        ),
+    ),
+    Mutation(
+        name="segments-sealed-during-compaction-dropped",
+        breaks="records appended while a compaction runs are all kept, a roll included",
+        file="coordinator/storage/partition_log.py",
+        original="        self.segments = survivors + self.segments[len(sealed) :]\n",
+        replacement="        self.segments = survivors + [self.segments[-1]]  # mutation: the old shape\n",
+        tests=(f"{UNIT}/test_compaction.py::test_records_appended_while_a_compaction_runs_are_all_kept",),
+    ),
+    Mutation(
+        name="retention-deletes-under-compaction",
+        breaks="retention waits while a compaction reads the segments it would delete",
+        file="coordinator/storage/partition_log.py",
+        original=(
+            "        if not self._cleaning.acquire(blocking=False):\n"
+            "            return 0  # a compaction is reading the segments; retention runs again next round\n"
+            "        try:\n"
+            "            with self.lock:\n"
+            "                return self._enforce_retention(now_ms)\n"
+            "        finally:\n"
+            "            self._cleaning.release()\n"
+        ),
+        replacement=(
+            "        with self.lock:  # mutation: retention does not wait for a compaction\n"
+            "            return self._enforce_retention(now_ms)\n"
+        ),
+        tests=(f"{UNIT}/test_compaction.py::test_retention_waits_while_a_compaction_reads_the_segments",),
     ),
     Mutation(
         name="classic-worker-drops-work-on-illegal-generation",

@@ -116,7 +116,7 @@ def test_a_compaction_interrupted_by_a_crash_is_finished_or_undone_at_load(
         (directory / "00000000000000000000.log.cleaning").write_bytes(data[: len(data) // 2])
         want = before
     else:
-        staged = compaction.stage_replacement(directory, 0, sealed[-1].next_offset, data)
+        staged = compaction.stage(compaction.write_cleaning(directory, 0, data), sealed[-1].next_offset)
         if crash_after == "deleting one old segment":
             (directory / f"{sealed[1].base_offset:020d}.log").unlink()
         assert staged.exists()
@@ -127,6 +127,59 @@ def test_a_compaction_interrupted_by_a_crash_is_finished_or_undone_at_load(
     assert not list(directory.glob("*.clean*"))
     if crash_after != "writing":
         assert {k: (o, v) for o, k, v in read_all(reopened)} == {k: (o, v) for o, k, v in expected}
+
+
+def during_rewrite(log: PartitionLog, step) -> None:  # type: ignore[no-untyped-def]
+    """Run `step` between the next compaction's rewrite (done without the partition's lock)
+    and its swap, as the event loop or the group log's writer thread may."""
+    rewrite = log._rewrite
+
+    def rewrite_then_step(*args):  # type: ignore[no-untyped-def]
+        runs = rewrite(*args)
+        log._rewrite = rewrite  # type: ignore[method-assign]
+        step()
+        return runs
+
+    log._rewrite = rewrite_then_step  # type: ignore[method-assign]
+
+
+def test_records_appended_while_a_compaction_runs_are_all_kept(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path, compacted())
+    for round_ in range(30):
+        put(log, [(f"k{k}".encode(), f"r{round_}".encode()) for k in range(5)])
+    before, end = read_all(log), log.segments[-1].base_offset
+
+    def appends_and_a_roll() -> None:
+        for round_ in range(30, 45):  # more than a segment: the active one rolls
+            put(log, [(f"k{k}".encode(), f"r{round_}".encode()) for k in range(5)])
+
+    during_rewrite(log, appends_and_a_roll)
+    log.compact(now_ms=2000)
+    after = read_all(log)
+    appended = [(r * 5 + k, f"k{k}".encode(), f"r{r}".encode()) for r in range(30, 45) for k in range(5)]
+    assert [row for row in after if row[0] >= end] == [row for row in before if row[0] >= end] + appended, (
+        "the active segment of the start and everything appended during the compaction, untouched"
+    )
+    cleaned = [row for row in after if row[0] < end]
+    assert set(cleaned) <= set(before) and len({k for _, k, _ in cleaned}) == len(cleaned)
+    assert log.log_end_offset == 45 * 5 and log.cleaned_through == end
+    assert log.needs_compaction(), "the segments sealed meanwhile are cleaned the next time"
+    log.compact(now_ms=3000)
+    assert not log.needs_compaction()
+    latest = {key: (offset, value) for offset, key, value in before + appended}
+    assert {key: (offset, value) for offset, key, value in read_all(log)} == latest
+    assert read_all(PartitionLog.open(tmp_path, compacted())) == read_all(log)
+
+
+def test_retention_waits_while_a_compaction_reads_the_segments(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path, compacted(cleanup_policy=frozenset({"compact", "delete"})))
+    for round_ in range(30):
+        put(log, [(f"k{k}".encode(), f"r{round_}".encode()) for k in range(5)], timestamp=1)
+    deleted: list[int] = []
+    during_rewrite(log, lambda: deleted.append(log.enforce_retention(now_ms=10 * DAY)))
+    log.compact(now_ms=2000)
+    assert deleted == [0], "no segment is deleted under a compaction reading it"
+    assert log.enforce_retention(now_ms=10 * DAY) > 0, "retention runs once the compaction is over"
 
 
 def test_retention_never_deletes_from_a_compact_only_topic(tmp_path: Path) -> None:
