@@ -27,6 +27,7 @@ segments or the merged one, never both and never neither.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,18 @@ class KeptRecord:
 YIELD_EVERY_S = 0.002
 
 
-def _records(segment: Segment):  # type: ignore[no-untyped-def]
+class Abandoned(Exception):
+    """The log is being closed (its topic deleted, the coordinator stopping): the compaction
+    gives way at its next hand-over instead of making the close wait for it."""
+
+
+def _give_way(closing: threading.Event | None) -> None:
+    if closing is not None and closing.is_set():
+        raise Abandoned
+
+
+def _records(segment: Segment, closing: threading.Event | None):  # type: ignore[no-untyped-def]
+    _give_way(closing)
     position = 0
     yield_at = time.perf_counter() + YIELD_EVERY_S
     while position < segment.size:
@@ -64,24 +76,29 @@ def _records(segment: Segment):  # type: ignore[no-untyped-def]
             yield header, record
         position += header.size
         if time.perf_counter() > yield_at:
+            _give_way(closing)
             time.sleep(0)  # the event loop's turn at the interpreter (see YIELD_EVERY_S)
             yield_at = time.perf_counter() + YIELD_EVERY_S
 
 
-def latest_offsets(segments: list[Segment]) -> dict[bytes, int]:
+def latest_offsets(segments: list[Segment], closing: threading.Event | None = None) -> dict[bytes, int]:
     latest: dict[bytes, int] = {}
     for segment in segments:
-        for _, record in _records(segment):
+        for _, record in _records(segment, closing):
             if record.key is not None:
                 latest[bytes(record.key)] = record.offset
     return latest
 
 
 def surviving_records(
-    segment: Segment, latest: dict[bytes, int], now_ms: int, delete_retention_ms: int
+    segment: Segment,
+    latest: dict[bytes, int],
+    now_ms: int,
+    delete_retention_ms: int,
+    closing: threading.Event | None = None,
 ) -> list[KeptRecord]:
     kept = []
-    for header, record in _records(segment):
+    for header, record in _records(segment, closing):
         key = None if record.key is None else bytes(record.key)
         if key is not None and latest.get(key) != record.offset:
             continue

@@ -69,6 +69,7 @@ class PartitionLog:
         # Held by a compaction from start to end (it reads sealed segments without `lock`):
         # closing the log waits for it, and retention does not delete segments meanwhile.
         self._cleaning = threading.Lock()
+        self._closing = threading.Event()  # set by `close`: a compaction under way gives way
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -88,7 +89,8 @@ class PartitionLog:
         return log
 
     def close(self) -> None:
-        with self._cleaning, self.lock:  # a compaction under way on a thread finishes first
+        self._closing.set()  # a compaction under way stops within its next hand-over (2 ms)
+        with self._cleaning, self.lock:
             for segment in self.segments:
                 segment.close()
 
@@ -262,13 +264,22 @@ class PartitionLog:
         does not supersede older ones until then either: nothing is dropped on its account.
         """
         with self._cleaning:
+            if self._closing.is_set():
+                return 0
             with self.lock:
                 sealed, end = self.segments[:-1], self.segments[-1].base_offset
                 scanned = list(self.segments)
             if not sealed:
                 return 0
-            runs = self._rewrite(sealed, scanned, end, now_ms)
+            try:
+                runs = self._rewrite(sealed, scanned, end, now_ms)
+            except (compaction.Abandoned, OSError):
+                if self._closing.is_set():  # (a deleted topic's directory is gone: OSError)
+                    return 0  # its `.cleaning` files are dropped when the log is next opened
+                raise
             with self.lock:
+                if self._closing.is_set():
+                    return 0
                 return self._swap_in(sealed, runs, end)
 
     def _rewrite(
@@ -276,11 +287,13 @@ class PartitionLog:
     ) -> list[tuple[list[Segment], Path]]:
         """Write each run of sealed segments, merged and cleaned, to a `.cleaning` file beside
         them (step 1 of compaction.py's crash-safe replacement); the log is left as it is."""
-        latest = compaction.latest_offsets(scanned)
+        latest = compaction.latest_offsets(scanned, self._closing)
         grouped: list[list[tuple[Segment, list[compaction.KeptRecord]]]] = []
         run_bytes = 0
         for segment in sealed:
-            kept = compaction.surviving_records(segment, latest, now_ms, self.settings.delete_retention_ms)
+            kept = compaction.surviving_records(
+                segment, latest, now_ms, self.settings.delete_retention_ms, self._closing
+            )
             size = sum(len(r.key or b"") + len(r.value or b"") + 32 for r in kept)
             if not grouped or run_bytes + size > self.settings.segment_bytes // 2:
                 grouped.append([])

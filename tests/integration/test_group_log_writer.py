@@ -295,11 +295,11 @@ def test_compacting_the_group_log_leaves_commits_and_the_event_loop_serving(
         member = stable_classic_member(other, "other")
 
         def fill() -> int:  # 1 KiB segments: a few commits seal one, and compaction starts
-            for offset in range(50):
+            for offset in range(5000):  # (within 50 ms of the first seal: log.cleaner.backoff.ms)
                 assert commit(filler, "g", offset) == [ErrorCode.NONE]
                 if cleaner.running.is_set():
                     return offset
-            raise AssertionError("50 commits and no compaction")
+            raise AssertionError("5,000 commits and no compaction")
 
         filling = pool.submit(fill)
         until(cleaner.running.is_set, "compaction of __consumer_offsets starts")

@@ -351,10 +351,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="compaction-holds-the-partition-lock",
         breaks="a log being compacted takes appends: the group log's commits and a user topic's produces",
         file="coordinator/storage/partition_log.py",
-        original="            runs = self._rewrite(sealed, scanned, end, now_ms)\n",
+        original="                runs = self._rewrite(sealed, scanned, end, now_ms)\n",
         replacement=(
-            "            with self.lock:  # mutation: appends wait for the whole compaction\n"
-            "                runs = self._rewrite(sealed, scanned, end, now_ms)\n"
+            "                with self.lock:  # mutation: appends wait for the whole compaction\n"
+            "                    runs = self._rewrite(sealed, scanned, end, now_ms)\n"
         ),
         tests=(
             f"{INTEGRATION}/test_group_log_writer.py::"
@@ -389,6 +389,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             "            return self._enforce_retention(now_ms)\n"
         ),
         tests=(f"{UNIT}/test_compaction.py::test_retention_waits_while_a_compaction_reads_the_segments",),
+    ),
+    Mutation(
+        name="close-waits-for-compaction",
+        breaks="closing a log (topic deleted, coordinator stopping) abandons its compaction",
+        file="coordinator/storage/compaction.py",
+        original="    if closing is not None and closing.is_set():\n        raise Abandoned\n",
+        replacement="    return  # mutation: a compaction runs to its end\n",
+        tests=(
+            f"{UNIT}/test_compaction.py::"
+            "test_closing_a_log_abandons_its_compaction_instead_of_waiting_for_it",
+        ),
     ),
     Mutation(
         name="classic-worker-drops-work-on-illegal-generation",

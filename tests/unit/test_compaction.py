@@ -5,6 +5,8 @@ coordinator's records replay to the same state after compaction."""
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -180,6 +182,51 @@ def test_retention_waits_while_a_compaction_reads_the_segments(tmp_path: Path) -
     log.compact(now_ms=2000)
     assert deleted == [0], "no segment is deleted under a compaction reading it"
     assert log.enforce_retention(now_ms=10 * DAY) > 0, "retention runs once the compaction is over"
+
+
+def test_closing_a_log_abandons_its_compaction_instead_of_waiting_for_it(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path, compacted())
+    for round_ in range(30):
+        put(log, [(f"k{k}".encode(), f"r{round_}".encode()) for k in range(5)])
+    before, files = read_all(log), sorted(p.name for p in tmp_path.iterdir())
+    reading, go_on = threading.Event(), threading.Event()
+    reads_after_close = []
+
+    def reader(segment):  # type: ignore[no-untyped-def]
+        read_batch = segment.read_batch
+
+        def slow_read_batch(position: int) -> bytes:  # a long compaction: it is reading when closed
+            if go_on.is_set():
+                reads_after_close.append(position)
+            reading.set()
+            go_on.wait(10)
+            time.sleep(0.003)  # each batch takes longer than a hand-over interval
+            return read_batch(position)
+
+        return slow_read_batch
+
+    for segment in log.segments:
+        segment.read_batch = reader(segment)  # type: ignore[method-assign]
+    freed: list[int] = []
+    compacting = threading.Thread(target=lambda: freed.append(log.compact(now_ms=2000)))
+    compacting.start()
+    assert reading.wait(10)
+    closing = threading.Thread(target=log.close)  # a topic deleted, the coordinator stopping
+    closing.start()
+    deadline = time.monotonic() + 10
+    while not log._closing.is_set():
+        assert time.monotonic() < deadline, "close() tells the compaction under way to stop"
+        time.sleep(0.001)
+    go_on.set()
+    closing.join(10)
+    compacting.join(10)
+    assert not closing.is_alive() and freed == [0], "the compaction gave way to the close"
+    assert len(reads_after_close) <= 1, (
+        f"it stopped reading at once, not after {len(reads_after_close)} batches"
+    )
+    reopened = PartitionLog.open(tmp_path, compacted())
+    assert read_all(reopened) == before, "nothing of the abandoned compaction is left"
+    assert sorted(p.name for p in tmp_path.iterdir()) == files
 
 
 def test_retention_never_deletes_from_a_compact_only_topic(tmp_path: Path) -> None:
