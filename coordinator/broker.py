@@ -184,7 +184,14 @@ class Broker:
                         log.exception("compaction of %s-%d failed", topic.name, index)
                         continue
                     took_ms = round((time.monotonic() - started) * 1000)
-                    log.info("compacted %s-%d in %d ms: %d bytes freed", topic.name, index, took_ms, freed)
+                    if freed is None:
+                        log.info(
+                            "compaction of %s-%d given up after %d ms: closed", topic.name, index, took_ms
+                        )
+                    else:
+                        log.info(
+                            "compacted %s-%d in %d ms: %d bytes freed", topic.name, index, took_ms, freed
+                        )
 
     def flush_all(self) -> None:
         for topic in self.topics.topics.values():

@@ -254,8 +254,9 @@ class PartitionLog:
     def needs_compaction(self) -> bool:
         return self.settings.compacted and self.segments[-1].base_offset > self.cleaned_through
 
-    def compact(self, now_ms: int) -> int:
-        """Rewrite the sealed segments keeping each key's latest record; returns bytes freed.
+    def compact(self, now_ms: int) -> int | None:
+        """Rewrite the sealed segments keeping each key's latest record; returns bytes freed,
+        or None if the log was closed meanwhile and the compaction given up.
 
         Runs on a thread beside the event loop and takes the partition's lock only to swap the
         rewritten segments in: sealed segments never change, so they are read and rewritten
@@ -265,7 +266,7 @@ class PartitionLog:
         """
         with self._cleaning:
             if self._closing.is_set():
-                return 0
+                return None
             with self.lock:
                 sealed, end = self.segments[:-1], self.segments[-1].base_offset
                 scanned = list(self.segments)
@@ -275,11 +276,11 @@ class PartitionLog:
                 runs = self._rewrite(sealed, scanned, end, now_ms)
             except (compaction.Abandoned, OSError):
                 if self._closing.is_set():  # (a deleted topic's directory is gone: OSError)
-                    return 0  # its `.cleaning` files are dropped when the log is next opened
+                    return None  # its `.cleaning` files are dropped when the log is next opened
                 raise
             with self.lock:
                 if self._closing.is_set():
-                    return 0
+                    return None
                 return self._swap_in(sealed, runs, end)
 
     def _rewrite(
