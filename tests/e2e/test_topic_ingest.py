@@ -188,13 +188,18 @@ def test_topic_ingest_reads_every_record_once_while_workers_join_leave_and_crash
 
 @pytest.mark.timeout(600)
 def test_a_moved_task_resumes_after_the_last_offset_its_previous_run_committed(moves: Moves) -> None:
+    # Stopped (a graceful leave, or a revocation for a join) and started elsewhere: the next run
+    # that commits a batch starts at the next batch, reading from exactly where the last one
+    # ended. A run in between may have been stopped before its first batch (a task moved twice
+    # in quick succession: revoked for the leave, then again for the join); it committed nothing.
     handovers = []
     for found in moves.runs.values():
-        for before, after in zip(found, found[1:], strict=False):
-            if before.stopped and before.last_batch and after.first_batch:
-                handovers.append((before, after))
-    # Stopped (a graceful leave, or a revocation for a join) and started elsewhere: the next
-    # run's first batch is the next batch, reading from exactly where the last one ended.
+        last = None  # the latest run that stopped after committing a batch, nothing committed since
+        for run in found:
+            if run.first_batch:
+                if last is not None:
+                    handovers.append((last, run))
+                last = run if run.stopped and run.last_batch else None
     assert handovers, moves.runs
     for before, after in handovers:
         assert before.last_batch is not None and after.first_batch is not None
