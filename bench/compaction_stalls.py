@@ -51,7 +51,6 @@ VALUE = b"v" * 100
 PROBE_PERIOD_S = 0.02
 PHASES = ("delete", "compact", "offsets")
 GOAL_MS = 100  # nothing waits for a compaction: the slowest answer during one, as without one
-KEEP_LOG = Path("/tmp/compaction_stalls.log")
 
 
 def keyed_batch(first: int) -> bytes:
@@ -130,9 +129,8 @@ async def probe(client: ProtocolClient, stop: asyncio.Event) -> list[tuple[float
 
 
 def compactions(log_text: str, topic: str, since: float) -> list[tuple[float, float]]:
-    """(start, end) of each compaction of `topic` the coordinator logged after `since`: the
-    log says when one ended and the message before it in the same thread's run is unknown,
-    so the start is the end minus the time it took, which the coordinator logs as well."""
+    """(start, end) of each compaction of `topic` the coordinator logged after `since`: it logs
+    when each one ended and how long it took."""
     spans = []
     for line in log_text.splitlines():
         found = re.search(r"^(\S+ \S+) .*compacted (\S+)-\d+ in (\d+) ms: (\d+) bytes freed", line)
@@ -168,16 +166,10 @@ async def phase(coordinator: CoordinatorProcess, name: str, total_bytes: int) ->
     prober = await ProtocolClient.connect(coordinator.bootstrap, "probe")
     try:
         topic = {"delete": "baseline", "compact": "changelog", "offsets": "__consumer_offsets"}[name]
-        if name == "delete":
-            await create_topic(
-                writer, topic, {"cleanup.policy": "delete", "segment.bytes": str(SEGMENT_BYTES)}
-            )
-        elif name == "compact":
-            await create_topic(
-                writer, topic, {"cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES)}
-            )
+        if name == "offsets":
+            await create_topic(writer, "orders", {}, partitions=100)  # the topic commits name
         else:
-            await create_topic(writer, "orders", {}, partitions=100)
+            await create_topic(writer, topic, {"cleanup.policy": name, "segment.bytes": str(SEGMENT_BYTES)})
         stop = asyncio.Event()
         probing = asyncio.create_task(probe(prober, stop))
         started = time.time()
@@ -210,8 +202,6 @@ async def run(mib: int, names: list[str]) -> list[dict[str, Any]]:
             return [await phase(coordinator, name, mib * MIB) for name in names]
         finally:
             coordinator.stop()
-            if KEEP_LOG is not None:
-                KEEP_LOG.write_text(coordinator.log_text())
 
 
 def readme_block(results: dict[str, Any]) -> str:

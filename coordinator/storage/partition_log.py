@@ -268,12 +268,12 @@ class PartitionLog:
             if self._closing.is_set():
                 return None
             with self.lock:
-                sealed, end = self.segments[:-1], self.segments[-1].base_offset
-                scanned = list(self.segments)
+                scanned = list(self.segments)  # the last one is active: read for its keys only
+            sealed, end = scanned[:-1], scanned[-1].base_offset
             if not sealed:
                 return 0
             try:
-                runs = self._rewrite(sealed, scanned, end, now_ms)
+                runs = self._rewrite(scanned, now_ms)
             except (compaction.Abandoned, OSError):
                 if self._closing.is_set():  # (a deleted topic's directory is gone: OSError)
                     return None  # its `.cleaning` files are dropped when the log is next opened
@@ -283,15 +283,14 @@ class PartitionLog:
                     return None
                 return self._swap_in(sealed, runs, end)
 
-    def _rewrite(
-        self, sealed: list[Segment], scanned: list[Segment], end: int, now_ms: int
-    ) -> list[tuple[list[Segment], Path]]:
-        """Write each run of sealed segments, merged and cleaned, to a `.cleaning` file beside
-        them (step 1 of compaction.py's crash-safe replacement); the log is left as it is."""
+    def _rewrite(self, scanned: list[Segment], now_ms: int) -> list[tuple[list[Segment], Path]]:
+        """Write each run of the sealed segments (all of `scanned` but the last), merged and
+        cleaned, to a `.cleaning` file beside them (step 1 of compaction.py's crash-safe
+        replacement); the log is left as it is."""
         latest = compaction.latest_offsets(scanned, self._closing)
         grouped: list[list[tuple[Segment, list[compaction.KeptRecord]]]] = []
         run_bytes = 0
-        for segment in sealed:
+        for segment in scanned[:-1]:
             kept = compaction.surviving_records(
                 segment, latest, now_ms, self.settings.delete_retention_ms, self._closing
             )

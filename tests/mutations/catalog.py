@@ -351,10 +351,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="compaction-holds-the-partition-lock",
         breaks="a log being compacted takes appends: the group log's commits and a user topic's produces",
         file="coordinator/storage/partition_log.py",
-        original="                runs = self._rewrite(sealed, scanned, end, now_ms)\n",
+        original="                runs = self._rewrite(scanned, now_ms)\n",
         replacement=(
             "                with self.lock:  # mutation: appends wait for the whole compaction\n"
-            "                    runs = self._rewrite(sealed, scanned, end, now_ms)\n"
+            "                    runs = self._rewrite(scanned, now_ms)\n"
         ),
         tests=(
             f"{INTEGRATION}/test_group_log_writer.py::"
