@@ -13,8 +13,9 @@ Rules this module keeps:
 - Responses are framed here: header v0 (correlation id) or v1 (plus empty tagged fields)
   for flexible versions; ApiVersions always answers with header v0.
 - It never decides what the server supports; `coordinator.apis` does.
-- The hottest messages (the group heartbeats, ApiVersions) are read and written by
-  hand-written codecs (hot_messages.py) when their shape allows, with the same results;
+- The hottest messages (the group heartbeats, ApiVersions) and the largest answer
+  (ConsumerGroupDescribe) are read or written by hand-written codecs (hot_messages.py) when
+  their shape allows, with the same results;
   callers never choose: `decode_request_body` and `encode_answer` do.
 """
 

@@ -581,6 +581,13 @@ class ConsumerGroups(ModernGroups[Item]):
         return super().described_assignor(group) or self.assignors[0]
 
     def described(self, group: Any) -> dict[str, Any]:
+        # Members that name the same topics share one subscription (`shared`): it is sorted once,
+        # and the same list stands in each of their entries, which the encoder writes once.
+        sorted_names: dict[frozenset[str], list[str]] = {}
+        for m in group.members.values():
+            names = m.profile.subscribed_topic_names
+            if names not in sorted_names:
+                sorted_names[names] = sorted(names)
         members = [
             {
                 "member_id": m.member_id,
@@ -589,7 +596,7 @@ class ConsumerGroups(ModernGroups[Item]):
                 "member_epoch": m.assignment.member_epoch,
                 "client_id": m.profile.client_id,
                 "client_host": m.profile.client_host,
-                "subscribed_topic_names": sorted(m.profile.subscribed_topic_names),
+                "subscribed_topic_names": sorted_names[m.profile.subscribed_topic_names],
                 "subscribed_topic_regex": m.profile.subscribed_topic_regex,
                 "assignment": self._described(m.assignment.held),
                 "target_assignment": self._described(group.target_of(m.member_id)),

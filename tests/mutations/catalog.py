@@ -402,6 +402,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="describe-writes-a-subscription-it-has-not-seen-as-one-it-has",
+        breaks="a big group's ConsumerGroupDescribe answer is the bytes Kafka's schema gives",
+        file="connect_rebalance/protocol/hot_messages.py",
+        original="        key = id(names)  # the list stays alive in the fields until the answer is written\n",
+        replacement="        key = len(names)  # mutation: any list of that length stands for this one\n",
+        tests=(
+            f"{UNIT}/test_hot_messages.py::"
+            "test_consumer_group_describe_answers_are_the_schema_codecs_bytes",
+        ),
+    ),
+    Mutation(
         name="classic-worker-drops-work-on-illegal-generation",
         breaks="a classic worker a generation behind at a downgrade keeps its work and rejoins with it",
         file="workers/classic_membership.py",

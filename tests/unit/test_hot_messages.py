@@ -228,3 +228,67 @@ def test_api_versions_answers_are_the_schema_codecs_bytes_every_time(version: in
             assert codec.encode_answer(API_VERSIONS, version, correlation, fields) == schema_answer(
                 API_VERSIONS, version, correlation, {**fields, "api_keys": as_dicts}
             )
+
+
+DESCRIBE = ApiKey.CONSUMER_GROUP_DESCRIBE
+topic_entry = st.fixed_dictionaries(
+    {"topic_id": ids, "topic_name": text, "partitions": st.lists(int32, max_size=4)}
+)
+assignment = st.fixed_dictionaries({"topic_partitions": st.lists(topic_entry, max_size=3)})
+
+
+@st.composite
+def describe_answers(draw: st.DrawFn) -> dict[str, Any]:
+    """ConsumerGroupDescribe answers as the group core writes them: members share the list of
+    names of one subscription, and optional fields may be left to their defaults."""
+    subscriptions = draw(st.lists(st.lists(text, max_size=4), min_size=1, max_size=3))
+    member = st.fixed_dictionaries(
+        {
+            "member_id": text, "member_epoch": int32, "client_id": text, "client_host": text,
+            "subscribed_topic_names": st.sampled_from(subscriptions), "assignment": assignment,
+            "target_assignment": assignment,
+        },
+        optional={"instance_id": st.none() | text, "rack_id": st.none() | text,
+                  "subscribed_topic_regex": st.none() | text, "member_type": st.integers(-1, 1)},
+    )  # fmt: skip
+    group = st.fixed_dictionaries(
+        {
+            "error_code": st.integers(0, 100), "group_id": text, "group_state": text, "group_epoch": int32,
+            "assignment_epoch": int32, "assignor_name": text, "members": st.lists(member, max_size=4),
+        },
+        optional={"error_message": st.none() | text, "authorized_operations": int32},
+    )  # fmt: skip
+    return draw(
+        st.fixed_dictionaries({"groups": st.lists(group, max_size=3)}, optional={"throttle_time_ms": int32})
+    )
+
+
+@given(st.integers(0, 1), int32, describe_answers())
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+def test_consumer_group_describe_answers_are_the_schema_codecs_bytes(
+    version: int, correlation: int, fields: dict[str, Any]
+) -> None:
+    assert hot_messages.encode_answer(DESCRIBE, version, correlation, fields) is not None
+    assert codec.encode_answer(DESCRIBE, version, correlation, fields) == schema_answer(
+        DESCRIBE, version, correlation, fields
+    )
+
+
+def test_a_describe_answer_the_hot_encoder_cannot_write_is_left_to_the_schema_codec() -> None:
+    tp = {"topic_id": str(uuid.uuid4()), "topic_name": "t", "partitions": [0, 1]}
+    member = {"member_id": "m", "member_epoch": 3, "client_id": "c", "client_host": "/h",
+              "subscribed_topic_names": ["t"], "assignment": {"topic_partitions": [tp]},
+              "target_assignment": {"topic_partitions": []}}  # fmt: skip
+    group = {"error_code": 0, "group_id": "g", "group_state": "Stable", "group_epoch": 1,
+             "assignment_epoch": 1, "assignor_name": "uniform", "members": [member]}  # fmt: skip
+    good = {"groups": [group]}
+    assert hot_messages.encode_answer(DESCRIBE, 1, 9, good) is not None
+    bad_members = [{"member_epoch": 2**31}, {"member_id": None}, {"subscribed_topic_names": ("t",)},
+                   {"assignment": {"topic_partitions": [{**tp, "topic_id": "not a uuid"}]}},
+                   {"assignment": {"topic_partitions": [{**tp, "partitions": [2**31]}]}},
+                   {"unknown": 1}]  # fmt: skip
+    for bad in bad_members:
+        fields = {"groups": [{**group, "members": [{**member, **bad}]}]}
+        assert hot_messages.encode_answer(DESCRIBE, 1, 9, fields) is None, bad
+    for bad in ({"group_epoch": "1"}, {"error_message": 5}, {"members": None}):
+        assert hot_messages.encode_answer(DESCRIBE, 1, 9, {"groups": [{**group, **bad}]}) is None, bad
