@@ -35,8 +35,16 @@ def connect_timings(session_ms: int, heartbeat_ms: int = 1000) -> dict[str, str]
 
 
 class CoordinatorProcess:
-    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None, log_path: Path | None = None):
+    def __init__(
+        self,
+        data_dir: Path,
+        overrides: dict[str, str] | None = None,
+        log_path: Path | None = None,
+        code_dir: Path | None = None,
+    ):
+        """`code_dir`: run the coordinator of another checkout (a bench's "before"), not this one."""
         self.data_dir = Path(data_dir)
+        self.code_dir = code_dir
         self.overrides = dict(overrides or {})
         self.log_path = log_path or self.data_dir.parent / f"{self.data_dir.name}-coordinator.log"
         self.port = 0
@@ -77,7 +85,7 @@ class CoordinatorProcess:
         for name, value in settings.items():
             command += ["-o", f"{name}={value}"]
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child from here on
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file)
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file, cwd=self.code_dir)
         log_file.close()
         deadline = time.monotonic() + timeout
         line = b""

@@ -321,6 +321,7 @@ class _DescribeWriter:
         self._lists: dict[int, bytes] = {}  # id of a list of names -> its bytes
         self._strings: dict[str, bytes] = {}
         self._ids: dict[Any, bytes] = {}
+        self._heads: dict[tuple[Any, str], bytes] = {}  # (topic id, name) -> their bytes
 
     def answer(self, fields: dict[str, Any]) -> bytes:
         groups = fields["groups"]
@@ -362,19 +363,24 @@ class _DescribeWriter:
         parts.append(b"\x00")
 
     def _assignment(self, assignment: dict[str, Any]) -> None:
-        if assignment.keys() != {"topic_partitions"}:
-            raise _NotHot
+        if len(assignment) != 1:
+            raise _NotHot  # only TopicPartitions: a KeyError below if it is another field
         topics = assignment["topic_partitions"]
-        parts = self.parts
+        parts, heads = self.parts, self._heads
         parts.append(uvarint_bytes(len(topics) + 1))
         for topic in topics:
-            if topic.keys() != _TOPIC_FIELDS:
-                raise _NotHot
+            if len(topic) != 3:
+                raise _NotHot  # TopicId, TopicName and Partitions: a KeyError below if not these
+            key = (topic["topic_id"], topic["topic_name"])
+            head = heads.get(key)
+            if head is None:
+                head = heads[key] = self._topic_id(key[0]) + _required_string(key[1])
             partitions = topic["partitions"]
-            parts += (
-                self._topic_id(topic["topic_id"]), self._string(topic["topic_name"]),
-                uvarint_bytes(len(partitions) + 1), struct.pack(f">{len(partitions)}i", *partitions), b"\x00",
-            )  # fmt: skip
+            count = len(partitions)
+            if count < len(_SMALL_INT32_ARRAYS):
+                parts += (head, _SMALL_INT32_ARRAYS[count].pack(count + 1, *partitions))
+            else:
+                parts += (head, uvarint_bytes(count + 1), struct.pack(f">{count}i", *partitions), b"\x00")
         parts.append(b"\x00")
 
     def _string(self, value: str) -> bytes:
@@ -402,6 +408,10 @@ class _DescribeWriter:
                 found = topic_id.bytes if isinstance(topic_id, uuid.UUID) else uuid.UUID(topic_id).bytes
             self._ids[topic_id] = found
         return found
+
+
+# A short compact array of int32 and the empty tagged fields of the struct it ends, packed at once.
+_SMALL_INT32_ARRAYS = tuple(struct.Struct(f">B{n}ix") for n in range(127))
 
 
 def _required_string(value: str) -> bytes:
