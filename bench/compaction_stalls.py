@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import platform
 import re
 import sys
@@ -37,12 +36,11 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.readme_table import update_readme  # noqa: E402
+from bench.readme_table import publish  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol.api_keys import ApiKey  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "compaction_stalls.json"
 MIB = 1 << 20
 SEGMENT_BYTES = 16 * MIB
 KEYS = 2000
@@ -241,12 +239,7 @@ def main() -> None:
         "environment": f"{platform.machine()}, Python {platform.python_version()}",
         "phases": phases,
     }
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    table = readme_block(results)
-    print(table)
-    if args.update_readme:
-        update_readme("compaction_stalls", table)
+    print(publish("compaction_stalls", results, args.update_readme))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import heapq
 import itertools
-import json
 import sys
 import tempfile
 import time
@@ -38,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.readme_table import update_readme  # noqa: E402
+from bench.readme_table import publish  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
 from connect_rebalance.protocol.api_keys import ApiKey  # noqa: E402
@@ -56,7 +55,6 @@ from coordinator.groups.settings import GroupSettings  # noqa: E402
 
 GROUP = "bench-connect"
 ASSIGNOR = ClientAssignor("sticky-balance", 1, 1, 1)
-RESULTS = ROOT / "bench" / "results" / "connect_group.json"
 
 
 def balanced_plan(
@@ -376,11 +374,7 @@ def main() -> int:
         if key == "join_wall_ms":
             virtual = f"{results['virtual_clock']['join_virtual_ms']} (v)"
         print(f"{label:40} {virtual!s:>14} {results['tcp'][key]!s:>10}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"saved {RESULTS.relative_to(ROOT)}")
-    if args.update_readme:
-        update_readme("connect_group", readme_block(results))
+    publish("connect_group", results, args.update_readme)
     return 0
 
 

@@ -23,9 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.readme_table import update_readme  # noqa: E402
+from bench.readme_table import publish  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "group_memory.json"
 PARTITIONS_PER_MEMBER = 10
 PARTITIONS_PER_TOPIC = 100
 GOAL_BYTES = 20_000  # per member: a member's profile, assignment, target and timers
@@ -163,10 +162,7 @@ def main() -> int:
         print(f"{members:6} members: +{result['rss_after_mb'] - result['rss_before_mb']:.0f} MiB, "
               f"{result['bytes_per_member'] / 1024:.1f} KiB per member", flush=True)  # fmt: skip
     results = {"sizes": sizes, "machine": f"Python {sys.version.split()[0]}"}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    if args.update_readme:
-        update_readme("group_memory", readme_block(results))
+    print(publish("group_memory", results, args.update_readme))
     return 0
 
 

@@ -48,3 +48,16 @@ def update_readme(name: str, body: str, readme: Path = README) -> None:
     before, _, rest = text.partition(start)
     _, _, after = rest.partition(end)
     readme.write_text(f"{before}{start}\n{body.strip()}\n{end}{after}")
+
+
+def publish(name: str, results: Any, readme: bool) -> str:
+    """Save a run's results as `bench/results/<name>.json`, and with `readme` rewrite its README
+    block from them; the block's text is returned, to print."""
+    path = RESULTS / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"saved {path.relative_to(ROOT)}")
+    block = render(name)
+    if readme:
+        update_readme(name, block)
+    return block
