@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
+from yarl import URL
 
 from connect_rebalance import __version__
 from connect_rebalance.prometheus import Exposition
@@ -176,8 +177,11 @@ class RestApi:
         return await self._forward(request, herder.leader.leader_url, query)
 
     async def _forward(self, request: web.Request, base_url: str, query: dict[str, str]) -> web.Response:
-        """The identical request, sent to another worker; its answer, passed back."""
-        url = f"{base_url}{request.path}"
+        """The identical request, sent to another worker; its answer, passed back.
+
+        The path goes as it came, still percent-encoded: decoded, a connector named
+        `x/../victim` would be read there as `/connectors/victim`."""
+        url = URL(f"{base_url}{request.rel_url.raw_path}", encoded=True)
         body = await request.read()
         passed_on = (SIGNATURE_HEADER, ALGORITHM_HEADER, TIMESTAMP_HEADER, "Authorization")
         async with (
@@ -197,7 +201,10 @@ class RestApi:
             ) as answer,
         ):
             payload = await answer.read()
-            return web.Response(status=answer.status, body=payload, content_type="application/json")
+            kept = {h: answer.headers[h] for h in ("Location",) if h in answer.headers}
+            return web.Response(
+                status=answer.status, body=payload, content_type="application/json", headers=kept
+            )
 
     async def _write(self, key: str, value: dict[str, Any] | None) -> None:
         await self.herder.config_log.write(key.encode(), encode_json(value))

@@ -127,3 +127,34 @@ def test_a_signed_internal_request_is_good_once_for_one_connector_and_not_later(
     late = raw("POST", f"{url}{task_configs_path('victim')}", configs, stale)
     assert late[0] == 403 and "replay" in late[1]["message"], late
     assert rest("GET", f"{url}/connectors/victim/tasks")[1] == victim_before
+
+
+def test_a_write_sent_to_either_worker_acts_on_the_connector_its_url_names(tmp_path: Path) -> None:
+    """Writes sent to a follower are forwarded to the leader with the path as it came,
+    percent-encoded: a connector named `x/../victim` is not `victim` there, and the creation's
+    Location header comes back. One of the two workers is the follower, so each write goes
+    to both."""
+    coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(3000)).start()
+    cluster = WorkerCluster(tmp_path, coordinator)
+    try:
+        workers = [cluster.start("w1"), cluster.start("w2")]
+        assert rest("POST", f"{workers[0].url}/connectors", source("spread"))[0] == 201
+        # Its connector and task on one worker each: both are members and know the leader.
+        wait_until(lambda: cluster.balanced("spread", 2), 60, "one item on each worker")
+        for worker in workers:
+            victim, sneaky = f"victim-{worker.name}", f"x/../victim-{worker.name}"
+            for name in (victim, sneaky):
+                answer = requests.post(f"{worker.url}/connectors", json=source(name), timeout=30)
+                assert answer.status_code == 201, answer.text
+                assert answer.headers.get("Location") == f"/connectors/{quote(name, safe='')}"
+            stopped = requests.put(f"{worker.url}/connectors/{quote(sneaky, safe='')}/stop", timeout=30)
+            assert stopped.status_code == 204, stopped.text
+            deleted = requests.delete(f"{worker.url}/connectors/{quote(sneaky, safe='')}", timeout=30)
+            assert deleted.status_code == 204, deleted.text
+        expected = sorted(["spread", *(f"victim-{w.name}" for w in workers)])
+        for url in (w.url for w in workers):  # each worker reads the config topic: the same list, in time
+            wait_until(lambda u=url: len(rest("GET", f"{u}/connectors")[1]) == 3, 30, "two deletions read")
+            assert rest("GET", f"{url}/connectors")[1] == expected
+    finally:
+        cluster.stop_all()
+        coordinator.kill()

@@ -413,6 +413,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="forward-decodes-the-path",
+        breaks="a write sent to a follower acts on the connector its URL names, not another",
+        file="workers/rest.py",
+        original='        url = URL(f"{base_url}{request.rel_url.raw_path}", encoded=True)\n',
+        replacement='        url = f"{base_url}{request.path}"  # mutation: the decoded path\n',
+        tests=(
+            f"{INTEGRATION}/test_worker_request_safety.py::"
+            "test_a_write_sent_to_either_worker_acts_on_the_connector_its_url_names",
+        ),
+    ),
+    Mutation(
+        name="forward-drops-the-location",
+        breaks="a connector created through a follower is answered with its Location",
+        file="workers/rest.py",
+        original='for h in ("Location",) if h in answer.headers}',
+        replacement='for h in () if h in answer.headers}',
+        tests=(
+            f"{INTEGRATION}/test_worker_request_safety.py::"
+            "test_a_write_sent_to_either_worker_acts_on_the_connector_its_url_names",
+        ),
+    ),
+    Mutation(
         name="classic-worker-drops-work-on-illegal-generation",
         breaks="a classic worker a generation behind at a downgrade keeps its work and rejoins with it",
         file="workers/classic_membership.py",
