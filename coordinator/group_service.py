@@ -232,6 +232,10 @@ class GroupService:
         finally:
             self._pending.pop(request_id, None)
 
+    def topics_deleted(self, topics: set[str]) -> None:
+        """Their offsets are deleted, in order before any later request's records."""
+        self._apply(self.core.topics_deleted(topics, now_ms()))
+
     def _apply(self, outcome: Outcome, request: GroupRequest | None = None) -> bool:
         """Release the outcome's answers and effects, or hold them for the log; True if released."""
         released, own = True, (request.request_id if request is not None else None)

@@ -390,7 +390,7 @@ class _DescribeWriter:
         return found
 
     def _names(self, names: list[str]) -> bytes:
-        key = id(names)  # the list stays alive in the fields until the answer is written
+        key = id(names)  # alive in the fields until the answer is written
         found = self._lists.get(key)
         if found is None:
             if type(names) is not list:

@@ -57,6 +57,8 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     repeated = {name for name, count in Counter(t.name for t in request.topics).items() if count > 1}
     results = []
     for spec in request.topics:
+        if spec.name in repeated:
+            continue  # one result for the name, after the others (a client refuses two)
         result: dict[str, Any] = {
             "name": spec.name,
             "error_code": 0,
@@ -66,8 +68,6 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "configs": None,
         }
         try:
-            if spec.name in repeated:
-                raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"topic {spec.name!r} appears more than once")
             if not ctx.authorized(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
                 ctx.require(AclOperation.CREATE, ResourceType.TOPIC, spec.name)
             partitions = _partition_count(ctx, spec)
@@ -92,6 +92,10 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         except KafkaApiError as exc:
             result.update(error_code=exc.code, error_message=exc.message)
         results.append(result)
+    for name in sorted(repeated):  # as Kafka answers them: once, and nothing of them is created
+        results.append({"name": name, "error_code": ErrorCode.INVALID_REQUEST,
+                        "error_message": "Duplicate topic name.", "num_partitions": -1,
+                        "replication_factor": -1, "configs": None})  # fmt: skip
     return {"throttle_time_ms": 0, "topics": results}
 
 
@@ -119,6 +123,9 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         except KafkaApiError as exc:
             result.update(error_code=exc.code, error_message=exc.message)
         responses.append(result)
+    deleted_names = {r["name"] for r in responses if r["error_code"] == 0}
+    if deleted_names and broker.groups is not None:
+        broker.groups.topics_deleted(deleted_names)
     return {"throttle_time_ms": 0, "responses": responses}
 
 

@@ -157,6 +157,16 @@ class GroupCoordinator:
         self.metrics.observe_groups(self.groups, outcome.groups, now_ms)
         return outcome
 
+    def topics_deleted(self, topics: set[str], now_ms: int) -> Outcome:
+        """Topics were deleted: the offsets groups committed for them go too."""
+        outcome = self.ctx.begin()
+        try:
+            outcome.groups = self.offsets.topics_deleted(topics)
+        finally:
+            self.ctx.end()
+        self.metrics.observe_groups(self.groups, outcome.groups, now_ms)
+        return outcome
+
     def write_failed(
         self,
         outcome: Outcome,

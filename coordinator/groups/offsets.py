@@ -10,6 +10,8 @@ Rules (Apache Kafka's):
 - An offset expires `offsets.retention.ms` after its group became empty (or after its
   commit, for a topic a live group does not subscribe to); a commit may name its own
   expiry (OffsetCommit v2-v4). An empty classic group with no offsets left is deleted.
+- Deleting a topic deletes every group's offsets for it (and the retention sweep deletes any
+  left for a topic that no longer exists).
 Every change is a record, applied through `replay` as at start-up.
 """
 
@@ -189,14 +191,27 @@ class Offsets:
             request.request_id, {"error_code": ErrorCode.NONE, "throttle_time_ms": 0, "topics": topics}
         )
 
-    def delete_all(self, group_id: str) -> None:
+    def delete_all(self, group_id: str, topics: set[str] | None = None) -> None:
+        """Every offset of the group, or those of `topics` only."""
         for topic, partition in sorted(self.of_group(group_id)):
-            self.ctx.emit(OffsetCommitRecord(group_id, topic, partition, None))
+            if topics is None or topic in topics:
+                self.ctx.emit(OffsetCommitRecord(group_id, topic, partition, None))
+
+    def topics_deleted(self, topics: set[str]) -> set[str]:
+        """A deleted topic takes every group's offsets for it along (Kafka's
+        `onPartitionsDeleted`): a topic created again under its name is read from its start,
+        not from where the old one was. The groups touched are returned."""
+        touched = {g for g, offsets in self.committed.items() if any(t in topics for t, _ in offsets)}
+        for group_id in sorted(touched):
+            self.delete_all(group_id, topics)
+        return touched
 
     # -- retention ------------------------------------------------------------------------
 
     def expire(self, now_ms: int) -> None:
         retention = self.ctx.settings.offsets_retention_ms
+        topics = {topic for offsets in self.committed.values() for topic, _ in offsets}
+        self.topics_deleted({t for t in topics if self.ctx.partitions_of(t) is None})  # missed (a crash)
         for group_id in sorted(self.committed):
             group = self.ctx.groups.get(group_id)
             empty = group is None or group.is_empty()

@@ -17,6 +17,7 @@ from kafka import KafkaAdminClient
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.processes import CoordinatorProcess
+from tests.support.clients import consume_confluent_group, produce_confluent
 from tests.support.group_scenario import (
     ContinuousProducer,
     MemberFleet,
@@ -181,6 +182,36 @@ def test_admin_clients_list_describe_delete_groups_and_read_offsets(
         [ConsumerGroupTopicPartitions("audit", [TopicPartition("audited", 0)])]
     )["audit"].result(30)
     assert gone.topic_partitions[0].offset < 0
+
+
+def test_a_deleted_topic_takes_its_committed_offsets_along(group_coordinator) -> None:
+    """A group's offsets for a deleted topic go with it, as Kafka's `onPartitionsDeleted`
+    deletes them: a topic created again under the name is read by the group from its start,
+    not from where the old topic's offsets pointed; the deletion survives a kill -9, and
+    offsets of other topics stay."""
+    b = group_coordinator.bootstrap
+    create_topic(b, "reborn", 2)
+    create_topic(b, "kept", 1)
+    admin = AdminClient({"bootstrap.servers": b})
+    commits = [TopicPartition("reborn", 0, 5), TopicPartition("reborn", 1, 7), TopicPartition("kept", 0, 3)]
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions("readers", commits)])["readers"].result(
+        30
+    )
+    assert committed_offsets(b, "readers", "reborn", 2) == {0: 5, 1: 7}
+
+    admin.delete_topics(["reborn"])["reborn"].result(30)
+    assert committed_offsets(b, "readers", "reborn", 2) == {0: -1001, 1: -1001}  # none
+    assert committed_offsets(b, "readers", "kept", 1) == {0: 3}
+    group_coordinator.kill()
+    group_coordinator.start()
+    assert committed_offsets(b, "readers", "reborn", 2) == {0: -1001, 1: -1001}
+    assert committed_offsets(b, "readers", "kept", 1) == {0: 3}
+
+    create_topic(b, "reborn", 2)
+    items = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(20)]
+    produce_confluent(b, "reborn", items)
+    records = consume_confluent_group(b, "reborn", "readers", "classic", len(items), timeout=20)
+    assert sorted(value for *_, value in records) == sorted(value for _, value in items)
 
 
 def test_the_internal_topic_is_compacted_and_still_replays_every_group(tmp_path) -> None:

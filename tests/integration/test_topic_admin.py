@@ -86,6 +86,19 @@ def test_create_topics_validates_like_kafka(shared_coordinator) -> None:
     assert all(p.leader == 1 and p.replicas == [1] and p.isrs == [1] for p in metadata.partitions.values())
 
 
+def test_a_name_given_twice_in_one_create_is_refused_once_and_the_others_are_created(
+    shared_coordinator,
+) -> None:
+    """Kafka answers a duplicated name once, INVALID_REQUEST, and creates nothing of it;
+    librdkafka refuses a whole answer that names a topic twice."""
+    b = shared_coordinator.bootstrap
+    outcome = create(b, NewTopic("twice", 3, 1), NewTopic("once", 1, 1), NewTopic("twice", 1, 1))
+    assert outcome["once"] is None
+    assert error_of(outcome["twice"]) == (ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+    topics = admin(b).list_topics(timeout=30).topics
+    assert "once" in topics and "twice" not in topics
+
+
 def test_describe_configs_for_a_topic_and_the_broker(shared_coordinator) -> None:
     b = shared_coordinator.bootstrap
     create(b, NewTopic("configured", 1, 1, config={"retention.bytes": "1048576"}))

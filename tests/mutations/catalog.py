@@ -405,11 +405,43 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="describe-writes-a-subscription-it-has-not-seen-as-one-it-has",
         breaks="a big group's ConsumerGroupDescribe answer is the bytes Kafka's schema gives",
         file="connect_rebalance/protocol/hot_messages.py",
-        original="        key = id(names)  # the list stays alive in the fields until the answer is written\n",
+        original="        key = id(names)  # alive in the fields until the answer is written\n",
         replacement="        key = len(names)  # mutation: any list of that length stands for this one\n",
         tests=(
-            f"{UNIT}/test_hot_messages.py::"
-            "test_consumer_group_describe_answers_are_the_schema_codecs_bytes",
+            f"{UNIT}/test_hot_messages.py::test_consumer_group_describe_answers_are_the_schema_codecs_bytes",
+        ),
+    ),
+    Mutation(
+        name="deleted-topic-keeps-its-offsets",
+        breaks="a topic created again under a deleted one's name is read by its groups from its start",
+        file="coordinator/apis/topics.py",
+        original="        broker.groups.topics_deleted(deleted_names)\n",
+        replacement="        pass  # mutation: the groups never hear of it\n",
+        tests=(
+            f"{INTEGRATION}/test_group_durability_and_admin.py::"
+            "test_a_deleted_topic_takes_its_committed_offsets_along",
+        ),
+    ),
+    Mutation(
+        name="sweep-keeps-offsets-of-missing-topics",
+        breaks="offsets of a topic deleted while the coordinator was down do not outlive it",
+        file="coordinator/groups/offsets.py",
+        original="        self.topics_deleted({t for t in topics if self.ctx.partitions_of(t) is None})",
+        replacement="        self.topics_deleted(set())  # mutation",
+        tests=(
+            f"{UNIT}/test_offsets_and_group_admin_core.py::"
+            "test_a_deleted_topic_takes_every_groups_offsets_for_it_and_the_sweep_catches_any_missed",
+        ),
+    ),
+    Mutation(
+        name="duplicate-topic-answered-twice",
+        breaks="a CreateTopics naming a topic twice is answered as librdkafka can read it",
+        file="coordinator/apis/topics.py",
+        original="            continue  # one result for the name, after the others (a client refuses two)\n",
+        replacement="            pass  # mutation: answered for each time it is named\n",
+        tests=(
+            f"{INTEGRATION}/test_topic_admin.py::"
+            "test_a_name_given_twice_in_one_create_is_refused_once_and_the_others_are_created",
         ),
     ),
     Mutation(
@@ -428,7 +460,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         breaks="a connector created through a follower is answered with its Location",
         file="workers/rest.py",
         original='for h in ("Location",) if h in answer.headers}',
-        replacement='for h in () if h in answer.headers}',
+        replacement="for h in () if h in answer.headers}",
         tests=(
             f"{INTEGRATION}/test_worker_request_safety.py::"
             "test_a_write_sent_to_either_worker_acts_on_the_connector_its_url_names",

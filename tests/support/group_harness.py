@@ -98,6 +98,13 @@ class GroupHarness:
         )
         return request_id
 
+    def delete_topic(self, name: str, tell_the_groups: bool = True) -> None:
+        """The topic goes from the cluster; the core hears of it as DeleteTopics tells it
+        (unless `tell_the_groups` is False: a crash came in between)."""
+        del self.topics[name]
+        if tell_the_groups:
+            self._absorb(self.core.topics_deleted({name}, self.now))
+
     def run_effects(self) -> None:
         """Run the computations the core asked for, as the IO shell does, and hand back results."""
         while self.effects:

@@ -157,6 +157,27 @@ def test_offset_delete_refuses_topics_a_live_consumer_group_subscribes_to() -> N
     assert missing["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
 
 
+def test_a_deleted_topic_takes_every_groups_offsets_for_it_and_the_sweep_catches_any_missed() -> None:
+    h = GroupHarness(
+        GroupSettings(initial_rebalance_delay_ms=0, offsets_retention_check_interval_ms=600_000),
+        topics={"orders": 3, "old": 1, "lost": 1},
+    )
+    h.core.load_complete(0)
+    [a] = h.form_group(1)
+    commit(h, 1, a, {0: 5}, topic="old")
+    commit(h, 1, a, {0: 6})
+    for topic in ("old", "orders", "lost"):
+        commit(h, -1, "", {0: 7}, group_id="simple", topic=topic)
+    h.delete_topic("old")
+    assert fetch(h) == {("orders", 0): 6}
+    assert fetch(h, "simple") == {("orders", 0): 7, ("lost", 0): 7}
+    h.delete_topic("lost", tell_the_groups=False)  # the coordinator stopped before it heard
+    assert fetch(h, "simple") == {("orders", 0): 7, ("lost", 0): 7}
+    h.advance(600_000)  # the retention sweep finds offsets of a topic that no longer exists
+    assert fetch(h, "simple") == {("orders", 0): 7}
+    assert fetch(h) == {("orders", 0): 6}, "a live group keeps what it committed for live topics"
+
+
 def test_offsets_expire_a_retention_period_after_the_group_empties_then_the_group_goes() -> None:
     day = 86_400_000
     h = GroupHarness(
