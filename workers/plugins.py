@@ -90,6 +90,41 @@ COMMON_CONFIG = [
 ]
 
 
+# Kafka Connect's own connector settings that this runtime does not implement, each with the
+# value that means "not used" (Kafka's default), which is accepted: a task reads and writes
+# through its connector's own settings, with no converters, transforms or error handling around
+# it. Any other value is refused, naming the setting, instead of being stored and ignored.
+UNSUPPORTED_FRAMEWORK_SETTINGS = {
+    "transforms": "", "predicates": "", "errors.tolerance": "none", "errors.retry.timeout": "0",
+    "errors.log.enable": "false", "errors.log.include.messages": "false",
+    "errors.deadletterqueue.topic.name": "", "exactly.once.support": "requested",
+    "transaction.boundary": "poll", "config.action.reload": "restart",
+}  # fmt: skip
+UNSUPPORTED_FRAMEWORK_PREFIXES = (
+    "key.converter", "value.converter", "header.converter", "transforms.", "predicates.", "errors.",
+    "topic.creation.", "transaction.boundary.", "offsets.storage.", "producer.override.",
+    "consumer.override.", "admin.override.",
+)  # fmt: skip
+
+
+def framework_problems(config: Mapping[str, str]) -> list[ConfigProblem]:
+    """Kafka Connect framework settings given a value this runtime would ignore."""
+    problems = []
+    for name, value in sorted(config.items()):
+        unused = UNSUPPORTED_FRAMEWORK_SETTINGS.get(name)
+        if unused is None and not name.startswith(UNSUPPORTED_FRAMEWORK_PREFIXES):
+            continue  # the connector's own setting
+        if unused is not None and value.strip().lower() == unused:
+            continue
+        wanted = f"only {unused!r} (the default)" if unused is not None else "nothing"
+        problems.append(
+            ConfigProblem.invalid(
+                name, value, f"this runtime does not support this setting: it accepts {wanted}"
+            )
+        )
+    return problems
+
+
 @dataclass
 class TaskContext:
     """What a running task can use from its worker."""
@@ -134,7 +169,7 @@ class Connector(ABC):
 
     @classmethod
     def validate(cls, config: Mapping[str, str]) -> list[ConfigProblem]:
-        problems = []
+        problems = framework_problems(config)
         for definition in cls.all_config_defs():
             value = config.get(definition.name, definition.default)
             if value is None or (definition.required and not str(value).strip()):

@@ -26,7 +26,7 @@ from connect_rebalance.work import CONNECTOR
 from .config_state import PAUSED, STARTED, STOPPED, encode_json
 from .connector_names import java_trim, name_problem
 from .herder import Herder
-from .plugins import ConfigProblem, Task, find_plugin, plugins
+from .plugins import ConfigDef, ConfigProblem, Task, find_plugin, plugins
 from .rest_security import Refused, RestAuthenticator
 from .session_key import (
     ALGORITHM_HEADER,
@@ -144,7 +144,7 @@ class RestApi:
         problem = name_problem(name)
         if problem is not None:
             raise _invalid([ConfigProblem.invalid("name", name, problem)])
-        config = {str(k): str(v) for k, v in config.items() if v is not None}
+        config = _string_values(config)
         config["name"] = name
         if "connector.class" not in config:
             raise RestError(
@@ -535,7 +535,7 @@ class RestApi:
         named = find_plugin(str(body.get("connector.class", "")))
         if "connector.class" in body and named is not plugin:
             raise RestError(400, "Included connector type does not match request type")
-        config = {str(k): str(v) for k, v in body.items()}
+        config = _string_values(body)
         config.setdefault("connector.class", request.match_info["plugin"])
         problems = {p.name: p.message for p in plugin.validate(config)}
         configs = [
@@ -544,10 +544,32 @@ class RestApi:
                        "errors": [problems[d.name]] if d.name in problems else [], "visible": True}}
             for d in plugin.all_config_defs()
         ]  # fmt: skip
+        defined = {d.name for d in plugin.all_config_defs()}
+        configs += [  # refused framework settings (transforms, converters...), as Kafka lists its own
+            {"definition": ConfigDef(name).definition(),
+             "value": {"name": name, "value": config[name], "recommended_values": [], "errors": [message],
+                       "visible": True}}
+            for name, message in problems.items() if name not in defined
+        ]  # fmt: skip
         return web.json_response(
             {"name": f"{plugin.__module__}.{plugin.__qualname__}", "error_count": len(problems),
              "groups": ["Common"], "configs": configs}
         )  # fmt: skip
+
+
+def _string_values(config: dict[str, Any]) -> dict[str, str]:
+    """A configuration's values as Kafka Connect reads a JSON object into its Map<String, String>:
+    strings as they are, numbers and booleans as their JSON text, nulls left out; an object or
+    an array is refused."""
+    strings = {}
+    for key, value in config.items():
+        if isinstance(value, dict | list):
+            kind = "Object" if isinstance(value, dict) else "Array"
+            problem = f"Cannot deserialize value of type `java.lang.String` from {kind} value"
+            raise RestError(400, f"{problem} (setting {key!r})")
+        if value is not None:
+            strings[key] = value if isinstance(value, str) else json.dumps(value)
+    return strings
 
 
 def _invalid(problems: list[ConfigProblem]) -> RestError:

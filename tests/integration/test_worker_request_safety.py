@@ -158,3 +158,65 @@ def test_a_write_sent_to_either_worker_acts_on_the_connector_its_url_names(tmp_p
     finally:
         cluster.stop_all()
         coordinator.kill()
+
+
+def test_framework_settings_the_runtime_would_ignore_are_refused_and_json_values_read_as_connect_does(
+    worker: tuple[WorkerCluster, WorkerProcess],
+) -> None:
+    """Transforms, converters, error handling, exactly-once and client overrides are Kafka
+    Connect settings this runtime does not run: any value but Kafka's default (which means
+    "not used") is refused, naming the setting, instead of being stored and ignored. Values
+    that are JSON numbers or booleans are read as their text, as Kafka Connect's
+    Map<String, String> reads them; an object or an array is refused."""
+    _, w1 = worker
+    url = w1.url
+    base = source("plain")["config"]
+    refused = {
+        "transforms": "x", "transforms.x.type": "com.Nope", "predicates": "p", "errors.tolerance": "all",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false", "exactly.once.support": "required",
+        "producer.override.acks": "all", "topic.creation.default.partitions": "3",
+    }  # fmt: skip
+    for name, value in refused.items():
+        code, body = raw(
+            "PUT", f"{url}/connectors/ignored/config", json.dumps({**base, name: value}).encode()
+        )
+        assert code == 400 and body["error_code"] == 400, body
+        assert (
+            f"Invalid value {value} for configuration {name}: this runtime does not support"
+            in body["message"]
+        )
+    with pytest.raises(requests.HTTPError) as by_client:  # the Kafka Connect REST client
+        KafkaConnect(url=url).create_connector({"name": "ignored", "config": {**base, "transforms": "x"}})
+    assert by_client.value.response.status_code == 400
+    validated = rest(
+        "PUT",
+        f"{url}/connector-plugins/VerifiableSource/config/validate",
+        {**base, "name": "v", "transforms": "x"},
+    )[1]
+    assert validated["error_count"] == 1
+    assert [c["value"]["name"] for c in validated["configs"] if c["value"]["errors"]] == ["transforms"]
+
+    defaults = {**base, "transforms": "", "errors.tolerance": "none", "exactly.once.support": "requested"}
+    code, body = raw("PUT", f"{url}/connectors/defaults/config", json.dumps(defaults).encode())
+    assert code == 201, body
+
+    typed = {**base, "tasks.max": 2, "throughput": 5, "flag": True, "ratio": 1.5, "nothing": None}
+    code, body = raw("POST", f"{url}/connectors", json.dumps({"name": "typed", "config": typed}).encode())
+    assert code == 201, body
+    assert {k: body["config"].get(k) for k in ("tasks.max", "throughput", "flag", "ratio", "nothing")} == {
+        "tasks.max": "2",
+        "throughput": "5",
+        "flag": "true",
+        "ratio": "1.5",
+        "nothing": None,
+    }
+    for bad in ({"a": 1}, [1, 2]):
+        code, body = raw(
+            "POST",
+            f"{url}/connectors",
+            json.dumps({"name": "bad", "config": {**base, "topic": bad}}).encode(),
+        )
+        assert code == 400 and "Cannot deserialize value of type `java.lang.String`" in body["message"], body
+    assert rest("GET", f"{url}/connectors")[1] == ["defaults", "typed"]
+    assert "Traceback" not in w1.log_text()

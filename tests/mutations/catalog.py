@@ -445,6 +445,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="framework-settings-stored-and-ignored",
+        breaks="a Kafka Connect setting the runtime does not run (transforms, converters...) is refused",
+        file="workers/plugins.py",
+        original="        problems = framework_problems(config)\n",
+        replacement="        problems = []  # mutation: accepted, and ignored\n",
+        tests=(
+            f"{INTEGRATION}/test_worker_request_safety.py::"
+            "test_framework_settings_the_runtime_would_ignore_are_refused_and_json_values_read_as_connect_does",
+        ),
+    ),
+    Mutation(
+        name="json-values-stored-as-python-text",
+        breaks="a JSON number or boolean in a connector config is stored as Kafka Connect stores it",
+        file="workers/rest.py",
+        original="value if isinstance(value, str) else json.dumps(value)",
+        replacement="value if isinstance(value, str) else str(value)",
+        tests=(
+            f"{INTEGRATION}/test_worker_request_safety.py::"
+            "test_framework_settings_the_runtime_would_ignore_are_refused_and_json_values_read_as_connect_does",
+        ),
+    ),
+    Mutation(
         name="forward-decodes-the-path",
         breaks="a write sent to a follower acts on the connector its URL names, not another",
         file="workers/rest.py",
