@@ -122,6 +122,14 @@ class TopicStore:
         validate_topic_name(name)
         if name in self.topics:
             raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        if "." in name or "_" in name:  # metric names cannot tell the two apart: Kafka refuses
+            unified = name.replace(".", "_")
+            for existing in self.topics:
+                if existing.replace(".", "_") == unified:
+                    raise KafkaApiError(
+                        ErrorCode.INVALID_TOPIC_EXCEPTION,
+                        f"Topic '{name}' collides with existing topic: {existing}",
+                    )
         if not 1 <= partitions <= MAX_PARTITIONS:
             raise KafkaApiError(
                 ErrorCode.INVALID_PARTITIONS,

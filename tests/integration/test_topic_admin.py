@@ -99,6 +99,19 @@ def test_a_name_given_twice_in_one_create_is_refused_once_and_the_others_are_cre
     assert "once" in topics and "twice" not in topics
 
 
+def test_a_name_that_differs_from_a_topic_only_by_dot_and_underscore_is_refused(shared_coordinator) -> None:
+    """Kafka refuses `p_x` beside `p.x` (their metric names would be the same)."""
+    b = shared_coordinator.bootstrap
+    assert create(b, NewTopic("p.x", 1, 1)) == {"p.x": None}
+    outcome = create(b, NewTopic("p_x", 1, 1), NewTopic("q_y.z", 1, 1))
+    assert error_of(outcome["p_x"]) == (
+        ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic 'p_x' collides with existing topic: p.x"
+    )  # fmt: skip
+    assert outcome["q_y.z"] is None
+    assert error_of(create(b, NewTopic("q.y_z", 1, 1))["q.y_z"])[0] == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert "p_x" not in admin(b).list_topics(timeout=30).topics
+
+
 def test_describe_configs_for_a_topic_and_the_broker(shared_coordinator) -> None:
     b = shared_coordinator.bootstrap
     create(b, NewTopic("configured", 1, 1, config={"retention.bytes": "1048576"}))
