@@ -100,6 +100,7 @@ class Herder:
         self.leader = LeaderInfo()
         self.reason = 0
         self.ready = asyncio.Event()
+        self.kafka_cluster_id = ""  # the coordinator's, read at start (GET / reports it)
         self.started_by_connector: dict[str, int] = {}
         self.stopped_by_connector: dict[str, int] = {}
         self._producer_send: Any = None
@@ -164,7 +165,7 @@ class Herder:
             config.status_storage_topic: 5,
             config.offset_storage_topic: 25,
         }
-        await asyncio.to_thread(ensure_topics, bootstrap, topics, security=admin)
+        self.kafka_cluster_id = await asyncio.to_thread(ensure_topics, bootstrap, topics, security=admin)
         # The three logs are read side by side: a joining worker's start-up is part of its join.
         await asyncio.gather(*(t.start() for t in (self.config_log, self.status_log, self.offset_log)))
         self._announced_offset = self.state.offset  # what this worker joins with

@@ -212,7 +212,9 @@ class RestApi:
     # -- routes ---------------------------------------------------------------------------
 
     async def root(self, request: web.Request) -> web.Response:
-        return web.json_response({"version": __version__, "commit": "", "kafka_cluster_id": ""})
+        return web.json_response(
+            {"version": __version__, "commit": "", "kafka_cluster_id": self.herder.kafka_cluster_id}
+        )
 
     async def health(self, request: web.Request) -> web.Response:
         if not self.herder.ready.is_set():

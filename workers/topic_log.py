@@ -31,8 +31,9 @@ Handler = Callable[[bytes | None, bytes | None, int, int], None]  # key, value, 
 
 def ensure_topics(
     bootstrap: str, topics: Mapping[str, int], compact: bool = True, security: ClientSecurity | None = None
-) -> None:
-    """Creates the topics (name -> partitions) that do not exist yet, in one request."""
+) -> str:
+    """Creates the topics (name -> partitions) that do not exist yet, in one request; returns
+    the cluster's id, read on the same connection (Kafka Connect reports it at `GET /`)."""
     admin = KafkaAdminClient(
         bootstrap_servers=bootstrap,
         client_id="connect-worker-admin",
@@ -48,6 +49,7 @@ def ensure_topics(
             error = for_code(topic["error_code"])
             if error not in (NoError, TopicAlreadyExistsError):
                 raise error(f"cannot create topic {topic['name']}: {topic.get('error_message')}")
+        return str(admin.describe_cluster().get("cluster_id") or "")
     finally:
         admin.close()
 

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 import pytest
 import requests
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer, TopicPartition
 from kafka_connect import KafkaConnect
 
@@ -220,3 +221,11 @@ def test_framework_settings_the_runtime_would_ignore_are_refused_and_json_values
         assert code == 400 and "Cannot deserialize value of type `java.lang.String`" in body["message"], body
     assert rest("GET", f"{url}/connectors")[1] == ["defaults", "typed"]
     assert "Traceback" not in w1.log_text()
+
+
+def test_the_root_resource_reports_the_kafka_cluster_id(worker: tuple[WorkerCluster, WorkerProcess]) -> None:
+    cluster, w1 = worker
+    admin = AdminClient({"bootstrap.servers": cluster.coordinator.bootstrap})
+    known = admin.list_topics(timeout=30).cluster_id
+    info = KafkaConnect(url=w1.url).get_cluster_info()
+    assert known and info["kafka_cluster_id"] == known and info["version"]
