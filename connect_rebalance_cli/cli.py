@@ -30,7 +30,7 @@ def _settings_from_args(args: argparse.Namespace) -> dict[str, str]:
         settings.update(read_properties(Path(args.config)))
     if args.listen:
         settings["listeners"] = args.listen
-    if args.data_dir:
+    if args.data_dir is not None:
         settings["log.dirs"] = args.data_dir
     for override in args.override or []:
         name, sep, value = override.partition("=")

@@ -204,6 +204,16 @@ class CoordinatorConfig(BaseModel):
             raise ValueError(f"assignors must be among uniform, range; got {value!r}")
         return ",".join(names)
 
+    @field_validator("log_dirs", mode="before")
+    @classmethod
+    def _one_log_dir(cls, value: object) -> object:
+        text = str(value).strip()
+        if not text:
+            raise ValueError("log.dirs must name the data directory; it is empty")
+        if "," in text:
+            raise ValueError(f"log.dirs must name one directory (the coordinator keeps one); got {text!r}")
+        return text
+
     @field_validator("event_loop")
     @classmethod
     def _known_event_loop(cls, value: str) -> str:

@@ -49,6 +49,8 @@ def test_topics_create_list_describe_delete(coordinator) -> None:
         (["-o", "num.partitions=0"], "num.partitions"),
         (["--listen", "nowhere"], "listeners"),
         (["-o", "no-equals-sign"], "no-equals-sign"),
+        (["-o", "log.dirs="], "log.dirs must name the data directory"),  # not the working directory
+        (["-o", "log.dirs=/var/a,/var/b"], "log.dirs must name one directory"),  # not a directory 'a,b'
         # Session and heartbeat settings outside their bounds, or a heartbeat not below the session.
         (["-o", "group.consumer.session.timeout.ms=3000"], "group.consumer.min.session.timeout.ms"),
         (["-o", "group.consumer.heartbeat.interval.ms=20000"], "group.consumer.max.heartbeat.interval.ms"),
