@@ -179,8 +179,11 @@ class Offsets:
         topics = []
         for topic in body.topics:
             partitions = []
+            count = self.ctx.partitions_of(topic.name)
             for part in topic.partitions:
                 error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if topic.name in subscribed else ErrorCode.NONE
+                if count is None or not 0 <= part.partition_index < count:  # Kafka checks this first
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 if error == ErrorCode.NONE and (topic.name, part.partition_index) in self.of_group(
                     body.group_id
                 ):

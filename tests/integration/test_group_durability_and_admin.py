@@ -14,6 +14,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
+from kafka import TopicPartition as KpTopicPartition
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.processes import CoordinatorProcess
@@ -212,6 +213,23 @@ def test_a_deleted_topic_takes_its_committed_offsets_along(group_coordinator) ->
     produce_confluent(b, "reborn", items)
     records = consume_confluent_group(b, "reborn", "readers", "classic", len(items), timeout=20)
     assert sorted(value for *_, value in records) == sorted(value for _, value in items)
+
+    # OffsetDelete (kafka-python's admin client): a partition that does not exist is
+    # UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers it; the rest are deleted.
+    kp_admin = KafkaAdminClient(bootstrap_servers=b)
+    try:
+        wanted = [KpTopicPartition("kept", 0), KpTopicPartition("kept", 4), KpTopicPartition("nowhere", 0)]
+        errors = {
+            (tp.topic, tp.partition): error.__name__
+            for tp, error in kp_admin.delete_group_offsets("readers", wanted).items()
+        }
+    finally:
+        kp_admin.close()
+    assert errors == {
+        ("kept", 0): "NoError", ("kept", 4): "UnknownTopicOrPartitionError",
+        ("nowhere", 0): "UnknownTopicOrPartitionError",
+    }  # fmt: skip
+    assert committed_offsets(b, "readers", "kept", 1) == {0: -1001}
 
 
 def test_the_internal_topic_is_compacted_and_still_replays_every_group(tmp_path) -> None:

@@ -152,6 +152,12 @@ def test_offset_delete_refuses_topics_a_live_consumer_group_subscribes_to() -> N
         {"name": "old", "partitions": [{"partition_index": 0}]}])  # fmt: skip
     errors = {t["name"]: t["partitions"][0]["error_code"] for t in answer["topics"]}
     assert errors == {"orders": ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, "old": 0}
+    unknown = h.call(ApiKey.OFFSET_DELETE, 0, group_id="g", topics=[
+        {"name": "nowhere", "partitions": [{"partition_index": 0}]},
+        {"name": "old", "partitions": [{"partition_index": 1}]}])  # fmt: skip
+    assert [p["error_code"] for t in unknown["topics"] for p in t["partitions"]] == [
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    ]  # fmt: skip
     assert fetch(h) == {("orders", 0): 5}
     missing = h.call(ApiKey.OFFSET_DELETE, 0, group_id="nobody", topics=[])
     assert missing["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
