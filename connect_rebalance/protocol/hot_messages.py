@@ -305,6 +305,14 @@ _MEMBER_FIELDS = frozenset({
 _TOPIC_FIELDS = frozenset({"topic_id", "topic_name", "partitions"})
 
 
+# The members of a group as last written, by the tuple that held them: a tuple of members is
+# the group core's describe of a group as it stands, which it hands out again, unchanged, until
+# the group changes (`ModernGroups._described_members`). A monitor polling a big group then
+# costs no encoding; the tuple is kept with its bytes, so its id cannot be reused meanwhile.
+_WRITTEN_MEMBERS: dict[tuple[int, int], tuple[tuple[Any, ...], bytes]] = {}
+_WRITTEN_MEMBERS_KEPT = 8
+
+
 class _DescribeWriter:
     """ConsumerGroupDescribe's body (v0, v1), written piece by piece.
 
@@ -340,10 +348,21 @@ class _DescribeWriter:
             _INT16.pack(group["error_code"]), _compact_string(get("error_message")),
             _required_string(group["group_id"]), _required_string(group["group_state"]),
             _INT32_INT32.pack(group["group_epoch"], group["assignment_epoch"]),
-            self._string(group["assignor_name"]), uvarint_bytes(len(members) + 1),
+            self._string(group["assignor_name"]),
         )  # fmt: skip
-        for member in members:
-            self._member(member)
+        key = (id(members), self.version)
+        known = _WRITTEN_MEMBERS.get(key) if type(members) is tuple else None
+        if known is not None and known[0] is members:
+            parts.append(known[1])
+        else:
+            start = len(parts)
+            parts.append(uvarint_bytes(len(members) + 1))
+            for member in members:
+                self._member(member)
+            if type(members) is tuple:
+                if len(_WRITTEN_MEMBERS) >= _WRITTEN_MEMBERS_KEPT:
+                    del _WRITTEN_MEMBERS[next(iter(_WRITTEN_MEMBERS))]
+                _WRITTEN_MEMBERS[key] = (members, b"".join(parts[start:]))
         parts += (_INT32.pack(get("authorized_operations", -(2**31))), b"\x00")
 
     def _member(self, member: dict[str, Any]) -> None:

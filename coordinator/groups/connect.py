@@ -342,8 +342,14 @@ class ConnectGroups(ModernGroups[Work]):
 
     # -- ConnectGroupDescribe -------------------------------------------------------------
 
-    def described(self, group: Any) -> dict[str, Any]:
-        members = [
+    def described_fields(self, group: Any) -> dict[str, Any]:
+        return {
+            "computing_member_id": group.compute.member_id,
+            "target_connectors_and_tasks": work_field(group.covered),
+        }
+
+    def described_members(self, group: Any) -> list[dict[str, Any]]:
+        return [
             {
                 "member_id": m.member_id,
                 "instance_id": m.profile.instance_id,
@@ -368,8 +374,6 @@ class ConnectGroups(ModernGroups[Work]):
             }
             for m in group.members.values()
         ]
-        return {"computing_member_id": group.compute.member_id,
-                "target_connectors_and_tasks": work_field(group.covered), "members": members}  # fmt: skip
 
 
 def _listed(assignors: Sequence[ClientAssignorSpec]) -> str:

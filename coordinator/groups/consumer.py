@@ -580,7 +580,10 @@ class ConsumerGroups(ModernGroups[Item]):
     def described_assignor(self, group: Any) -> str:
         return super().described_assignor(group) or self.assignors[0]
 
-    def described(self, group: Any) -> dict[str, Any]:
+    def describe_key(self) -> Any:
+        return self.topics.version
+
+    def described_members(self, group: Any) -> list[dict[str, Any]]:
         # Members that name the same topics share one subscription (`shared`): it is sorted once,
         # and the same list stands in each of their entries, which the encoder writes once.
         sorted_names: dict[frozenset[str], list[str]] = {}
@@ -604,7 +607,7 @@ class ConsumerGroups(ModernGroups[Item]):
             }
             for m in group.members.values()
         ]
-        return {"members": members}
+        return members
 
     def _described(self, items: frozenset[Item]) -> dict[str, Any]:
         described = assignment_field(items)

@@ -467,6 +467,39 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="describe-kept-across-a-change",
+        breaks="a describe of a consumer group shows what changed since the last one",
+        file="coordinator/groups/modern/group.py",
+        original="        self.derived_state = self.last_described = None\n",
+        replacement="        self.derived_state = None  # mutation: the last describe outlives changes\n",
+        tests=(
+            f"{UNIT}/test_consumer_group_core.py::"
+            "test_a_describe_shows_every_change_and_an_unchanged_group_hands_back_what_it_described",
+        ),
+    ),
+    Mutation(
+        name="describe-kept-across-a-topic-change",
+        breaks="a describe of a consumer group names the topics as they are now",
+        file="coordinator/groups/consumer.py",
+        original="    def describe_key(self) -> Any:\n        return self.topics.version\n",
+        replacement="    def describe_key(self) -> Any:\n        return None  # mutation\n",
+        tests=(
+            f"{UNIT}/test_consumer_group_core.py::"
+            "test_a_describe_shows_every_change_and_an_unchanged_group_hands_back_what_it_described",
+        ),
+    ),
+    Mutation(
+        name="described-members-written-once-for-every-version",
+        breaks="a describe answer repeated for an unchanged group is the bytes of the version asked",
+        file="connect_rebalance/protocol/hot_messages.py",
+        original="        key = (id(members), self.version)\n",
+        replacement="        key = (id(members), 0)  # mutation: one version's bytes for all\n",
+        tests=(
+            f"{UNIT}/test_hot_messages.py::"
+            "test_members_handed_out_again_are_written_once_per_version_as_the_schema_codec_writes_them",
+        ),
+    ),
+    Mutation(
         name="forward-decodes-the-path",
         breaks="a write sent to a follower acts on the connector its URL names, not another",
         file="workers/rest.py",

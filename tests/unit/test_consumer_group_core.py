@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.protocol.api_keys import ApiKey
 from tests.support.group_harness import GroupHarness
 
 pytestmark = pytest.mark.unit
@@ -281,3 +282,41 @@ def test_no_partition_is_owned_twice_and_a_quiet_group_converges(script) -> None
         subscribed = {t for m in group.members.values() for t in m.subscribed_topic_names}
         expected = {(h.metadata.topic_id(t), p) for t in subscribed for p in range(h.topics[t])}
         assert sorted(assigned) == sorted(expected), "every subscribed partition is owned once"
+
+
+def test_a_describe_shows_every_change_and_an_unchanged_group_hands_back_what_it_described() -> None:
+    """A describe is kept until a record changes the group or a topic changes (a monitor
+    polling a big group then costs no rebuilding and no encoding); it is never stale."""
+    h = GroupHarness(topics={"orders": 4, "audit": 2})
+
+    def members() -> tuple:  # type: ignore[type-arg]
+        answer = h.call(
+            ApiKey.CONSUMER_GROUP_DESCRIBE, 1, group_ids=["cg"], include_authorized_operations=False
+        )
+        return answer["groups"][0]["members"]  # type: ignore[no-any-return]
+
+    def held(described: tuple) -> dict[str, dict[str, list[int]]]:  # type: ignore[type-arg]
+        return {
+            m["member_id"]: {t["topic_name"]: t["partitions"] for t in m["assignment"]["topic_partitions"]}
+            for m in described
+        }
+
+    join(h, "A", topics=("orders", "audit"))
+    first = members()
+    assert members() is first, "nothing changed: the same members, described once"
+    assert held(first) == {"A": {"orders": [0, 1, 2, 3], "audit": [0, 1]}}
+    join(h, "B", topics=("orders", "audit"))
+    assert [m["member_id"] for m in members()] == ["A", "B"]
+    kept = h.assigned(h.consumer_heartbeat("A", 1, owned={"orders": [0, 1, 2, 3], "audit": [0, 1]}))
+    h.consumer_heartbeat("A", 1, owned=kept)  # A has let go of what B is to get
+    assert held(members())["A"] == {n: sorted(p) for n, p in kept.items() if p}
+    h.failing_writes = "the disk is full"
+    before = members()
+    assert join(h, "C")["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert members() == before, "a change taken back is not described"
+    h.failing_writes = None
+    h.delete_topic("audit")
+    renamed = members()
+    assert renamed is not before and all(
+        t["topic_name"] != "audit" for m in renamed for t in m["assignment"]["topic_partitions"]
+    ), "a deleted topic is not named"

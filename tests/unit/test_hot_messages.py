@@ -292,3 +292,21 @@ def test_a_describe_answer_the_hot_encoder_cannot_write_is_left_to_the_schema_co
         assert hot_messages.encode_answer(DESCRIBE, 1, 9, fields) is None, bad
     for bad in ({"group_epoch": "1"}, {"error_message": 5}, {"members": None}):
         assert hot_messages.encode_answer(DESCRIBE, 1, 9, {"groups": [{**group, **bad}]}) is None, bad
+
+
+def test_members_handed_out_again_are_written_once_per_version_as_the_schema_codec_writes_them() -> None:
+    """The group core hands out the same tuple of members while a group is unchanged; the
+    encoder keeps what it wrote for it, per version (v1 adds MemberType)."""
+    tp = {"topic_id": str(uuid.uuid4()), "topic_name": "t", "partitions": [0, 1]}
+    members = tuple(
+        {"member_id": f"m{i}", "member_epoch": 3, "client_id": "c", "client_host": "/h",
+         "subscribed_topic_names": ["t"], "assignment": {"topic_partitions": [tp]},
+         "target_assignment": {"topic_partitions": []}, "member_type": 1}
+        for i in range(3)
+    )  # fmt: skip
+    group = {"error_code": 0, "group_id": "g", "group_state": "Stable", "group_epoch": 1,
+             "assignment_epoch": 1, "assignor_name": "uniform", "members": members}  # fmt: skip
+    for version in (0, 1, 1, 0):
+        fields = {"groups": [group, {**group, "group_id": "other"}]}
+        expected = schema_answer(DESCRIBE, version, 9, fields)
+        assert codec.encode_answer(DESCRIBE, version, 9, fields) == expected

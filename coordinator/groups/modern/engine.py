@@ -612,7 +612,8 @@ class ModernGroups(ABC, Generic[Item]):
                     "error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
                     "group_state": group.state.value, "group_epoch": group.group_epoch,
                     "assignment_epoch": group.assignment_epoch,
-                    "assignor_name": self.described_assignor(group), **self.described(group),
+                    "assignor_name": self.described_assignor(group), **self.described_fields(group),
+                    "members": self._described_members(group),
                 })  # fmt: skip
                 continue
             missing = (
@@ -627,8 +628,26 @@ class ModernGroups(ABC, Generic[Item]):
             })  # fmt: skip
         self.ctx.reply(request.request_id, {"throttle_time_ms": 0, "groups": described})
 
-    def described(self, group: Any) -> dict[str, Any]:
+    def _described_members(self, group: Any) -> tuple[dict[str, Any], ...]:
+        """The flavour's `described_members(group)`, kept until a record changes the group (or
+        `describe_key` changes): the same tuple is handed out again, and never changed, so
+        the wire encoder writes it once (hot_messages)."""
+        key = self.describe_key()
+        if group.last_described is None or group.last_described[0] != key:
+            group.last_described = (key, tuple(self.described_members(group)))
+        return group.last_described[1]  # type: ignore[no-any-return]
+
+    def describe_key(self) -> Any:
+        """What else the described members depend on (consumer groups: topic names)."""
+        return None
+
+    def described_members(self, group: Any) -> list[dict[str, Any]]:
+        """Describe's entry for each member: what records hold, and only that."""
         raise NotImplementedError
+
+    def described_fields(self, group: Any) -> dict[str, Any]:
+        """The flavour's group-level fields of Describe, read afresh each time."""
+        return {}
 
     def described_assignor(self, group: Any) -> str:
         selection = self.selection(group)
@@ -648,8 +667,8 @@ class ModernGroups(ABC, Generic[Item]):
         if not isinstance(group, self.group_class):
             group = self.group_class(record.group_id)
             journal.set_item(groups, record.group_id, group)
-        group.derived_state = None
-        journal.on_undo(lambda: setattr(group, "derived_state", None))
+        group.forget_derived()
+        journal.on_undo(group.forget_derived)
         if isinstance(record, self.epoch_record):
             journal.set_attr(group, "group_epoch", record.epoch)
         elif isinstance(record, self.member_record):

@@ -55,8 +55,10 @@ class ModernGroup(Generic[Item]):
     compute: ComputeRound = field(default_factory=ComputeRound)
     profiles_version: int = 0  # bumped by every change of a member's profile (or of who is a member)
     # Derived from the above, dropped whenever a record changes the group: a settled group's
-    # heartbeats then read its state without walking its members.
+    # heartbeats then read its state without walking its members, and a describe of an
+    # unchanged group (a monitor polling it) hands out the members it described last time.
     derived_state: ModernState | None = field(default=None, repr=False, compare=False)
+    last_described: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)  # key, members
 
     type_name: ClassVar[str] = ""
 
@@ -69,6 +71,9 @@ class ModernGroup(Generic[Item]):
         if self.derived_state is None:
             self.derived_state = self._state()
         return self.derived_state
+
+    def forget_derived(self) -> None:
+        self.derived_state = self.last_described = None
 
     def _state(self) -> ModernState:
         if not self.members:
