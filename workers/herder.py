@@ -200,10 +200,14 @@ class Herder:
             return
         name = key.decode()
         before = self.state.work(), dict(self.state.target_states)
-        config_before = None
+        config_before = tasks_before = None
         if name.startswith("connector-"):
             config_before = self.state.connectors.get(name[len("connector-") :])
+        if name.startswith("commit-"):
+            tasks_before = self.state.tasks.get(name[len("commit-") :])
         self.state.apply(name, decode_json(value), offset)
+        if name.startswith("commit-") and self.state.tasks.get(name[len("commit-") :]) != tasks_before:
+            asyncio.ensure_future(self._restart_reconfigured_tasks(name[len("commit-") :]))
         if (self.state.work(), self.state.target_states) != before:
             self._config_changed.set()
         if name.startswith("connector-") and config_before is not None:
@@ -625,6 +629,20 @@ class Herder:
             if item in self.running:
                 await self._stop(item, "UNASSIGNED")
                 await self._start(item)
+
+    async def _restart_reconfigured_tasks(self, name: str) -> None:
+        """New task configs were committed: a task of the connector running here with another
+        config is restarted with its new one, as Kafka Connect does (a task no longer wanted
+        is revoked by the rebalance the change starts)."""
+        async with self._lock:
+            configs = self.state.tasks.get(name, [])
+            for item in sorted(i for i in self.running if i[0] == name and i[1] != CONNECTOR):
+                runner = self.running[item]
+                index = int(item[1])
+                started = runner.instance is not None and runner.state in ("RUNNING", "FAILED")
+                if started and index < len(configs) and runner.config != configs[index]:
+                    await self._stop(item, "RESTARTING")
+                    await self._start(item)
 
     async def _apply_target_state(self, item: Work) -> None:
         async with self._lock:

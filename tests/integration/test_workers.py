@@ -156,6 +156,46 @@ def test_rest_api_with_a_kafka_connect_client_and_curl(cluster: WorkerCluster) -
     assert curl("POST", f"{other.url}/connectors/orders/tasks/9/restart")[0] == 404
 
 
+def test_running_tasks_restart_with_their_new_configs_when_the_connector_config_changes(
+    cluster: WorkerCluster,
+) -> None:
+    """As in Kafka Connect, new task configs restart the tasks running with old ones: after the
+    topic is changed, every task writes to the new topic only."""
+    w1, w2 = cluster.start("w1"), cluster.start("w2")
+    moving = source("moving", 2, throughput=5)
+    assert rest("POST", f"{w1.url}/connectors", moving)[0] == 201
+    bootstrap = cluster.coordinator.bootstrap
+
+    def written(topic: str) -> dict[str, list[tuple[int, int, str]]]:
+        try:
+            return records_by_task(bootstrap, topic)
+        except ValueError:  # no such topic yet: nothing written to it
+            return {}
+
+    wait_until(lambda: len(written("moving-out")) == 2, 30, "both tasks writing")
+    moved = {**moving["config"], "topic": "moved-out"}  # type: ignore[dict-item]
+    assert rest("PUT", f"{w2.url}/connectors/moving/config", moved)[0] == 200
+
+    def task_topics() -> set[str]:
+        return {t["config"].get("topic", "") for t in rest("GET", f"{w1.url}/connectors/moving/tasks")[1]}
+
+    wait_until(lambda: task_topics() == {"moved-out"}, 30, "the new task configs")
+
+    def latest() -> dict[str, tuple[int, str]]:
+        """Each task's latest record: (timestamp, topic)."""
+        found: dict[str, tuple[int, str]] = {}
+        for topic in ("moving-out", "moved-out"):
+            for task, records in written(topic).items():
+                found[task] = max(found.get(task, (0, "")), (max(r[0] for r in records), topic))
+        return found
+
+    since = time.time() * 1000 + 2000  # the restarts are done well within two seconds
+    wait_until(lambda: all(t >= since for t, _ in latest().values()), 30, "records written since")
+    assert {task: topic for task, (_, topic) in latest().items()} == {
+        "moving-0": "moved-out", "moving-1": "moved-out"
+    }  # fmt: skip
+
+
 @pytest.fixture
 def long_session_cluster(tmp_path: Path) -> Iterator[WorkerCluster]:
     with worker_cluster(tmp_path, LEAVE_SESSION_MS) as workers:

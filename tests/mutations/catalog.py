@@ -500,6 +500,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="tasks-keep-their-old-configs",
+        breaks="a connector whose task configs change runs its tasks with the new ones",
+        file="workers/herder.py",
+        original="                if started and index < len(configs) and runner.config != configs[index]:\n",
+        replacement="                if False:  # mutation: tasks keep their old configs\n",
+        tests=(
+            f"{INTEGRATION}/test_workers.py::"
+            "test_running_tasks_restart_with_their_new_configs_when_the_connector_config_changes",
+        ),
+    ),
+    Mutation(
         name="forward-decodes-the-path",
         breaks="a write sent to a follower acts on the connector its URL names, not another",
         file="workers/rest.py",
