@@ -455,6 +455,30 @@ def probe_process(bootstrap: str, frames: list[bytes], period: float, stop: Any,
     results.put(asyncio.run(run()))
 
 
+class Probe:
+    """`probe_process` started in a process of its own; `finish` stops it and returns what it saw
+    ((sent at, latency, error) per heartbeat, per member); `kill` for a run cut short."""
+
+    def __init__(self, bootstrap: str, frames: list[bytes], period: float = 0.1) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.stop, self.results = context.Event(), context.Queue()
+        self.process = context.Process(
+            target=probe_process, args=(bootstrap, frames, period, self.stop, self.results)
+        )
+        self.process.start()
+
+    async def finish(self) -> list[list[tuple[float, float, int]]]:
+        self.stop.set()
+        seen = await asyncio.get_running_loop().run_in_executor(None, self.results.get, True, 60)
+        self.process.join(10)
+        return seen  # type: ignore[no-any-return]
+
+    def kill(self) -> None:
+        self.stop.set()
+        if self.process.is_alive():
+            self.process.kill()
+
+
 async def forming_without_stall(members: int, seconds_before: float) -> dict[str, Any]:
     topics = {f"t{t:03d}": 10 for t in range(200)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -481,34 +505,28 @@ async def _forming(
         [ConsumerMember(str(uuid.UUID(int=i + 1)), sorted(rng.sample(names, 20))) for i in range(members)],
         100,
     )  # fmt: skip
-    context = multiprocessing.get_context("spawn")
-    stop, results = context.Event(), context.Queue()
-    process = None
+    probing = None
     try:
         await probe.start()
         await probe.wait_stable(admin, timeout=60)
         await probe.halt()
         frames = probe.heartbeat_frames()
-        process = context.Process(target=probe_process, args=(bootstrap, frames, 0.1, stop, results))
-        process.start()
+        probing = Probe(bootstrap, frames)
         await asyncio.sleep(seconds_before)
         started = time.perf_counter()
         await big.start(cap_ms=float("inf"))
         stable_s = await big.wait_stable(admin, timeout=600)
         await asyncio.sleep(1.0)
-        stop.set()
-        seen = await asyncio.get_running_loop().run_in_executor(None, results.get, True, 60)
-        process.join(10)
+        seen = await probing.finish()
         epoch = await big_group_epoch(admin)
         computations = target_computations(coordinator.admin_url, BIG_GROUP)
         await big.halt()
     finally:
-        stop.set()
         await big.close()
         await probe.close()
         await admin.close()
-        if process is not None and process.is_alive():
-            process.kill()
+        if probing is not None:
+            probing.kill()
     during = sorted(lat for member in seen for sent, lat, _ in member if sent >= started)
     all_probes = [s for member in seen for s in member]
     return {
