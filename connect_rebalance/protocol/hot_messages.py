@@ -302,7 +302,6 @@ _MEMBER_FIELDS = frozenset({
     "member_id", "instance_id", "rack_id", "member_epoch", "client_id", "client_host",
     "subscribed_topic_names", "subscribed_topic_regex", "assignment", "target_assignment", "member_type",
 })  # fmt: skip
-_TOPIC_FIELDS = frozenset({"topic_id", "topic_name", "partitions"})
 
 
 # The members of a group as last written, by the tuple that held them: a tuple of members is
