@@ -200,14 +200,14 @@ class Herder:
             return
         name = key.decode()
         before = self.state.work(), dict(self.state.target_states)
-        config_before = tasks_before = None
+        config_before = None
         if name.startswith("connector-"):
             config_before = self.state.connectors.get(name[len("connector-") :])
-        if name.startswith("commit-"):
-            tasks_before = self.state.tasks.get(name[len("commit-") :])
+        committed = name[len("commit-") :] if name.startswith("commit-") else None
+        tasks_before = self.state.tasks.get(committed) if committed is not None else None
         self.state.apply(name, decode_json(value), offset)
-        if name.startswith("commit-") and self.state.tasks.get(name[len("commit-") :]) != tasks_before:
-            asyncio.ensure_future(self._restart_reconfigured_tasks(name[len("commit-") :]))
+        if committed is not None and self.state.tasks.get(committed) != tasks_before:
+            asyncio.ensure_future(self._restart_reconfigured_tasks(committed))
         if (self.state.work(), self.state.target_states) != before:
             self._config_changed.set()
         if name.startswith("connector-") and config_before is not None:

@@ -540,18 +540,15 @@ class RestApi:
         config = _string_values(body)
         config.setdefault("connector.class", request.match_info["plugin"])
         problems = {p.name: p.message for p in plugin.validate(config)}
+        definitions = plugin.all_config_defs()
+        defined = {d.name for d in definitions}
+        # Refused framework settings (transforms, converters...) are listed too, as Kafka lists its own.
+        definitions = definitions + [ConfigDef(name) for name in problems if name not in defined]
         configs = [
             {"definition": d.definition(),
              "value": {"name": d.name, "value": config.get(d.name, d.default), "recommended_values": [],
                        "errors": [problems[d.name]] if d.name in problems else [], "visible": True}}
-            for d in plugin.all_config_defs()
-        ]  # fmt: skip
-        defined = {d.name for d in plugin.all_config_defs()}
-        configs += [  # refused framework settings (transforms, converters...), as Kafka lists its own
-            {"definition": ConfigDef(name).definition(),
-             "value": {"name": name, "value": config[name], "recommended_values": [], "errors": [message],
-                       "visible": True}}
-            for name, message in problems.items() if name not in defined
+            for d in definitions
         ]  # fmt: skip
         return web.json_response(
             {"name": f"{plugin.__module__}.{plugin.__qualname__}", "error_count": len(problems),

@@ -436,8 +436,7 @@ def _required_string(value: str) -> bytes:
     """A non-nullable string: a None is left to the schema codec to refuse or write."""
     if type(value) is not str:
         raise _NotHot
-    data = value.encode()
-    return uvarint_bytes(len(data) + 1) + data
+    return _compact_string(value)
 
 
 def _consumer_group_describe(version: int) -> Callable[[int, dict[str, Any]], bytes]:

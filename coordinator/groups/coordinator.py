@@ -133,35 +133,35 @@ class GroupCoordinator:
         return outcome
 
     def on_timer(self, now_ms: int) -> Outcome:
-        outcome = self.ctx.begin()
-        touched: set[str] = set()
-        try:
+        def run_expired() -> set[str]:
+            touched: set[str] = set()
             for key, operation in self.ctx.timers.pop_expired(now_ms):
                 operation(now_ms)
                 touched.add(key[0])  # type: ignore[index]
-        finally:
-            self.ctx.end()
-        outcome.groups = touched - {""}
-        self.metrics.observe_groups(self.groups, outcome.groups, now_ms)
-        return outcome
+            return touched - {""}
+
+        return self._unrequested(run_expired, now_ms)
 
     def target_computed(self, computation: Any, assigned: Any, now_ms: int) -> Outcome:
         """The result of an effect the core asked for (a server-side target), or None if it failed."""
-        outcome = self.ctx.begin()
-        try:
+
+        def install() -> set[str]:
             if self.consumer is not None:
                 self.consumer.target_computed(computation, assigned, now_ms)
-        finally:
-            self.ctx.end()
-        outcome.groups = {computation.group_id}
-        self.metrics.observe_groups(self.groups, outcome.groups, now_ms)
-        return outcome
+            return {computation.group_id}
+
+        return self._unrequested(install, now_ms)
 
     def topics_deleted(self, topics: set[str], now_ms: int) -> Outcome:
         """Topics were deleted: the offsets groups committed for them go too."""
+        return self._unrequested(lambda: self.offsets.topics_deleted(topics), now_ms)
+
+    def _unrequested(self, change: Callable[[], set[str]], now_ms: int) -> Outcome:
+        """The outcome of a change no request made (deadlines, an effect's result, deleted
+        topics); `change` returns the groups it touched, which the outcome names."""
         outcome = self.ctx.begin()
         try:
-            outcome.groups = self.offsets.topics_deleted(topics)
+            outcome.groups = change()
         finally:
             self.ctx.end()
         self.metrics.observe_groups(self.groups, outcome.groups, now_ms)
