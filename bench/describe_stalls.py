@@ -41,6 +41,7 @@ from bench.heartbeats import (  # noqa: E402 - the sibling bench's members, prob
     ConsumerFleet,
     ConsumerMember,
     Probe,
+    close_all,
     create_topics,
     environment,
     frame,
@@ -118,11 +119,7 @@ async def _measure(bootstrap: str, members: int, per_member: int, describes: int
         ended = time.perf_counter()
         seen = await probing.finish()
     finally:
-        await big.close()
-        await probe.close()
-        await admin.close()
-        if probing is not None:
-            probing.kill()
+        await close_all(probing, big, probe, admin)
     _, body = codec.decode_response_body(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, answer)
     described = codec.response_fields(body)["groups"][0]
     assert described["group_state"] == "Stable" and len(described["members"]) == members, described[

@@ -479,6 +479,14 @@ class Probe:
             self.process.kill()
 
 
+async def close_all(probing: Probe | None, *closing: Any) -> None:
+    """After a run, cut short or not: fleets and clients closed, a probe still running killed."""
+    for item in closing:
+        await item.close()
+    if probing is not None:
+        probing.kill()
+
+
 async def forming_without_stall(members: int, seconds_before: float) -> dict[str, Any]:
     topics = {f"t{t:03d}": 10 for t in range(200)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -522,11 +530,7 @@ async def _forming(
         computations = target_computations(coordinator.admin_url, BIG_GROUP)
         await big.halt()
     finally:
-        await big.close()
-        await probe.close()
-        await admin.close()
-        if probing is not None:
-            probing.kill()
+        await close_all(probing, big, probe, admin)
     during = sorted(lat for member in seen for sent, lat, _ in member if sent >= started)
     all_probes = [s for member in seen for s in member]
     return {
