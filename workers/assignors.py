@@ -2,8 +2,8 @@
 
 Kafka Connect has two: the eager assignor (every rebalance stops everything; the work is
 dealt out afresh, round-robin, with no memory) and the incremental cooperative one (sticky
-and balanced, a lost worker's work held for `scheduled.rebalance.max.delay.ms`: sticky_plan.py
-and lost_work.py). Both group protocols use them: on `classic` the leader picks one by the
+and balanced, a lost worker's work held for `scheduled.rebalance.max.delay.ms`:
+balanced_target.py and lost_work.py). Both group protocols use them: on `classic` the leader picks one by the
 embedded protocol the coordinator chose; on `connect` each is a client assignor the worker
 offers in its heartbeats, and the coordinator names the one every worker supports when it
 asks a worker to compute (docs/protocol.md, "Connect groups"):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from connect_rebalance.work import Work
 
-from .sticky_plan import sticky_balanced
+from .balanced_target import balanced_target
 
 
 @dataclass
@@ -84,7 +84,7 @@ def plan(
         deadline = previous[1] if previous is not None and previous[0] == owner else now + delay_s
         if now < deadline:
             still_held[item] = (owner, deadline)
-    target = sticky_balanced(
+    target = balanced_target(
         list(members), {m: frozenset(items) for m, items in kept.items()}, work - still_held.keys()
     )
     return target, HeldWork(still_held)

@@ -271,8 +271,9 @@ def test_an_eager_target_ignores_stickiness() -> None:
         "m2": frozenset({("b", CONNECTOR), ("a", 2), ("b", 1)}),
         "m3": frozenset({("a", 0), ("a", 3)}),
     }
-    current = {"m1": frozenset({("a", 0), ("a", 2), ("b", 1)}), "m2": frozenset({("a", CONNECTOR), ("a", 1)}),
-               "m3": frozenset({("b", CONNECTOR), ("a", 3), ("b", 0)})}  # fmt: skip
+    current = {"m1": frozenset({("a", CONNECTOR), ("a", 0), ("a", 2)}),
+               "m2": frozenset({("b", CONNECTOR), ("a", 1), ("b", 0)}),
+               "m3": frozenset({("a", 3), ("b", 1)})}  # fmt: skip
     sticky, _ = plan(assignors.SESSIONED, current, {})
     assert sticky == current, "balanced already: the incremental assignor moves nothing"
     eager, _ = plan(assignors.EAGER, current, {})
