@@ -53,7 +53,8 @@ def balanced_target(
         if item[1] != CONNECTOR:
             tasks_of[item[0]].append(item)
     holding = {m: _tasks_by_connector(held[m]) for m in names}
-    extras = _place_extras(names, {c: len(t) for c, t in tasks_of.items()}, holding)
+    placed = {m: len(target[m]) for m in names}  # connectors: members with fewer get extras first
+    extras = _place_extras(names, {c: len(t) for c, t in tasks_of.items()}, holding, placed)
     for connector, tasks in tasks_of.items():
         base = len(tasks) // len(names)
         counts = {m: base + (1 if m in extras[connector] else 0) for m in names}
@@ -104,7 +105,10 @@ def _tasks_by_connector(items: list[Work]) -> dict[str, list[Work]]:
 
 
 def _place_extras(
-    names: list[str], task_counts: Mapping[str, int], holding: Mapping[str, Mapping[str, list[Work]]]
+    names: list[str],
+    task_counts: Mapping[str, int],
+    holding: Mapping[str, Mapping[str, list[Work]]],
+    placed: Mapping[str, int],
 ) -> dict[str, set[str]]:
     """For each connector with `n % W` extra tasks, the members that run one more of them.
 
@@ -114,7 +118,8 @@ def _place_extras(
     extras, and a member with more than it has room for lets go of the connectors fewest
     others have let go of, so that what is let go can be taken up by one member (a joining
     one) with nobody else moving. Then each connector's missing extras go to the members with
-    the most room that do not have one of its extras yet.
+    the most room that do not have one of its extras yet. Where that leaves a choice, members
+    with fewer items `placed` already come first, so totals stay as level as they can.
 
     If a connector still needs a member while every member with room has one of its extras,
     one swap makes room: take a full member `b` without this connector's extra and a member
@@ -136,7 +141,7 @@ def _place_extras(
     for c, members in holders.items():
         for m in members:
             keeps[m].append(c)
-    order = sorted(names, key=lambda m: (-len(keeps[m]), -sum(map(len, holding[m].values())), m))
+    order = sorted(names, key=lambda m: (-len(keeps[m]), -sum(map(len, holding[m].values())), placed[m], m))
     room = {m: base + (1 if i < extra else 0) for i, m in enumerate(order)}
     chosen: dict[str, set[str]] = {c: set() for c in task_counts}
     let_go: dict[str, int] = defaultdict(int)
@@ -150,7 +155,7 @@ def _place_extras(
                 chosen[c].add(m)
                 room[m] -= 1
     for c in sorted(wanted):
-        for m in sorted(names, key=lambda m: (-room[m], m)):
+        for m in sorted(names, key=lambda m: (-room[m], placed[m], m)):
             if len(chosen[c]) == wanted[c] or room[m] == 0:
                 break
             if m not in chosen[c]:

@@ -141,7 +141,8 @@ def test_a_write_sent_to_either_worker_acts_on_the_connector_its_url_names(tmp_p
         workers = [cluster.start("w1"), cluster.start("w2")]
         assert rest("POST", f"{workers[0].url}/connectors", source("spread"))[0] == 201
         # Its connector and task on one worker each: both are members and know the leader.
-        wait_until(lambda: cluster.balanced("spread", 2), 60, "one item on each worker")
+        on_both = lambda: len(set(cluster.placement("spread").values())) == 2  # noqa: E731
+        wait_until(on_both, 60, "one item on each worker")
         for worker in workers:
             victim, sneaky = f"victim-{worker.name}", f"x/../victim-{worker.name}"
             for name in (victim, sneaky):

@@ -462,3 +462,82 @@ def test_workers_cut_off_from_the_coordinator_stop_their_tasks_before_anyone_els
 def metrics_of(worker: object) -> dict[str, float]:
 
     return metrics(worker.url)  # type: ignore[attr-defined]
+
+
+def balance_of(cluster: WorkerCluster, connectors: list[str]) -> tuple[list[int], list[int], list[int]]:
+    """What a user reads off the statuses once the group is quiet: each live worker's count of
+    connectors and of tasks, and the widest spread of one connector's tasks over the workers."""
+    live = sorted(w.worker_id for w in cluster.running())
+    where = {c: cluster.placement(c) for c in connectors}
+    connector_counts = Counter({w: 0 for w in live})
+    connector_counts.update(placed["C"] for placed in where.values() if "C" in placed)
+    task_counts = Counter({w: 0 for w in live})
+    widest = 0
+    for placed in where.values():
+        own = Counter({w: 0 for w in live})
+        own.update(worker for item, worker in placed.items() if item != "C")
+        task_counts.update(own)
+        widest = max(widest, max(own.values()) - min(own.values()))
+    return [connector_counts[w] for w in live], [task_counts[w] for w in live], [widest]
+
+
+def settle(cluster: WorkerCluster, connectors: dict[str, int], what: str) -> None:
+    """Until every connector and task runs on a live worker and the group is quiet: every
+    worker at the same epoch, none rebalancing, and the placement unchanged between polls."""
+    seen: list[object] = []
+
+    def quiet() -> bool:
+        workers = cluster.running()
+        values = [metrics(w.url) for w in workers]
+        placement = {c: cluster.placement(c) for c in connectors}
+        live = {w.worker_id for w in workers}
+        running = all(
+            len(placed) == items + 1 and set(placed.values()) <= live
+            for (c, items), placed in zip(connectors.items(), placement.values(), strict=True)
+        )
+        steady = (
+            len({v["connect_worker_member_epoch"] for v in values}) == 1
+            and not any(v["connect_worker_rebalancing"] for v in values)
+            and running
+        )
+        seen.append(placement if steady else None)
+        return steady and len(seen) >= 3 and seen[-3] == seen[-2] == seen[-1]
+
+    wait_until(quiet, 90, what, interval=0.5)
+
+
+@pytest.mark.parametrize("protocol", ["connect", "classic"])
+def test_connectors_and_tasks_each_balance_within_one_after_a_join_and_after_a_crash_and_a_bounce(
+    tmp_path: Path, protocol: str
+) -> None:
+    """Kafka Connect's rule, over real workers: connectors within one, tasks within one, and
+    (beyond it) each connector's tasks within one. Seen on main before: a third worker joining
+    six one-task connectors on two ended with connectors 3/3/0 and tasks 1/1/4; after a kill -9
+    and a bounce, one worker held all three tasks of a connector."""
+    classic = {"group.protocol": "classic", "session.timeout.ms": str(CUT_OFF_SESSION_MS),
+               "heartbeat.interval.ms": "1000"} if protocol == "classic" else {}  # fmt: skip
+    delay = {"scheduled.rebalance.max.delay.ms": str(DELAY_MS)}
+    with worker_cluster(tmp_path, SESSION_MS, **classic, **delay) as cluster:
+        start = {n: {**cluster.properties, "worker.id": n} for n in ("w1", "w2", "w3")}
+        w1 = cluster.workers["w1"] = WorkerProcess(start["w1"], tmp_path / "workers", "w1").start()
+        cluster.workers["w2"] = WorkerProcess(start["w2"], tmp_path / "workers", "w2").start()
+        connectors = {f"one-{n}": 1 for n in range(6)}
+        for name in connectors:
+            assert rest("POST", f"{w1.url}/connectors", source(name, 1, throughput=1))[0] == 201
+        settle(cluster, connectors, "six one-task connectors on two workers")
+        assert balance_of(cluster, list(connectors)) == ([3, 3], [3, 3], [1])
+
+        cluster.workers["w3"] = WorkerProcess(start["w3"], tmp_path / "workers", "w3").start()
+        settle(cluster, connectors, "the third worker's join")
+        assert balance_of(cluster, list(connectors)) == ([2, 2, 2], [2, 2, 2], [1]), "a join piles up"
+
+        connectors["wide"] = 3
+        assert rest("POST", f"{w1.url}/connectors", source("wide", 3, throughput=1))[0] == 201
+        settle(cluster, connectors, "a three-task connector placed")
+        cluster.workers["w2"].kill()
+        cluster.workers["w2"] = WorkerProcess(start["w2"], tmp_path / "workers", "w2").start()  # a bounce
+        settle(cluster, connectors, "the bounced worker back")
+        counts, tasks, widest = balance_of(cluster, list(connectors))
+        assert max(counts) - min(counts) <= 1, f"connectors per worker after a bounce: {counts}"
+        assert max(tasks) - min(tasks) <= 1, f"tasks per worker after a bounce: {tasks}"
+        assert widest == [1], "one connector's tasks pile up on one worker after a bounce"

@@ -555,6 +555,21 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="tasks-not-balanced-apart",
+        breaks="connectors and tasks are each balanced within one across workers (Kafka Connect's rule)",
+        file="workers/balanced_target.py",
+        original="    room = {m: base + (1 if i < extra else 0) for i, m in enumerate(order)}\n",
+        replacement="    room = {m: len(wanted) for m in names}  # mutation: tasks stay where they are\n",
+        tests=(
+            f"{UNIT}/test_balanced_target.py::"
+            "test_a_third_worker_joining_six_one_task_connectors_takes_connectors_and_tasks_alike",
+            f"{INTEGRATION}/test_workers.py::"
+            "test_connectors_and_tasks_each_balance_within_one_after_a_join_and_after_a_crash_and_a_bounce[connect]",
+            f"{INTEGRATION}/test_workers.py::"
+            "test_connectors_and_tasks_each_balance_within_one_after_a_join_and_after_a_crash_and_a_bounce[classic]",
+        ),
+    ),
+    Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
         file="workers/herder.py",
