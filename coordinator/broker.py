@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
 from .config import CoordinatorConfig
+from .producer_fences import ProducerFences
 from .storage.files import read_json, write_json_atomically
 from .storage.partition_log import now_ms
 from .storage.segment import Segment
@@ -89,6 +90,7 @@ class Broker:
         self.cluster_id = ""
         self.topics = TopicStore(self.data_dir, lambda explicit: log_settings(explicit, config))
         self.producer_ids: ProducerIdAllocator | None = None
+        self.fences: ProducerFences | None = None  # fenced producers' epochs (InitFencedProducer)
         # What Metadata tells clients to connect to; the server fills in a port bound as 0.
         self.advertised_address: tuple[str, int] = config.advertised
         self._lock_fd: int | None = None
@@ -110,6 +112,7 @@ class Broker:
             self.cluster_id = kafka_uuid_string(uuid.uuid4())
             write_json_atomically(meta, {"cluster_id": self.cluster_id, "format": 1})
         self.producer_ids = ProducerIdAllocator(self.data_dir / "producer_ids.json")
+        self.fences = ProducerFences(self.data_dir / "producer_fences.jsonl", self.producer_ids.allocate)
         self.topics.open()
 
     def start_background(self) -> None:
@@ -132,6 +135,8 @@ class Broker:
         self._tasks.clear()
         self.flush_all()
         self.topics.close()
+        if self.fences is not None:
+            self.fences.close()
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

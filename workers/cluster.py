@@ -85,7 +85,8 @@ class WorkerCluster:
         return worker
 
     def running(self) -> list[WorkerProcess]:
-        return [w for w in self.workers.values() if w.is_running()]
+        """The workers alive and not frozen: the ones that answer."""
+        return [w for w in self.workers.values() if w.is_running() and not w.paused]
 
     def status(self, connector: str) -> dict[str, Any]:
         for worker in self.running():

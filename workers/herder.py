@@ -37,13 +37,16 @@ from connect_rebalance.work import CONNECTOR, Work, work_of
 from . import assignors, lost_work
 from .config_state import PAUSED, STOPPED, ConfigState, decode_json, encode_json
 from .connect_membership import Assignment, ConnectMembership, InstallPlan
+from .fenced_output import OutputConnection, TaskFenced, fence_id
 from .internal_requests import send_task_configs
+from .offset_store import OffsetStore
 from .plugins import Connector, Task, TaskContext, find_plugin
 from .session_key import RECORD_KEY as SESSION_KEY_RECORD
 from .session_key import SessionKey
 from .spark_runtime import SparkRuntime
 from .spark_task import SparkTask
-from .topic_log import RecordWriter, TopicLog, ensure_topics
+from .task_writes import TaskWrites
+from .topic_log import TopicLog, ensure_topics
 from .worker_config import WorkerConfig, url_host_port
 
 if TYPE_CHECKING:
@@ -87,6 +90,7 @@ class Running:
     state: str = "UNASSIGNED"
     trace: str | None = None
     config: dict[str, str] = field(default_factory=dict)
+    writes: TaskWrites | None = None  # a task run's records and offsets, through its fence
 
 
 class Herder:
@@ -95,7 +99,6 @@ class Herder:
         self.worker_id = config.worker_id
         self.state = ConfigState()
         self.statuses: dict[str, dict[str, Any]] = {}
-        self.offsets: dict[str, dict[str, Any]] = {}
         self.running: dict[Work, Running] = {}
         self.leader = LeaderInfo()
         self.reason = 0
@@ -103,7 +106,6 @@ class Herder:
         self.kafka_cluster_id = ""  # the coordinator's, read at start (GET / reports it)
         self.started_by_connector: dict[str, int] = {}
         self.stopped_by_connector: dict[str, int] = {}
-        self._producer_send: Any = None
         self._config_changed = asyncio.Event()
         self._announced_offset: int | None = None  # the config offset the last burst ended at
         self._announced_connectors: set[str] = set()  # the connectors at that offset
@@ -129,15 +131,17 @@ class Herder:
         self.status_log = TopicLog(
             bootstrap, config.status_storage_topic, self._on_status, self.worker_id, security
         )
-        self.offset_log = TopicLog(
-            bootstrap, config.offset_storage_topic, self._on_offset, self.worker_id, security
+        self.offset_store = OffsetStore(
+            lambda handler: TopicLog(
+                bootstrap, config.offset_storage_topic, handler, self.worker_id, security
+            )
         )
-        # Connectors' records go through a producer of their own when `producer.*` (the whole of
-        # their security, as in Kafka Connect) or the worker's own settings are not plaintext.
-        producer = config.client_security("producer.")
-        self.task_writer = self.config_log.writer
-        if (producer.protocol, security.protocol) != ("PLAINTEXT", "PLAINTEXT"):
-            self.task_writer = RecordWriter(bootstrap, f"{self.worker_id}-task-producer", producer)
+        self.offset_log = self.offset_store.log
+        # Tasks' records and source offsets, fenced by epoch, connected as `producer.*` says (the
+        # whole of their security, as in Kafka Connect).
+        self.output = OutputConnection(
+            bootstrap, f"{self.worker_id}-task-output", config.client_security("producer.")
+        )
         # TLS of this worker's calls to other workers' REST APIs (forwards, task configs).
         rest_tls = config.rest_tls
         self.rest_client_tls = rest_tls.client_context() if rest_tls is not None else None
@@ -189,8 +193,7 @@ class Herder:
         await asyncio.gather(*self._tasks, *self._background, return_exceptions=True)
         for topic_log in (self.config_log, self.status_log, self.offset_log):
             await topic_log.close()
-        if self.task_writer is not self.config_log.writer:
-            await asyncio.to_thread(self.task_writer.close)
+        await self.output.close()
         await asyncio.to_thread(self.spark.close)
 
     # -- the config topic -----------------------------------------------------------------
@@ -586,17 +589,17 @@ class Herder:
             raise ValueError(f"no connector plugin named {connector_config['connector.class']!r}")
         task_config = self.state.tasks[name][index]
         task = plugin.task_class()
-        runner.instance, runner.config = task, task_config
+        writes = TaskWrites(self.output, fence_id(self.config.group_id, name, index), name, self.offset_store)
+        runner.instance, runner.config, runner.writes = task, task_config, writes
         context = TaskContext(
             name, index, self.worker_id, self.config.bootstrap_servers,
-            read_offset=lambda partition: self._read_offset(name, partition),
-            write_offset=lambda partition, offset: self._write_offset(name, partition, offset),
-            fail=lambda exc: asyncio.ensure_future(self._failed(runner.item, exc)),
-            extra={"send": self._send, "worker_config": self.config, "spark": self.spark},
+            read_offset=writes.read_offset, write_offset=writes.write_offset, send=writes.send,
+            fail=lambda exc: asyncio.ensure_future(self._failed(runner, task, exc)),
+            extra={"worker_config": self.config, "spark": self.spark},
         )  # fmt: skip
         await task.start(task_config, context)
 
-    async def _stop(self, item: Work, state: str) -> None:
+    async def _stop(self, item: Work, state: str, report: bool = True) -> None:
         runner = self.running.get(item)
         if runner is None:
             return
@@ -610,17 +613,29 @@ class Herder:
                     )
             except Exception:  # noqa: BLE001 - a plugin's failure to stop must not stop the worker
                 log.exception("%s did not stop cleanly", item)
+        if runner.writes is not None:
+            await runner.writes.close()  # nothing of this run is in flight from here on
+            runner.writes = None
         if runner.instance is not None:
             self.stopped_by_connector[item[0]] = self.stopped_by_connector.get(item[0], 0) + 1
         runner.instance = None
         runner.state = state
-        await self._write_status(item, state)
+        if report:
+            await self._write_status(item, state)
 
-    async def _failed(self, item: Work, exc: BaseException) -> None:
-        runner = self.running.get(item)
-        if runner is not None:
-            runner.state, runner.trace = "FAILED", "".join(traceback.format_exception(exc))
-            await self._write_status(item, "FAILED", runner.trace)
+    async def _failed(self, runner: Running, task: Task, exc: BaseException) -> None:
+        if self.running.get(runner.item) is not runner or runner.instance is not task:
+            return  # a run already stopped: what it reports is not the task's state
+        if isinstance(exc, TaskFenced):
+            # A newer run of the task began elsewhere (this worker was cut off, and its session
+            # gave the task away): this run stops, and says nothing of the task's state.
+            log.warning("%s stops: %s", runner.item, exc)
+            async with self._lock:
+                if self.running.get(runner.item) is runner and runner.instance is task:
+                    await self._stop(runner.item, "UNASSIGNED", report=False)
+            return
+        runner.state, runner.trace = "FAILED", "".join(traceback.format_exception(exc))
+        await self._write_status(runner.item, "FAILED", runner.trace)
 
     async def _reconfigure(self, name: str) -> None:
         """A running connector's config changed: restart it; it may produce new task configs."""
@@ -694,35 +709,14 @@ class Herder:
             "worker_id": self.worker_id,
             "generation": self.membership.epoch,
         }
+        if _stale(value, self.statuses.get(key)):
+            # Kafka Connect's putSafe: another worker reported the item at a newer generation
+            # (it runs it now); what this one says of it, cut off meanwhile, is out of date.
+            return
         self.statuses[key] = value
         # Not awaited: a status is reported, not waited for (stopping must not wait on it).
         write = asyncio.ensure_future(self.status_log.write(key.encode(), encode_json(value)))
         write.add_done_callback(_log_failure)
-
-    def _on_offset(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
-        if key is not None:
-            if value is None:
-                self.offsets.pop(key.decode(), None)
-            else:
-                self.offsets[key.decode()] = json.loads(value)
-
-    @staticmethod
-    def offset_key(connector: str, partition: Mapping[str, Any]) -> str:
-        return json.dumps([connector, dict(partition)], separators=(",", ":"), sort_keys=True)
-
-    async def _read_offset(self, connector: str, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        await self.offset_log.read_to_end()
-        return self.offsets.get(self.offset_key(connector, partition))
-
-    async def _write_offset(
-        self, connector: str, partition: Mapping[str, Any], offset: Mapping[str, Any]
-    ) -> None:
-        key = self.offset_key(connector, partition)
-        self.offsets[key] = dict(offset)
-        await self.offset_log.write(key.encode(), encode_json(dict(offset)))
-
-    async def _send(self, topic: str, key: bytes, value: bytes) -> None:
-        await self.task_writer.write(topic, key, value)
 
     # -- what the REST API reads ----------------------------------------------------------
 

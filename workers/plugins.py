@@ -136,6 +136,9 @@ class TaskContext:
     read_offset: Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any] | None]]
     write_offset: Callable[[Mapping[str, Any], Mapping[str, Any]], Awaitable[None]]
     fail: Callable[[BaseException], None]
+    # send(topic, key, value, source=(source partition, offset)): one record and, with `source`,
+    # the offset it moves the task to, written together through the task's fence.
+    send: Callable[..., Awaitable[None]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -28,6 +28,7 @@ class WorkerProcess:
         self.url = ""
         self.worker_id = ""
         self.process: subprocess.Popen[bytes] | None = None
+        self.paused = False  # SIGSTOPped: alive, but answers nothing until resumed
 
     def start(self, timeout: float = 60.0) -> WorkerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -78,10 +79,12 @@ class WorkerProcess:
     def pause(self) -> None:
         assert self.process is not None
         os.kill(self.process.pid, signal.SIGSTOP)
+        self.paused = True
 
     def resume(self) -> None:
         assert self.process is not None
         os.kill(self.process.pid, signal.SIGCONT)
+        self.paused = False
 
     def is_running(self) -> bool:
         return self.process is not None and self.process.poll() is None

@@ -506,12 +506,7 @@ class RestApi:
             tasks = len(self.state.tasks.get(name, []))
             found = await asyncio.to_thread(plugin.checkpoint_offsets, self.herder.config, name, tasks)
             return web.json_response({"offsets": found})
-        offsets = []
-        for key, value in sorted(self.herder.offsets.items()):
-            connector, partition = json.loads(key)
-            if connector == name:
-                offsets.append({"partition": partition, "offset": value})
-        return web.json_response({"offsets": offsets})
+        return web.json_response({"offsets": self.herder.offset_store.of_connector(name)})
 
     async def list_plugins(self, request: web.Request) -> web.Response:
         found = [

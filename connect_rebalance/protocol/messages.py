@@ -72,3 +72,11 @@ class ConsumerGroupInstallAssignmentRequest(ApiMessage, load_json=_SCHEMAS):
 
 class ConsumerGroupInstallAssignmentResponse(ApiMessage, load_json=_SCHEMAS):
     pass
+
+
+class InitFencedProducerRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class InitFencedProducerResponse(ApiMessage, load_json=_SCHEMAS):
+    pass

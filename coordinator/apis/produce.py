@@ -1,7 +1,10 @@
-"""Produce and InitProducerId: idempotent, all-or-nothing appends of client batches.
+"""Produce, InitProducerId and InitFencedProducer: idempotent, all-or-nothing appends of
+client batches, and producers fenced by epoch.
 
 Transactions are not offered: a transactional InitProducerId or produce is refused with a
-clear error rather than half-supported.
+clear error rather than half-supported. InitFencedProducer (the project's API) gives a fence's
+producer id at a new epoch, and every batch of that producer id at an older epoch is refused
+from then on, on every partition (producer_fences.py).
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ def _append(
     incoming = batches.split_batches(records or b"")
     if any(header.is_transactional for _, header in incoming):
         raise KafkaApiError(ErrorCode.INVALID_RECORD, NO_TRANSACTIONS)
+    assert ctx.broker.fences is not None
+    for _, header in incoming:
+        ctx.broker.fences.check(header.producer_id, header.producer_epoch)
     result = partition.append(incoming, now_ms())
     return {"base_offset": result.base_offset, "log_start_offset": result.log_start_offset}
 
@@ -99,3 +105,20 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
         "producer_id": ctx.broker.producer_ids.allocate(),
         "producer_epoch": 0,
     }
+
+
+@handles(ApiKey.INIT_FENCED_PRODUCER, 0, 0)
+async def init_fenced_producer(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    """A new run of the fence: Write on the transactional id of the same name, as Kafka asks
+    of InitProducerId with a transactional id."""
+    fenced = {"throttle_time_ms": 0, "producer_id": -1, "producer_epoch": -1}
+    fence_id = request.fence_id or ""
+    try:
+        if not fence_id.strip():
+            raise KafkaApiError(ErrorCode.INVALID_REQUEST, "a fence id must not be empty")
+        ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, fence_id)
+    except KafkaApiError as exc:
+        return {**fenced, "error_code": exc.code, "error_message": exc.message}
+    assert ctx.broker.fences is not None
+    run = ctx.broker.fences.begin_run(fence_id)
+    return {**fenced, "error_code": 0, "producer_id": run.producer_id, "producer_epoch": run.epoch}

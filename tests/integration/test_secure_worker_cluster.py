@@ -87,6 +87,8 @@ def worker_acls(admin: AdminClient) -> None:
         allow(ResourceType.GROUP, "connect-cluster", ResourcePatternType.LITERAL, AclOperation.READ),
         allow(ResourceType.TOPIC, "connect-", ResourcePatternType.PREFIXED, AclOperation.ALL),
         allow(ResourceType.TOPIC, "out-", ResourcePatternType.PREFIXED, AclOperation.ALL),
+        allow(ResourceType.TRANSACTIONAL_ID, "connect-cluster-", ResourcePatternType.PREFIXED,
+              AclOperation.WRITE),  # each task run's fence
         AclBinding(ResourceType.TOPIC, "public", ResourcePatternType.LITERAL, f"User:{INTRUDER}", "*",
                    AclOperation.READ, AclPermissionType.ALLOW),
     ]  # fmt: skip

@@ -570,6 +570,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="task-output-not-fenced",
+        breaks="a worker frozen past its session never writes after another worker started its task",
+        file="coordinator/producer_fences.py",
+        original="        if current is not None and epoch < current:\n",
+        replacement="        if False:  # mutation: older runs write on\n",
+        tests=(
+            f"{INTEGRATION}/test_fenced_output.py::"
+            "test_a_worker_frozen_past_its_session_never_writes_after_another_worker_started_its_task",
+        ),
+    ),
+    Mutation(
+        name="fences-forgotten-on-restart",
+        breaks="a task's older runs stay fenced after a kill -9 of the coordinator",
+        file="coordinator/producer_fences.py",
+        original="        if path.exists():\n",
+        replacement="        if False:  # mutation: fences start empty\n",
+        tests=(
+            f"{INTEGRATION}/test_fenced_output.py::"
+            "test_a_new_run_refuses_older_runs_on_every_partition_even_after_a_kill9",
+            f"{UNIT}/test_producer_fences.py::test_fences_survive_a_crash_and_a_torn_last_line",
+        ),
+    ),
+    Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
         file="workers/herder.py",

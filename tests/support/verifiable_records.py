@@ -15,23 +15,29 @@ from typing import Any
 from kafka import KafkaConsumer, TopicPartition
 
 
-def read_values(bootstrap: str, topic: str) -> list[tuple[int, dict[str, Any]]]:
-    """(record timestamp ms, decoded value) of every record in `topic`, read to its end."""
+def read_records(bootstrap: str, topic: str) -> list[tuple[int, int, dict[str, Any]]]:
+    """(partition, record timestamp ms, decoded value) of every record in `topic`, read to its
+    end: partition by partition, each in log order."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
     try:
         partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
         consumer.assign(partitions)
         consumer.seek_to_beginning(*partitions)
         end = consumer.end_offsets(partitions)
-        values: list[tuple[int, dict[str, Any]]] = []
+        found: dict[int, list[tuple[int, int, dict[str, Any]]]] = {tp.partition: [] for tp in partitions}
         deadline = time.monotonic() + 30
         while any(consumer.position(tp) < end[tp] for tp in partitions):
             assert time.monotonic() < deadline, f"could not read {topic} to its end"
-            for records in consumer.poll(timeout_ms=500).values():
-                values.extend((record.timestamp, json.loads(record.value)) for record in records)
-        return values
+            for tp, records in consumer.poll(timeout_ms=500).items():
+                found[tp.partition].extend((tp.partition, r.timestamp, json.loads(r.value)) for r in records)
+        return [record for p in sorted(found) for record in found[p]]
     finally:
         consumer.close()
+
+
+def read_values(bootstrap: str, topic: str) -> list[tuple[int, dict[str, Any]]]:
+    """(record timestamp ms, decoded value) of every record in `topic`, read to its end."""
+    return [(timestamp, value) for _, timestamp, value in read_records(bootstrap, topic)]
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 Each task writes `{"connector", "task", "seq", "worker", "run", "at"}` records keyed
 `<connector>-<task>` to `topic`, `throughput` records per second (0: none, the task only
-runs). `run` names one start of the task (a new one each time it is started, on any
+runs). With `keys.per.task` above 1, each record takes one of that many keys at random
+(`<connector>-<task>-<n>`), so a task's records spread over the topic's partitions, as a
+real source's do. `run` names one start of the task (a new one each time it is started, on any
 worker) and `at` is when that run wrote the record (wall clock, ms), taken while it runs,
 however late the record lands. It keeps its next sequence number as its source offset, so
 a task that moves to another worker carries on where it stopped. Reading the topic back,
@@ -15,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import random
 import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ..plugins import ConfigDef, Connector, Task, TaskContext, non_negative_int
+from ..plugins import ConfigDef, Connector, Task, TaskContext, non_negative_int, positive_int
 
 
 class VerifiableSourceTask(Task):
@@ -34,6 +37,7 @@ class VerifiableSourceTask(Task):
         self.context = context
         self.topic = config["topic"]
         self.rate = int(config.get("throughput", "10"))
+        self.keys = int(config.get("keys.per.task", "1"))
         self.partition = {"task": context.task}
         stored = await context.read_offset(self.partition)
         self.seq = int(stored["seq"]) if stored else 0
@@ -42,17 +46,20 @@ class VerifiableSourceTask(Task):
     async def _produce(self) -> None:
         if self.rate <= 0:
             return
-        send = self.context.extra["send"]
-        key = f"{self.context.connector}-{self.context.task}"
+        send = self.context.send
+        assert send is not None
+        name = f"{self.context.connector}-{self.context.task}"
         try:
             while True:
                 value = {"connector": self.context.connector, "task": self.context.task, "seq": self.seq,
                          "worker": self.context.worker_id, "run": self.run,
                          "at": round(time.time() * 1000, 3)}  # fmt: skip
-                await send(self.topic, key.encode(), json.dumps(value).encode())
+                # The record and the offset after it, together: the next run starts right after it.
+                key = name if self.keys == 1 else f"{name}-{random.randrange(self.keys)}"
+                await send(self.topic, key.encode(), json.dumps(value).encode(),
+                           source=(self.partition, {"seq": self.seq + 1}))  # fmt: skip
                 self.seq += 1
                 self.sent += 1
-                await self.context.write_offset(self.partition, {"seq": self.seq})
                 await asyncio.sleep(1 / self.rate)
         except asyncio.CancelledError:
             raise
@@ -76,9 +83,12 @@ class VerifiableSource(Connector):
         ConfigDef("topic", required=True, documentation="Where the records go."),
         ConfigDef("throughput", "INT", default="10", validate=non_negative_int,
                   documentation="Records per second per task (0: none)."),
+        ConfigDef("keys.per.task", "INT", default="1", validate=positive_int,
+                  documentation="Distinct keys each task writes, at random (above 1: over partitions)."),
     ]  # fmt: skip
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
-        return [
-            {"topic": config["topic"], "throughput": config.get("throughput", "10")} for _ in range(max_tasks)
-        ]
+        shared = {"topic": config["topic"], "throughput": config.get("throughput", "10")}
+        if "keys.per.task" in config:
+            shared["keys.per.task"] = config["keys.per.task"]
+        return [dict(shared) for _ in range(max_tasks)]
