@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 PRESENCE_PREFIX = "status-worker-"  # status-topic records: a worker's UP or LEFT
 CONFIG_QUIET_S = 1.0  # config changes closer than this are one burst (one rebalance)
 CONFIG_BURST_MAX_S = 5.0  # ... up to this long
+LEFT_WRITE_TIMEOUT_S = 2.0  # the LEFT presence record, when stopping; the coordinator may be gone
 
 
 @dataclass
@@ -186,15 +187,16 @@ class Herder:
         """Leave the group for good: every connector and task stops and moves at once."""
         # Said before leaving, so the computing worker hands the work out without a delay.
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._write_presence("LEFT"), 5)
+            await asyncio.wait_for(self._write_presence("LEFT"), LEFT_WRITE_TIMEOUT_S)
         await self.membership.leave()
         for task in [*self._tasks, *self._background]:
             task.cancel()
         await asyncio.gather(*self._tasks, *self._background, return_exceptions=True)
-        for topic_log in (self.config_log, self.status_log, self.offset_log):
-            await topic_log.close()
-        await self.output.close()
-        await asyncio.to_thread(self.spark.close)
+        closing = [t.close() for t in (self.config_log, self.status_log, self.offset_log)]
+        closing += [self.output.close(), asyncio.to_thread(self.spark.close)]
+        for result in await asyncio.gather(*closing, return_exceptions=True):
+            if isinstance(result, Exception):  # the coordinator may be gone: closing goes on
+                log.warning("closing: %s", result)
 
     # -- the config topic -----------------------------------------------------------------
 

@@ -5,6 +5,12 @@ The REST sockets (one per listener, `http://` or `https://`) are bound first so 
 has. SIGTERM/SIGINT make the worker leave the
 group for good (its work is reassigned at once); SIGKILL is a crash (its work waits for
 `scheduled.rebalance.max.delay.ms`).
+
+A SIGTERM always stops the worker, within `task.shutdown.graceful.timeout.ms` and
+SHUTDOWN_MARGIN_S, whether or not the coordinator answers: it may come while the worker is
+still starting, and a stop that is not done by then (a client waiting on a coordinator that
+is gone) is abandoned. A thread still blocked in such a client at the end does not keep the
+process: it exits anyway, and its Spark JVM (which exits when its parent's pipe closes) with it.
 """
 
 from __future__ import annotations
@@ -12,9 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import sys
+import threading
+import time
 
 from aiohttp import web
 from kafka.errors import KafkaError
@@ -27,6 +36,9 @@ from .rest import RestApi
 from .worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
+# Beyond the tasks' graceful timeout: leaving the group, the LEFT record and closing clients.
+SHUTDOWN_MARGIN_S = 5.0
+THREADS_GRACE_S = 1.0  # threads still running after the stop get this long before the exit
 
 
 async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None:
@@ -49,30 +61,69 @@ async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
+    stopping = asyncio.ensure_future(stop.wait())
     try:
-        await herder.start()
+        starting = asyncio.ensure_future(herder.start())
+        await asyncio.wait({stopping, starting}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():  # signalled while starting (the coordinator may not answer)
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+            return
+        starting.result()
         print(
             f"connect-rebalance worker listening on {config.rest_url} (worker {config.worker_id}, "
             f"group {config.group_id}, protocol {config.group_protocol})",
             flush=True,
         )
-        stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait({stopping, herder.membership_run}, return_when=asyncio.FIRST_COMPLETED)
-        stopping.cancel()
         if herder.membership_run.done() and not herder.membership_run.cancelled():
             herder.membership_run.result()  # MembershipRefused: the worker exits with its message
         log.info("leaving the group")
     finally:
-        await herder.stop()
-        await runner.cleanup()
+        stopping.cancel()
+        bound = config.task_shutdown_graceful_timeout_ms / 1000 + SHUTDOWN_MARGIN_S
+        try:
+            await asyncio.wait_for(_shut_down(herder, runner), bound)
+        except TimeoutError:
+            log.warning("the worker did not stop within %.0f s; exiting without waiting for the rest", bound)
+
+
+async def _shut_down(herder: Herder, runner: web.AppRunner) -> None:
+    await herder.stop()
+    await runner.cleanup()
 
 
 def run(config: WorkerConfig) -> int:
+    code = 0
+    loop = asyncio.new_event_loop()
     try:
-        asyncio.run(serve(config))
+        loop.run_until_complete(serve(config))
     except KeyboardInterrupt:
         pass
     except (OSError, ConfigError, MembershipRefused, KafkaError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        code = 1
+    finally:
+        loop.close()  # does not wait for the threads of the default executor
+    _exit_despite_blocked_threads(code)
+    return code
+
+
+def _exit_despite_blocked_threads(code: int) -> None:
+    """A thread blocked in a client call that cannot finish (its broker is gone) would keep the
+    interpreter from exiting, which joins such threads; past a short grace the process exits."""
+    deadline = time.monotonic() + THREADS_GRACE_S
+    while True:
+        blocked = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+        if not blocked:
+            return
+        if time.monotonic() > deadline:
+            log.warning(
+                "exiting with %d thread(s) still blocked: %s", len(blocked), [t.name for t in blocked]
+            )
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        time.sleep(0.05)

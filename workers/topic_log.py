@@ -27,6 +27,7 @@ from connect_rebalance.client_security import ClientSecurity
 
 log = logging.getLogger(__name__)
 Handler = Callable[[bytes | None, bytes | None, int, int], None]  # key, value, partition, offset
+CLOSE_TIMEOUT_S = 2.0
 
 
 def ensure_topics(
@@ -113,10 +114,11 @@ class RecordWriter:
         return await asyncio.wait_for(acknowledged, 60)
 
     def close(self) -> None:
-        """Blocking: closes the producer (call it off the loop)."""
+        """Blocking: closes the producer (call it off the loop), sending what it holds for at
+        most CLOSE_TIMEOUT_S: a producer whose broker is gone would wait for it forever."""
         self._sender.shutdown(wait=False)
         if self._producer is not None:
-            self._producer.close()
+            self._producer.close(timeout=CLOSE_TIMEOUT_S)
 
 
 class TopicLog:

@@ -1,9 +1,11 @@
-"""The worker's Spark runtime, in this process with real PySpark: stopping is bounded.
+"""The worker's Spark runtime with real PySpark: stopping is bounded.
 
 A revocation is acknowledged only once the task's query is inactive, so stopping must
 end a query even in the middle of a batch that would never finish, and within a bound:
 here a batch stuck in a Python UDF (Spark interrupts the stream thread and cancels the
-batch's job), and `stop_query` returns with the query inactive.
+batch's job), and `stop_query` returns with the query inactive. And a worker process
+running a Spark task stops on SIGTERM within its bound though its coordinator is gone,
+leaving neither its JVM nor Spark's Python workers behind.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 import pytest
 
 from tests.support.group_scenario import wait_until
+from tests.support.spark_cluster import descendants, jvm_of, sigterm_and_time, spark_worker_cluster
+from tests.support.worker_cluster import rest
 from workers.spark_runtime import SparkRuntime
 
 pytestmark = pytest.mark.e2e
@@ -72,3 +76,29 @@ def test_a_query_stuck_in_a_batch_stops_within_the_bound(tmp_path: Path) -> None
         assert terminated == []
     finally:
         runtime.close()
+
+
+GRACEFUL_MS = 3000
+MARGIN_S = 10.0  # leaving, closing clients and stopping the SparkSession, on a loaded machine
+
+
+@pytest.mark.timeout(240)
+def test_sigterm_stops_a_spark_worker_whose_coordinator_is_gone_and_leaves_no_process(tmp_path: Path) -> None:
+    """Seen before: such a worker was still running 70 s after SIGTERM; only SIGKILL ended it."""
+    with spark_worker_cluster(tmp_path, **{"task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS)}) as cluster:
+        worker = cluster.start("w1")
+        config = {"connector.class": "Datagen", "tasks.max": "1", "output.path": str(tmp_path / "out"),
+                  "rows.per.second": "50", "trigger.interval.ms": "500"}  # fmt: skip
+        assert rest("POST", f"{worker.url}/connectors", {"name": "gen", "config": config})[0] == 201
+        wait_until(
+            lambda: cluster.placement("gen").get("0") == worker.worker_id, 120, "the Spark task running"
+        )
+        assert worker.process is not None and jvm_of(worker) is not None
+        started = descendants(worker.process.pid)
+        cluster.coordinator.kill()
+        took = sigterm_and_time(worker, GRACEFUL_MS / 1000 + MARGIN_S + 60)
+        assert worker.process.poll() is not None, f"still running {took:.0f} s after SIGTERM"
+        assert took <= GRACEFUL_MS / 1000 + MARGIN_S, f"SIGTERM took {took:.1f} s to stop the worker"
+        wait_until(
+            lambda: not any(Path(f"/proc/{pid}").exists() for pid in started), 10, "its processes gone"
+        )

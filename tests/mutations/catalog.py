@@ -593,6 +593,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="shutdown-waits-for-a-gone-coordinator",
+        breaks="SIGTERM stops a worker whose coordinator is gone within its graceful timeout",
+        file="workers/topic_log.py",
+        original="            self._producer.close(timeout=CLOSE_TIMEOUT_S)",
+        replacement="            self._producer.close()  # mutation: waits for the broker forever",
+        tests=(
+            f"{INTEGRATION}/test_worker_shutdown.py::"
+            "test_sigterm_stops_a_worker_within_the_graceful_timeout_and_leaves_nothing_running[killed]",
+        ),
+    ),
+    Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
         file="workers/herder.py",

@@ -126,6 +126,26 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid`: its children, theirs, and so on."""
+    found, frontier = set(), [pid]
+    while frontier:
+        for child in children(frontier.pop()):
+            found.add(child)
+            frontier.append(child)
+    return found
+
+
+def sigterm_and_time(worker: WorkerProcess, give_up_after_s: float) -> float:
+    """SIGTERM the worker; the seconds it took to exit (give_up_after_s if it did not)."""
+    assert worker.process is not None
+    sent = time.monotonic()
+    worker.process.send_signal(signal.SIGTERM)
+    while worker.process.poll() is None and time.monotonic() - sent < give_up_after_s:
+        time.sleep(0.05)
+    return time.monotonic() - sent
+
+
 def jvm_of(worker: WorkerProcess) -> int | None:
     """The Spark JVM the worker started (a child process running java), if any."""
     assert worker.process is not None
