@@ -35,7 +35,7 @@ from connect_rebalance.protocol.connect_group import ClientAssignor, InstalledMe
 from connect_rebalance.work import CONNECTOR, Work, work_of
 
 from . import assignors, lost_work
-from .config_state import PAUSED, STOPPED, ConfigState, decode_json, encode_json
+from .config_state import PAUSED, STARTED, STOPPED, ConfigState, decode_json, encode_json
 from .connect_membership import Assignment, ConnectMembership, InstallPlan
 from .fenced_output import OutputConnection, TaskFenced, fence_id
 from .internal_requests import send_task_configs
@@ -493,6 +493,12 @@ class Herder:
     async def _start(self, item: Work) -> None:
         runner = self.running[item]
         name, task = item
+        if task != CONNECTOR and int(task) >= len(self.state.tasks.get(name, [])):
+            # Its config is gone (the connector was stopped, or now has fewer tasks): the
+            # rebalance the change starts revokes it; configs committed first start it
+            # (_restart_reconfigured_tasks). Starting it now would fail with no config.
+            runner.state = "UNASSIGNED"
+            return
         target = self.state.target_state(name)
         if target in (PAUSED, STOPPED):
             runner.state = target if task == CONNECTOR or target == PAUSED else "UNASSIGNED"
@@ -650,13 +656,17 @@ class Herder:
     async def _restart_reconfigured_tasks(self, name: str) -> None:
         """New task configs were committed: a task of the connector running here with another
         config is restarted with its new one, as Kafka Connect does (a task no longer wanted
-        is revoked by the rebalance the change starts)."""
+        is revoked by the rebalance the change starts), and one assigned here while it had no
+        config (its connector resumed after a stop) starts."""
         async with self._lock:
             configs = self.state.tasks.get(name, [])
             for item in sorted(i for i in self.running if i[0] == name and i[1] != CONNECTOR):
                 runner = self.running[item]
                 index = int(item[1])
                 started = runner.instance is not None and runner.state in ("RUNNING", "FAILED")
+                idle = runner.instance is None and runner.state == "UNASSIGNED"
+                if idle and index < len(configs) and self.state.target_state(name) == STARTED:
+                    await self._start(item)
                 if started and index < len(configs) and runner.config != configs[index]:
                     await self._stop(item, "RESTARTING")
                     await self._start(item)

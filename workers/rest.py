@@ -39,6 +39,10 @@ from .session_key import (
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 INITIAL_STATES = {"RUNNING": STARTED, "PAUSED": PAUSED, "STOPPED": STOPPED}
+# A request that needs the cluster's state, made while the worker is still reading it (its REST
+# port answers first), waits this long for the start, as Kafka Connect queues it; then 503.
+STARTUP_WAIT_S = 60.0
+ANSWERED_WHILE_STARTING = frozenset({"/", "/health", "/metrics"})
 
 
 class RestError(Exception):
@@ -64,6 +68,21 @@ async def errors_as_json(request: web.Request, handler: Handler) -> web.StreamRe
         return error(500, f"{type(exc).__name__}: {exc}")
 
 
+def after_start(ready: asyncio.Event) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """Requests other than `/`, `/health` and `/metrics` wait until the worker has started."""
+
+    @web.middleware
+    async def started(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not ready.is_set() and request.path not in ANSWERED_WHILE_STARTING:
+            try:
+                await asyncio.wait_for(ready.wait(), STARTUP_WAIT_S)
+            except TimeoutError:
+                return error(503, "Worker is still starting up")
+        return await handler(request)
+
+    return started
+
+
 def authentication(
     authenticator: RestAuthenticator,
 ) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
@@ -86,7 +105,9 @@ class RestApi:
         self.herder = herder
         self._seen_signatures = SeenSignatures()  # internal requests already taken (replays)
         authenticator = RestAuthenticator(herder.config)
-        self.app = web.Application(middlewares=[errors_as_json, authentication(authenticator)])
+        self.app = web.Application(
+            middlewares=[errors_as_json, authentication(authenticator), after_start(herder.ready)]
+        )
         routes = [
             web.get("/", self.root),
             web.get("/health", self.health),
@@ -410,11 +431,16 @@ class RestApi:
         self._known(name)
         include_tasks = request.query.get("includeTasks", "false").lower() == "true"
         only_failed = request.query.get("onlyFailed", "false").lower() == "true"
+        plan = include_tasks or only_failed
+        if plan and f"status-connector-{name}" not in self.herder.statuses:
+            # Kafka Connect builds its restart plan from the connector's status; none yet: 404,
+            # and nothing is restarted.
+            raise RestError(404, f"Status for connector {name} not found")
         await self._write(
             f"restart-connector-{name}", {"include-tasks": include_tasks, "only-failed": only_failed}
         )
         await self.herder.config_log.read_to_end()
-        if not include_tasks and not only_failed:
+        if not plan:
             return web.Response(status=204)
         status = self.herder.connector_status(name) or {}
         status = json.loads(json.dumps(status))

@@ -604,6 +604,24 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="task-started-without-its-config",
+        breaks="a connector resumed after a stop runs every task again",
+        file="workers/herder.py",
+        original="        if task != CONNECTOR and int(task) >= len(self.state.tasks.get(name, [])):\n",
+        replacement="        if False:  # mutation: started with whatever config there is\n",
+        tests=(f"{INTEGRATION}/test_workers.py::test_a_stopped_connector_resumes_with_every_task_running",),
+    ),
+    Mutation(
+        name="rest-served-before-the-worker-started",
+        breaks="a create sent as soon as the REST port answers is answered 201, once",
+        file="workers/rest.py",
+        original="        if not ready.is_set() and request.path not in ANSWERED_WHILE_STARTING:\n",
+        replacement="        if False:  # mutation: handlers run before the worker has read its topics\n",
+        tests=(
+            f"{INTEGRATION}/test_workers.py::test_a_create_sent_as_soon_as_the_rest_port_answers_is_created_once",
+        ),
+    ),
+    Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
         file="workers/herder.py",
