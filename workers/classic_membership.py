@@ -27,7 +27,7 @@ Theory of operation:
   UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID outside a join means the session is gone:
   everything stops and the worker joins afresh.
 - No zombies: if no heartbeat has been answered for long enough that the coordinator may
-  expire the session, all work stops *before* it can (the watchdog of connect_membership).
+  expire the session, all work stops *before* it can (session_watch.py, as on connect).
 
 The work itself is the listener's (the herder): `stop_work` is awaited before anything is
 reported stopped; `start_work` runs in the background, and is called on every assignment
@@ -66,9 +66,9 @@ from connect_rebalance.work import Work
 
 from .assignors import eager_round_robin
 from .connect_membership import Assignment, WorkListener
-from .herder import Herder, LeaderInfo
+from .leader_planning import LeaderInfo
 from .rebalance_clock import RebalanceClock
-from .worker_config import WorkerConfig
+from .session_watch import SessionWatch, watch
 
 log = logging.getLogger(__name__)
 JOIN_VERSION, SYNC_VERSION, HEARTBEAT_VERSION, LEAVE_VERSION = 5, 3, 3, 3
@@ -120,7 +120,6 @@ class ClassicMembership:
         self.runs: frozenset[Work] = frozenset()
         self.snapshot: ConnectAssignment | None = None  # the allocation sent in metadata
         self.rebalances = 0
-        self.zombie_stops = 0
         self.clock = RebalanceClock()
         self._rejoin = True
         self._rejoin_at: float | None = None  # monotonic seconds of a scheduled rebalance
@@ -130,22 +129,9 @@ class ClassicMembership:
         self._left = asyncio.Event()
         self._lock = asyncio.Lock()  # one change of what runs at a time
         self._starting: set[asyncio.Task[None]] = set()
-        self._last_answered_sent_at: float | None = None
+        self.session = SessionWatch(session_timeout_ms)  # no zombies (session_watch.py)
         self._control: ProtocolClient | None = None  # JoinGroup/SyncGroup (they park)
         self._beats: ProtocolClient | None = None  # heartbeats
-
-    @classmethod
-    def for_worker(
-        cls, config: WorkerConfig, herder: Herder, snapshot: Snapshot, plan_target: TargetPlanner
-    ) -> ClassicMembership:
-        """The membership a worker's settings describe, driving `herder`."""
-        return cls(
-            config.bootstrap_servers, config.group_id, config.rest_url, herder, snapshot,
-            lambda: herder.state.offset, plan_target, connect_protocol=config.connect_protocol,
-            client_id=f"connect-{config.worker_id}", session_timeout_ms=config.session_timeout_ms,
-            rebalance_timeout_ms=config.rebalance_timeout_ms,
-            heartbeat_interval_ms=config.heartbeat_interval_ms, security=config.client_security(),
-        )  # fmt: skip
 
     @property
     def epoch(self) -> int:
@@ -164,7 +150,10 @@ class ClassicMembership:
 
     async def run(self) -> None:
         """Join, and rejoin whenever asked to, until `leave()`."""
-        helpers = [asyncio.create_task(self._heartbeat_loop()), asyncio.create_task(self._watchdog())]
+        watchdog = watch(
+            self.session, lambda: bool(self.runs), self._give_up, lambda: self._stopping, self.member_id
+        )
+        helpers = [asyncio.create_task(self._heartbeat_loop()), asyncio.create_task(watchdog)]
         try:
             while not self._stopping:
                 if self._rejoin:
@@ -406,8 +395,7 @@ class ClassicMembership:
     # -- heartbeats and the watchdog ------------------------------------------------------
 
     def _answered(self, sent: float) -> None:
-        if self._last_answered_sent_at is None or sent > self._last_answered_sent_at:
-            self._last_answered_sent_at = sent
+        self.session.answered(sent)
 
     async def _heartbeat_loop(self) -> None:
         while not self._stopping:
@@ -446,29 +434,15 @@ class ClassicMembership:
         ):
             await self._session_error("Heartbeat", code)
 
-    async def _watchdog(self) -> None:
-        """Give work up before the coordinator can expire the session and hand it out again.
+    @property
+    def zombie_stops(self) -> int:
+        return self.session.zombie_stops
 
-        The coordinator expires a session `session.timeout.ms` after the last request that
-        refreshed it, which it handled no earlier than this worker sent it. So all work is
-        stopped by `sent + session timeout - safety`, whatever else is blocked.
-        """
-        while not self._stopping:
-            sent = self._last_answered_sent_at
-            if not self.runs or sent is None:
-                await asyncio.sleep(0.1)
-                continue
-            session_s = self.session_timeout_ms / 1000
-            deadline = sent + session_s - min(max(session_s / 3, 1.0), session_s / 2)
-            if time.monotonic() < deadline:
-                await asyncio.sleep(min(deadline - time.monotonic(), 0.1))
-                continue
-            if self._last_answered_sent_at == sent and self.runs:
-                log.warning("%s: no heartbeat answered for too long; stopping all work", self.member_id)
-                self.zombie_stops += 1
-                await self._stop_all()
-                self.snapshot = None
-                self.request_rejoin()
+    async def _give_up(self) -> None:
+        """The session may expire: everything stops, and the worker joins again."""
+        await self._stop_all()
+        self.snapshot = None
+        self.request_rejoin()
 
     # -- connections ----------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ from connect_rebalance.protocol.connect_group import (
 from connect_rebalance.work import Work, work_of
 
 from .rebalance_clock import RebalanceClock
+from .session_watch import SessionWatch, watch
 
 log = logging.getLogger(__name__)
 REJOIN_ERRORS = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH)
@@ -118,7 +119,6 @@ class ConnectMembership:
         self.listener, self.compute, self.assignors = listener, compute, assignors
         self.instance_id = instance_id
         self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.session_timeout_ms = session_timeout_ms
         self.request_timeout_ms = request_timeout_ms
         self.state = MemberState.UNJOINED
         self.epoch = 0
@@ -129,9 +129,8 @@ class ConnectMembership:
         self._sent_assignors: list[ClientAssignor] | None = None
         self._wake = asyncio.Event()
         self._stopping = False
-        self._last_answered_sent_at: float | None = None  # monotonic seconds
+        self.session = SessionWatch(session_timeout_ms)  # no zombies (session_watch.py)
         self.rebalances = 0
-        self.zombie_stops = 0
         self.clock = RebalanceClock()
         self._starting: set[asyncio.Task[None]] = set()
         self._revoking: frozenset[Work] = frozenset()  # being stopped beside the heartbeats
@@ -147,7 +146,11 @@ class ConnectMembership:
 
     async def run(self) -> None:
         """Heartbeat until `leave()`; reconnects and rejoins as needed."""
-        watchdog = asyncio.create_task(self._watchdog())
+        watchdog = asyncio.create_task(
+            watch(
+                self.session, lambda: bool(self.runs), self._give_up, lambda: self._stopping, self.member_id
+            )
+        )
         try:
             while not self._stopping:
                 # Cleared before the heartbeat, not after: a wake-up while it is on its way
@@ -205,7 +208,7 @@ class ConnectMembership:
             name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
             raise MembershipRefused(f"the coordinator refused to let this worker in: {name}: "
                                     f"{answer['error_message']}")  # fmt: skip
-        self._last_answered_sent_at = sent_at
+        self.session.answered(sent_at)
         log.debug(
             "heartbeat at epoch %s answered in %.0f ms: %s",
             self.epoch,
@@ -215,7 +218,7 @@ class ConnectMembership:
                 for k in ("member_epoch", "error_code", "session_timeout_ms", "heartbeat_interval_ms")
             },
         )
-        self.session_timeout_ms = answer["session_timeout_ms"]  # the coordinator's, which counts
+        self.session.session_timeout_ms = answer["session_timeout_ms"]  # the coordinator's, which counts
         self._full = False
         given = (
             None if answer["assignment"] is None else work_of(answer["assignment"]["connectors_and_tasks"])
@@ -324,34 +327,19 @@ class ConnectMembership:
             await self.listener.stop_work(work)
             self.runs = self.runs - work
 
-    async def _watchdog(self) -> None:
-        """No zombies: give work up before the coordinator can hand it to another worker.
+    @property
+    def zombie_stops(self) -> int:
+        return self.session.zombie_stops
 
-        The coordinator expires a session `session_timeout_ms` after it handled the last
-        heartbeat, which is no earlier than when this worker sent it. So all work is stopped
-        by `sent + session timeout - safety`, whatever the heartbeat loop is blocked on.
-        """
-        while not self._stopping:
-            sent = self._last_answered_sent_at
-            if not self.runs or sent is None:
-                await asyncio.sleep(0.1)
-                continue
-            session_s = self.session_timeout_ms / 1000
-            deadline = sent + session_s - min(max(session_s / 3, 1.0), session_s / 2)
-            if time.monotonic() < deadline:
-                await asyncio.sleep(min(deadline - time.monotonic(), 0.1))
-                continue
-            if self._last_answered_sent_at == sent and self.runs:
-                log.warning("%s: no heartbeat answered for too long; stopping all work", self.member_id)
-                self.zombie_stops += 1
-                await self._stop(self.runs)
-                # Heartbeats answered meanwhile may have found nothing to change (the work
-                # was still running), so the next one, sent now that it has stopped, is a
-                # full one: the coordinator answers it with the whole assignment, which is
-                # started again, or with UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH if this
-                # worker's session has expired (then it rejoins with epoch 0).
-                self._resync = True
-                self.heartbeat_now()
+    async def _give_up(self) -> None:
+        """The session may expire: everything stops. Heartbeats answered meanwhile may have
+        found nothing to change (the work was still running), so the next one, sent now that
+        it has stopped, is a full one: the coordinator answers it with the whole assignment,
+        which is started again, or with UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH if this
+        worker's session has expired (then it rejoins with epoch 0)."""
+        await self._stop(self.runs)
+        self._resync = True
+        self.heartbeat_now()
 
     # -- the connection -------------------------------------------------------------------
 

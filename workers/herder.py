@@ -1,21 +1,23 @@
-"""The herder: runs the connectors and tasks a worker is assigned, from the cluster's config.
+"""The herder: wires a worker's pieces together, as Kafka Connect's DistributedHerder does, and
+is what the REST API talks to (its methods, Kafka Connect's `Herder` interface).
 
-Kafka Connect's DistributedHerder, on the connect group protocol:
-- the config topic is followed into a `ConfigState`; the worker that computed the group's
-  current target is the *leader*: it reports config changes to the group through its
-  assignor metadata (the config offset), which starts a new group epoch, so a new or
-  deleted connector, or new task configs, lead to one new target — a burst of changes
-  within the debounce window leads to one;
-- assignment and revocation come from the membership (`on_assigned` / `on_revoked` in
-  Kafka Connect's words): revoked work is stopped before the heartbeat that acknowledges it;
-  assigned work is started once the config has been read up to the offset the target was
-  computed from;
-- only the leader writes the config topic: REST writes made on a follower are forwarded to
-  it, and a connector's owner sends the task configs its connector generated to it
-  (`internal_requests`, signed with the session key the leader keeps in the config topic),
-  and the leader writes them with their commit record, as Kafka Connect's leader does;
-- statuses (RUNNING, PAUSED, STOPPED, FAILED with trace, UNASSIGNED) go to the status topic
-  and source offsets to the offset topic.
+The pieces, each in its module:
+- the config topic, followed and written (`ConfigStore`; only the leader writes it: REST
+  writes made on a follower are forwarded to the leader, and a connector's owner sends the
+  task configs its connector generated to it, `internal_requests`, signed with the session
+  key the leader keeps in the config topic);
+- statuses and presence (`StatusStore`), source offsets (`OffsetStore`), and tasks' fenced
+  output (`fenced_output`);
+- running what is assigned (`TaskRunner`, Kafka Connect's `Worker`);
+- computing the group's target when this worker is chosen (`TargetPlanner`);
+- the membership of either group protocol, whose listener this is: assigned work is started
+  once the config has been read up to the offset the target was computed from; revoked work
+  is stopped before the heartbeat that acknowledges it.
+
+What is the herder's own: reacting to config changes (a changed connector config, new task
+configs, a target state, a restart request) by telling the task runner, and, while this
+worker leads, the leader's duties (`leader_duties`: announcing bursts of config changes to
+the group, keeping the session key fresh).
 """
 
 from __future__ import annotations
@@ -24,559 +26,240 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
-import traceback
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+import ssl
+from collections.abc import Callable, Coroutine
+from functools import partial
+from typing import Any
 
-from connect_rebalance.connect_protocol import NO_ERROR, ConnectAssignment, encode_assignment
-from connect_rebalance.protocol.connect_group import ClientAssignor, InstalledMember
-from connect_rebalance.work import CONNECTOR, Work, work_of
+from connect_rebalance.protocol.connect_group import ClientAssignor
+from connect_rebalance.work import CONNECTOR, Work
 
-from . import assignors, lost_work
-from .config_state import PAUSED, STARTED, STOPPED, ConfigState, decode_json, encode_json
-from .connect_membership import Assignment, ConnectMembership, InstallPlan
-from .fenced_output import OutputConnection, TaskFenced, fence_id
+from . import assignors
+from .classic_membership import ClassicMembership
+from .config_state import Changed, ConfigChange, ConfigState
+from .config_store import ConfigStore
+from .connect_membership import Assignment, ConnectMembership
+from .fenced_output import OutputConnection
 from .internal_requests import send_task_configs
+from .leader_duties import ConfigAnnouncer, keep_session_key
+from .leader_planning import LeaderInfo, TargetPlanner
 from .offset_store import OffsetStore
-from .plugins import Connector, Task, TaskContext, find_plugin
-from .session_key import RECORD_KEY as SESSION_KEY_RECORD
+from .plugins import find_plugin
 from .session_key import SessionKey
 from .spark_runtime import SparkRuntime
-from .spark_task import SparkTask
-from .task_writes import TaskWrites
-from .topic_log import TopicLog, ensure_topics
-from .worker_config import WorkerConfig, url_host_port
-
-if TYPE_CHECKING:
-    from .classic_membership import ClassicMembership
+from .status_store import StatusStore
+from .task_runner import TaskRunner
+from .topic_log import Handler, TopicLog, ensure_topics
+from .worker_config import WorkerConfig
+from .worker_metrics import WorkerFigures
 
 log = logging.getLogger(__name__)
-PRESENCE_PREFIX = "status-worker-"  # status-topic records: a worker's UP or LEFT
-CONFIG_QUIET_S = 1.0  # config changes closer than this are one burst (one rebalance)
-CONFIG_BURST_MAX_S = 5.0  # ... up to this long
 LEFT_WRITE_TIMEOUT_S = 2.0  # the LEFT presence record, when stopping; the coordinator may be gone
 
 
-@dataclass
-class LeaderInfo:
-    """What the computing worker tells every worker with its target (assignment metadata)."""
-
-    leader: str = ""
-    leader_url: str = ""
-    config_offset: int = 0
-    delay_ms: int = 0
-    assignor: str = ""  # the assignor that computed the target (classic: the embedded protocol)
-
-    def encode(self) -> bytes:
-        return json.dumps(self.__dict__).encode()
-
-    @classmethod
-    def decode(cls, data: bytes) -> LeaderInfo:
-        """What the computing worker sent; fields this worker does not know are left out."""
-        try:
-            fields = json.loads(data) if data else {}
-            return cls(**{k: v for k, v in fields.items() if k in cls.__dataclass_fields__})
-        except (ValueError, TypeError, AttributeError):
-            return cls()
-
-
-@dataclass
-class Running:
-    """A connector or task this worker runs (or holds, paused)."""
-
-    item: Work
-    instance: Connector | Task | None = None
-    state: str = "UNASSIGNED"
-    trace: str | None = None
-    config: dict[str, str] = field(default_factory=dict)
-    writes: TaskWrites | None = None  # a task run's records and offsets, through its fence
+# How a worker follows one of its topics: (topic, handler of each record) -> its log.
+LogFactory = Callable[[str, Handler], TopicLog]
 
 
 class Herder:
-    def __init__(self, config: WorkerConfig) -> None:
+    def __init__(self, config: WorkerConfig, logs: LogFactory | None = None) -> None:
+        """`logs`: the worker's topics on the cluster (TopicLog) unless given (in-process tests)."""
         self.config = config
-        self.worker_id = config.worker_id
-        self.state = ConfigState()
-        self.statuses: dict[str, dict[str, Any]] = {}
-        self.running: dict[Work, Running] = {}
         self.leader = LeaderInfo()
-        self.reason = 0
+        self.reason = 0  # the assignor reason: a new one starts a new epoch (connect)
         self.ready = asyncio.Event()
         self.kafka_cluster_id = ""  # the coordinator's, read at start (GET / reports it)
-        self.started_by_connector: dict[str, int] = {}
-        self.stopped_by_connector: dict[str, int] = {}
-        self._config_changed = asyncio.Event()
-        self._announced_offset: int | None = None  # the config offset the last burst ended at
-        self._announced_connectors: set[str] = set()  # the connectors at that offset
-        self._placed: set[str] = set()  # connectors new at that offset (their tasks are due next)
         self._tasks: list[asyncio.Task[Any]] = []
-        self._lock = asyncio.Lock()  # one lifecycle change at a time
-        # The computing worker's memory: who last ran each item, and work held for lost workers.
-        self._memory = lost_work.ComputingMemory()
-        self._rebalance_timer: asyncio.TimerHandle | None = None
         self._key_keeper: asyncio.Future[None] | None = None  # the leader's session-key renewal
         self._background: set[asyncio.Future[None]] = set()
         self._senders: dict[str, asyncio.Future[None]] = {}  # task configs on their way to the leader
-        self._assigned: dict[Work, int] = {}  # times each item was assigned or revoked
-        # One SparkSession per worker for every Spark task (started in `start` if warm-up is on).
-        self.spark = SparkRuntime(
-            config.spark_master, config.spark_settings, config.checkpoint_dir,
-            config.task_shutdown_graceful_timeout_ms, self.worker_id,
-        )  # fmt: skip
         bootstrap, security = config.bootstrap_servers, config.client_security()
-        self.config_log = TopicLog(
-            bootstrap, config.config_storage_topic, self._on_config, self.worker_id, security
-        )
-        self.status_log = TopicLog(
-            bootstrap, config.status_storage_topic, self._on_status, self.worker_id, security
-        )
-        self.offset_store = OffsetStore(
-            lambda handler: TopicLog(
-                bootstrap, config.offset_storage_topic, handler, self.worker_id, security
-            )
-        )
-        self.offset_log = self.offset_store.log
+        logs = logs or (lambda topic, on: TopicLog(bootstrap, topic, on, config.worker_id, security))
+        self.configs = ConfigStore(partial(logs, config.config_storage_topic), self._on_config_change)
+        self.announcer = ConfigAnnouncer(self.state, self.is_leader, lambda: self.membership.heartbeat_now())
+        self.statuses = StatusStore(partial(logs, config.status_storage_topic), config.worker_id)
+        self.offsets = OffsetStore(partial(logs, config.offset_storage_topic))
         # Tasks' records and source offsets, fenced by epoch, connected as `producer.*` says (the
         # whole of their security, as in Kafka Connect).
         self.output = OutputConnection(
-            bootstrap, f"{self.worker_id}-task-output", config.client_security("producer.")
+            bootstrap, f"{config.worker_id}-task-output", config.client_security("producer.")
         )
+        # One SparkSession per worker for every Spark task (started in `start` if warm-up is on).
+        self.spark = SparkRuntime(
+            config.spark_master, config.spark_settings, config.checkpoint_dir,
+            config.task_shutdown_graceful_timeout_ms, config.worker_id,
+        )  # fmt: skip
+        self.runner = TaskRunner(
+            config, self.state, self.statuses, self.offsets, self.output, self.spark,
+            lambda: self.membership.epoch, self._send_task_configs,
+        )  # fmt: skip
+        self.planner = TargetPlanner(config, self.configs, self.statuses, self._rebalance_due)
         # TLS of this worker's calls to other workers' REST APIs (forwards, task configs).
-        rest_tls = config.rest_tls
-        self.rest_client_tls = rest_tls.client_context() if rest_tls is not None else None
+        self._client_tls = config.rest_tls.client_context() if config.rest_tls is not None else None
         self.membership: ConnectMembership | ClassicMembership
         if config.group_protocol == "classic":
-            from .classic_membership import ClassicMembership
-
-            self.membership = ClassicMembership.for_worker(
-                config, self, self._snapshot, self.plan_classic_target
-            )
+            self.membership = ClassicMembership(
+                bootstrap, config.group_id, config.rest_url, self, self._snapshot, lambda: self.state.offset,
+                self.planner.plan_classic, connect_protocol=config.connect_protocol,
+                client_id=f"connect-{config.worker_id}", session_timeout_ms=config.session_timeout_ms,
+                rebalance_timeout_ms=config.rebalance_timeout_ms,
+                heartbeat_interval_ms=config.heartbeat_interval_ms, security=security,
+            )  # fmt: skip
         else:
             self.membership = ConnectMembership(
-                bootstrap, config.group_id, config.member_id, config.rest_url, self, self._compute,
+                bootstrap, config.group_id, config.member_id, config.rest_url, self, self.planner.compute,
                 self._assignors, rebalance_timeout_ms=config.rebalance_timeout_ms,
                 session_timeout_ms=config.session_timeout_ms, security=security,
             )  # fmt: skip
+
+    @property
+    def state(self) -> ConfigState:
+        return self.configs.state
 
     # -- start and stop -------------------------------------------------------------------
 
     async def start(self) -> None:
         config = self.config
-        bootstrap, admin = config.bootstrap_servers, config.client_security("admin.")
         topics = {
             config.config_storage_topic: 1,
             config.status_storage_topic: 5,
             config.offset_storage_topic: 25,
         }
-        self.kafka_cluster_id = await asyncio.to_thread(ensure_topics, bootstrap, topics, security=admin)
+        self.kafka_cluster_id = await asyncio.to_thread(
+            ensure_topics, config.bootstrap_servers, topics, security=config.client_security("admin.")
+        )
         # The three logs are read side by side: a joining worker's start-up is part of its join.
-        await asyncio.gather(*(t.start() for t in (self.config_log, self.status_log, self.offset_log)))
-        self._announced_offset = self.state.offset  # what this worker joins with
-        self._announced_connectors = set(self.state.connectors)
-        await self._write_presence("UP")  # before joining: a bounce is not a departure
+        await asyncio.gather(*(store.log.start() for store in (self.configs, self.statuses, self.offsets)))
+        self.announcer.joined()
+        await self._announce("UP")  # before joining: a bounce is not a departure
         self.membership_run = asyncio.create_task(self.membership.run())  # ends only by leaving or refusal
-        self._tasks.append(self.membership_run)
-        self._tasks.append(asyncio.create_task(self._report_config_changes()))
+        self._tasks += [self.membership_run, asyncio.create_task(self.announcer.run())]
         if self.config.spark_session_warmup:
-            self._warming = asyncio.create_task(asyncio.to_thread(self.spark.warm))
+            self._tasks.append(asyncio.create_task(asyncio.to_thread(self.spark.warm)))
         self.ready.set()
 
     async def stop(self) -> None:
         """Leave the group for good: every connector and task stops and moves at once."""
         # Said before leaving, so the computing worker hands the work out without a delay.
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._write_presence("LEFT"), LEFT_WRITE_TIMEOUT_S)
+            await asyncio.wait_for(self._announce("LEFT"), LEFT_WRITE_TIMEOUT_S)
         await self.membership.leave()
+        self.planner.close()
         for task in [*self._tasks, *self._background]:
             task.cancel()
         await asyncio.gather(*self._tasks, *self._background, return_exceptions=True)
-        closing = [t.close() for t in (self.config_log, self.status_log, self.offset_log)]
+        closing = [store.log.close() for store in (self.configs, self.statuses, self.offsets)]
         closing += [self.output.close(), asyncio.to_thread(self.spark.close)]
         for result in await asyncio.gather(*closing, return_exceptions=True):
             if isinstance(result, Exception):  # the coordinator may be gone: closing goes on
                 log.warning("closing: %s", result)
 
+    async def _announce(self, state: str) -> None:
+        member = self.config.member_id if self.config.group_protocol == "connect" else None
+        await self.statuses.announce(state, self.config.rest_url, member)
+
     # -- the config topic -----------------------------------------------------------------
 
-    def _on_config(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
-        if key is None:
-            return
-        name = key.decode()
-        before = self.state.work(), dict(self.state.target_states)
-        config_before = None
-        if name.startswith("connector-"):
-            config_before = self.state.connectors.get(name[len("connector-") :])
-        committed = name[len("commit-") :] if name.startswith("commit-") else None
-        tasks_before = self.state.tasks.get(committed) if committed is not None else None
-        self.state.apply(name, decode_json(value), offset)
-        if committed is not None and self.state.tasks.get(committed) != tasks_before:
-            asyncio.ensure_future(self._restart_reconfigured_tasks(committed))
-        if (self.state.work(), self.state.target_states) != before:
-            self._config_changed.set()
-        if name.startswith("connector-") and config_before is not None:
-            connector = name[len("connector-") :]
-            changed = self.state.connectors.get(connector) not in (None, config_before)
-            if changed and (connector, CONNECTOR) in self.running:
-                asyncio.ensure_future(self._reconfigure(connector))
-        if name.startswith("restart-connector-") and value is not None:
-            connector, request = name[len("restart-connector-") :], json.loads(value)
-            asyncio.ensure_future(self._restart_connector(connector, request))
-        if name.startswith("target-state-"):
-            connector = name[len("target-state-") :]
-            for item in [i for i in self.running if i[0] == connector]:
-                asyncio.ensure_future(self._apply_target_state(item))
+    def _on_config_change(self, change: ConfigChange, work_changed: bool) -> None:
+        if work_changed:
+            self.announcer.changed()
+        runner, name = self.runner, change.connector
+        if change.kind == Changed.TASKS and change.replaced:
+            self._spawn(runner.follow_task_configs(name))
+        elif change.kind == Changed.CONNECTOR and change.replaced and (name, CONNECTOR) in runner.running:
+            self._spawn(runner.reconfigure(name))
+        elif change.kind == Changed.RESTART:
+            self._spawn(runner.restart_connector(name, change.include_tasks, change.only_failed))
+        elif change.kind == Changed.TARGET_STATE:
+            self._spawn(runner.follow_target_state(name))
 
-    async def _report_config_changes(self) -> None:
-        """The leader tells the group when the work changed: once per burst of changes.
-
-        A burst (a script creating connectors one after another, connectors writing their
-        task configs) ends once the config topic has been quiet for CONFIG_QUIET_S and every
-        connector placed by the previous announcement has written its task configs, or after
-        CONFIG_BURST_MAX_S; only then is the new config offset announced (connect protocol:
-        in the assignor metadata, which starts a new epoch; classic: a rejoin). Waiting for
-        the placed connectors' task configs makes their tasks one epoch, however the
-        workers' heartbeats and connector starts are spread in time.
-        """
-        loop = asyncio.get_running_loop()
-        while True:
-            await self._config_changed.wait()
-            until = loop.time() + CONFIG_BURST_MAX_S
-            while True:
-                self._config_changed.clear()
-                quiet = min(CONFIG_QUIET_S, until - loop.time())
-                if quiet <= 0:
-                    break
-                try:
-                    await asyncio.wait_for(self._config_changed.wait(), quiet)
-                except TimeoutError:
-                    if not self._tasks_pending():
-                        break
-                    with contextlib.suppress(TimeoutError):  # a placed connector's tasks are due
-                        await asyncio.wait_for(self._config_changed.wait(), until - loop.time())
-            self._placed = set(self.state.connectors) - self._announced_connectors
-            self._announced_connectors = set(self.state.connectors)
-            self._announced_offset = self.state.offset
-            if self.is_leader():
-                self.membership.heartbeat_now()
-
-    def _tasks_pending(self) -> bool:
-        """A connector the last announcement placed has not written its task configs yet."""
-        state = self.state
-        return any(
-            name in state.connectors and name not in state.tasks and state.target_state(name) != STOPPED
-            for name in self._placed
-        )
+    # -- the group ------------------------------------------------------------------------
 
     def is_leader(self) -> bool:
         return bool(self.leader.leader) and self.leader.leader == self.membership.member_id
 
+    def leader_url(self) -> str | None:
+        """Where config writes go: the leader's REST url, or None when this worker takes them."""
+        return None if self.is_leader() or not self.leader.leader_url else self.leader.leader_url
+
     async def _snapshot(self) -> tuple[frozenset[Work], int]:
         """The config read to its end: what a classic group's leader assigns from."""
-        await self.config_log.read_to_end()
+        await self.configs.read_to_end()
         return self.state.work(), self.state.offset
 
     def _assignors(self) -> list[ClientAssignor]:
         """The client assignors `connect.protocol` offers, each with this worker's metadata."""
+        config, offset = self.config, self.announcer.reported_offset(bool(self.leader.leader))
         metadata = json.dumps(
-            {
-                "url": self.config.rest_url,
-                "worker_id": self.worker_id,
-                "config_offset": self._reported_offset(),
-            }
+            {"url": config.rest_url, "worker_id": config.worker_id, "config_offset": offset}
         ).encode()
         version = assignors.METADATA_VERSION
         return [
             ClientAssignor(name, version, version, version, metadata, self.reason)
-            for name in assignors.offered(self.config.connect_protocol)
+            for name in assignors.offered(config.connect_protocol)
         ]
 
-    def _reported_offset(self) -> int:
-        # Followers keep reporting the offset they joined with, so only the leader's changes
-        # start new epochs, and the leader's only once a burst of changes is over.
-        if self.is_leader() or not self.leader.leader:
-            announced = self._announced_offset
-            self._last_reported = self.state.offset if announced is None else announced
-        return getattr(self, "_last_reported", self.state.offset)
-
-    # -- computing the target (when chosen) -----------------------------------------------
-
-    async def _compute(self, prepared: dict[str, Any]) -> InstallPlan:
-        """The target by the assignor the coordinator selected: incremental (sticky and balanced,
-        a lost worker's work held for the scheduled delay) or eager (dealt out afresh)."""
-        await self.config_log.read_to_end()
-        await self.status_log.read_to_end()
-        work = self.state.work()
-        by_url = self._worker_ids_by_url()
-        members = {m["member_id"]: _worker_id_of(m, by_url) for m in prepared["members"]}
-        current = {m["member_id"]: work_of(m["target_connectors_and_tasks"]) for m in prepared["members"]}
-        # A worker restarted before its old member's session expired is in the group twice:
-        # the member its latest presence record names is the live one, and takes over the
-        # old one's work (which the coordinator hands over once the old session expires).
-        incarnation = self._incarnations()
-        stale = {m for m, worker in members.items() if incarnation.get(worker, m) != m}
-        live = {m: worker for m, worker in members.items() if m not in stale}
-        assignor = prepared["assignor_name"]
-        target, delay_ms = await self.plan_target(
-            live, {m: current[m] for m in live}, work, prepared["assignment_epoch"], prepared["group_epoch"],
-            assignor,
-        )  # fmt: skip
-        target.update(dict.fromkeys(stale, frozenset()))
-        self._schedule_rebalance(delay_ms / 1000 if delay_ms else None)
-        info = LeaderInfo(self.config.member_id, self.config.rest_url, self.state.offset, delay_ms, assignor)
-        classic = {
-            m["member_id"]: m["assignor"]["metadata_version"] for m in prepared["members"] if _is_classic(m)
-        }
-        declared = frozenset().union(*target.values()) if target else frozenset()
-        return InstallPlan(declared, [
-            InstalledMember(m, items, assignors.METADATA_VERSION, info.encode()) if m not in classic
-            else InstalledMember(m, items, classic[m], _classic_header(classic[m], info))
-            for m, items in target.items()
-        ])  # fmt: skip
-
-    async def plan_target(
-        self,
-        members: Mapping[str, str],
-        current: Mapping[str, frozenset[Work]],
-        work: frozenset[Work],
-        previous_epoch: int,
-        epoch: int,
-        assignor: str = assignors.SESSIONED,
-    ) -> tuple[dict[str, frozenset[Work]], int]:
-        """Each member's target for `epoch` by `assignor` (members map member id -> worker id)
-        and, while a lost worker's work is held, the milliseconds until its delay ends (else 0).
-        Both protocols' computing worker uses it: the connect group's, and a classic group's
-        leader for incremental cooperative assignments."""
-        await self.status_log.read_to_end()  # who left on purpose, who ran what
-        memory = self._memory
-        memory.recall(previous_epoch, epoch)
-        now = time.monotonic()
-        target, memory.held = assignors.plan(
-            assignor, members, current, work, {**self._status_owners(), **memory.last_owner},
-            self._left_workers(), memory.held, now, self.config.scheduled_rebalance_max_delay_ms / 1000,
-        )  # fmt: skip
-        for member, items in target.items():
-            memory.last_owner.update(dict.fromkeys(items, members[member]))
-        deadline = memory.held.next_deadline()
-        return target, 0 if deadline is None else max(1, int((deadline - now) * 1000))
-
-    async def plan_classic_target(
-        self,
-        urls: Mapping[str, str],
-        owned: Mapping[str, frozenset[Work]],
-        work: frozenset[Work],
-        generation: int,
-    ) -> tuple[dict[str, frozenset[Work]], int]:
-        """`plan_target` for a classic group's leader, whose members (member id -> REST url)
-        are known by url only: the presence records say which worker id (`worker.id`, which
-        may differ from the url) each url belongs to; Kafka Connect's host:port otherwise."""
-        await self.status_log.read_to_end()
-        by_url = self._worker_ids_by_url()
-        members = {m: by_url.get(url, url_host_port(url)) for m, url in urls.items()}
-        return await self.plan_target(members, owned, work, generation - 1, generation)
-
-    def worker_url(self, worker_id: str) -> str:
-        """A worker's REST url: from its presence record, else its id with this worker's scheme."""
-        by_id = {worker: url for url, worker in self._worker_ids_by_url().items()}
-        return by_id.get(worker_id, f"{self.config.rest_url.split('://', 1)[0]}://{worker_id}")
-
-    def _worker_ids_by_url(self) -> dict[str, str]:
-        """REST url -> worker id, from the presence records (for members known by url only)."""
-        return {
-            value["url"]: key.removeprefix(PRESENCE_PREFIX)
-            for key, value in self.statuses.items()
-            if key.startswith(PRESENCE_PREFIX) and value.get("url")
-        }
-
-    def _schedule_rebalance(self, after_s: float | None) -> None:
-        """When held work's delay ends, a new assignor reason starts a new group epoch."""
-        if self._rebalance_timer is not None:
-            self._rebalance_timer.cancel()
-            self._rebalance_timer = None
-        if after_s is None:
-            return
-
-        def due() -> None:
-            self._rebalance_timer = None
-            self.reason += 1
-            log.info("the scheduled rebalance is due: assignor reason %d", self.reason)
-            if isinstance(self.membership, ConnectMembership):
-                self.membership.heartbeat_now()
-
-        self._rebalance_timer = asyncio.get_running_loop().call_later(max(after_s, 0) + 0.05, due)
-
-    def _status_owners(self) -> dict[Work, str]:
-        """The worker each connector and task last reported RUNNING on (the status topic)."""
-        owners: dict[Work, str] = {}
-        for key, value in self.statuses.items():
-            if value.get("state") != "RUNNING" or not value.get("worker_id"):
-                continue
-            if key.startswith("status-connector-"):
-                owners[(key.removeprefix("status-connector-"), CONNECTOR)] = value["worker_id"]
-            elif key.startswith("status-task-"):
-                name, _, index = key.removeprefix("status-task-").rpartition("-")
-                if index.isdigit():
-                    owners[(name, int(index))] = value["worker_id"]
-        return owners
-
-    def _incarnations(self) -> dict[str, str]:
-        """Worker id -> the member id its latest `UP` presence record names (connect protocol)."""
-        return {
-            key.removeprefix(PRESENCE_PREFIX): value["member_id"]
-            for key, value in self.statuses.items()
-            if key.startswith(PRESENCE_PREFIX) and value.get("state") == "UP" and value.get("member_id")
-        }
-
-    def _left_workers(self) -> set[str]:
-        return {
-            key.removeprefix(PRESENCE_PREFIX)
-            for key, value in self.statuses.items()
-            if key.startswith(PRESENCE_PREFIX) and value.get("state") == "LEFT"
-        }
-
-    async def _write_presence(self, state: str) -> None:
-        """`UP` when this worker starts, `LEFT` when it leaves for good (awaited: it must land first)."""
-        key = f"{PRESENCE_PREFIX}{self.worker_id}"
-        value = {"state": state, "worker_id": self.worker_id, "url": self.config.rest_url}
-        if self.config.group_protocol == "connect":
-            value["member_id"] = self.config.member_id
-        self.statuses[key] = value
-        await self.status_log.write(key.encode(), encode_json(value))
+    def _rebalance_due(self) -> None:
+        """Held work's delay ended: a new assignor reason starts a new group epoch."""
+        self.reason += 1
+        log.info("the scheduled rebalance is due: assignor reason %d", self.reason)
+        self.membership.heartbeat_now()
 
     # -- assignment and revocation (the membership's listener) -----------------------------
 
     async def start_work(self, work: frozenset[Work], assignment: Assignment) -> None:
         self.leader = LeaderInfo.decode(assignment.metadata)
         keeping = self._key_keeper is not None and not self._key_keeper.done()
-        if self.signs_requests and self.is_leader() and not keeping:
-            self._key_keeper = self._spawn(self._keep_session_key())
-        assigned = {item: self._reassigned(item) for item in work}
-        if self.state.offset < self.leader.config_offset:
-            await self.config_log.read_to_end()
-        if any(self._is_spark_task(item) for item in work):
-            # The SparkSession may take tens of seconds to start: wait outside the lock, so a
-            # revocation (or the watchdog) meanwhile is not held up behind it.
-            with contextlib.suppress(Exception):  # a task's start reports it, with its trace
-                await asyncio.to_thread(self.spark.session)
-        async with self._lock:
-            # Skipped: revoked (or assigned anew) while this start waited.
-            starting = [item for item in sorted(work) if self._assigned.get(item) == assigned[item]]
-            for item in starting:
-                self.running[item] = Running(item)
-            # Lightweight connectors and tasks start together (their status writes share
-            # batches: a thousand tasks start in a fraction of the session, so the lock is
-            # free again before a revocation needs it); Spark queries start one at a time.
-            spark = [item for item in starting if self._is_spark_task(item)]
-            await asyncio.gather(*(self._start(item) for item in starting if item not in spark))
-            for item in spark:
-                await self._start(item)
+        if self.signs_requests() and self.is_leader() and not keeping:
+            keeping_for = self.config.inter_worker_key_ttl_ms
+            self._key_keeper = self._spawn(keep_session_key(self.configs, self.is_leader, keeping_for))
 
-    def _reassigned(self, item: Work) -> int:
-        """A new assignment or revocation of `item`: starts waiting for an older one skip it."""
-        self._assigned[item] = self._assigned.get(item, 0) + 1
-        return self._assigned[item]
+        async def config_read() -> None:
+            if self.state.offset < self.leader.config_offset:
+                await self.configs.read_to_end()
 
-    def _is_spark_task(self, item: Work) -> bool:
-        config = self.state.connectors.get(item[0])
-        plugin = find_plugin(config.get("connector.class", "")) if config and item[1] != CONNECTOR else None
-        return plugin is not None and issubclass(plugin.task_class, SparkTask)
+        await self.runner.start(work, config_read)
 
     async def stop_work(self, work: frozenset[Work]) -> None:
-        for item in work:
-            self._reassigned(item)
-        async with self._lock:
-            await asyncio.gather(*(self._stop(item, "UNASSIGNED") for item in work if item in self.running))
-            for item in work:
-                self.running.pop(item, None)
+        await self.runner.stop(work)
 
-    async def _start(self, item: Work) -> None:
-        runner = self.running[item]
-        name, task = item
-        if task != CONNECTOR and int(task) >= len(self.state.tasks.get(name, [])):
-            # Its config is gone (the connector was stopped, or now has fewer tasks): the
-            # rebalance the change starts revokes it; configs committed first start it
-            # (_restart_reconfigured_tasks). Starting it now would fail with no config.
-            runner.state = "UNASSIGNED"
-            return
-        target = self.state.target_state(name)
-        if target in (PAUSED, STOPPED):
-            runner.state = target if task == CONNECTOR or target == PAUSED else "UNASSIGNED"
-            await self._write_status(item, runner.state)
-            return
-        try:
-            if task == CONNECTOR:
-                await self._start_connector(runner)
-            else:
-                await self._start_task(runner)
-            runner.state, runner.trace = "RUNNING", None
-            self.started_by_connector[name] = self.started_by_connector.get(name, 0) + 1
-        except Exception as exc:  # noqa: BLE001 - a plugin's failure is its FAILED state
-            runner.state, runner.trace = "FAILED", "".join(traceback.format_exception(exc))
-            log.warning("%s failed to start: %s", item, exc)
-        await self._write_status(item, runner.state, runner.trace)
+    # -- task configs and the session key (the leader writes them) -------------------------
 
-    async def _start_connector(self, runner: Running) -> None:
-        name = runner.item[0]
-        config = self.state.connectors[name]
-        plugin = find_plugin(config["connector.class"])
-        if plugin is None:
-            raise ValueError(f"no connector plugin named {config['connector.class']!r}")
-        connector = plugin()
-        runner.instance, runner.config = connector, dict(config)
-        await self._write_task_configs(name, connector, config)
-
-    async def _write_task_configs(self, name: str, connector: Connector, config: Mapping[str, str]) -> None:
-        wanted = connector.task_configs(config, int(config.get("tasks.max", "1")))
-        if self.state.target_state(name) == STOPPED:
-            wanted = []
-        if wanted == self.state.tasks.get(name):
-            return
-        if self.is_leader() or not self.leader.leader_url:
-            await self.put_task_configs(name, wanted)
+    async def _send_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """A connector running here generated `configs`: the leader writes them."""
+        if self.leader_url() is None:
+            await self.put_task_configs(name, configs)
             return
         # Sent in the background (the leader may be moving; this start must not wait on it),
         # replacing configs of this connector still on their way.
         previous = self._senders.pop(name, None)
         if previous is not None:
             previous.cancel()
-        self._senders[name] = self._spawn(send_task_configs(self, name, wanted))
+        self._senders[name] = self._spawn(send_task_configs(self, name, configs))
 
     async def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         """The leader's write of a connector's task configs (its own connector's, or those a
         worker running the connector sent it)."""
-        await self.config_log.read_to_end()
-        if configs == self.state.tasks.get(name):
-            return
-        # Sent together (one producer, in order; a thousand tasks' configs take batches, not
-        # a round trip each); the commit record that makes them visible goes once all are in.
-        await asyncio.gather(*(
-            self.config_log.write(f"task-{name}-{i}".encode(), encode_json({"properties": task_config}))
-            for i, task_config in enumerate(configs)
-        ))  # fmt: skip
-        await self.config_log.write(f"commit-{name}".encode(), encode_json({"tasks": len(configs)}))
+        await self.configs.put_task_configs(name, configs)
 
-    @property
+    def runs_connector(self, name: str) -> bool:
+        return (name, CONNECTOR) in self.runner.running
+
+    def client_tls(self) -> ssl.SSLContext | None:
+        """TLS of this worker's calls to other workers' REST APIs (forwards, task configs)."""
+        return self._client_tls
+
+    async def read_config(self) -> None:
+        await self.configs.read_to_end()
+
     def signs_requests(self) -> bool:
         """Requests between workers are signed on the connect protocol and on `sessioned`."""
         return self.config.group_protocol == "connect" or self.config.connect_protocol == "sessioned"
 
-    async def _keep_session_key(self) -> None:
-        """While this worker leads, a session key younger than `inter.worker.key.ttl.ms` is in
-        the config topic."""
-        ttl_ms = self.config.inter_worker_key_ttl_ms
-        while True:
-            await self.config_log.read_to_end()
-            if not self.is_leader():
-                return
-            now_ms = int(time.time() * 1000)
-            key = self.state.session_key
-            if key is None or key.expired(now_ms, ttl_ms):
-                key = SessionKey.new(now_ms)
-                await self.config_log.write(SESSION_KEY_RECORD.encode(), encode_json(key.record()))
-            await asyncio.sleep(max(key.created_ms + ttl_ms - now_ms, 0) / 1000)
+    def session_key(self) -> SessionKey | None:
+        return self.state.session_key
 
-    def _spawn(self, work: Any) -> asyncio.Future[None]:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Future[None]:
         """Runs `work` in the background, keeping a reference and logging its failure."""
         future = asyncio.ensure_future(work)
         self._background.add(future)
@@ -589,167 +272,38 @@ class Herder:
         future.add_done_callback(done)
         return future
 
-    async def _start_task(self, runner: Running) -> None:
-        name, index = runner.item
-        connector_config = self.state.connectors[name]
-        plugin = find_plugin(connector_config["connector.class"])
-        if plugin is None:
-            raise ValueError(f"no connector plugin named {connector_config['connector.class']!r}")
-        task_config = self.state.tasks[name][index]
-        task = plugin.task_class()
-        writes = TaskWrites(self.output, fence_id(self.config.group_id, name, index), name, self.offset_store)
-        runner.instance, runner.config, runner.writes = task, task_config, writes
-        context = TaskContext(
-            name, index, self.worker_id, self.config.bootstrap_servers,
-            read_offset=writes.read_offset, write_offset=writes.write_offset, send=writes.send,
-            fail=lambda exc: asyncio.ensure_future(self._failed(runner, task, exc)),
-            extra={"worker_config": self.config, "spark": self.spark},
-        )  # fmt: skip
-        await task.start(task_config, context)
+    # -- what the REST API reads and writes (Kafka Connect's Herder interface) -------------
 
-    async def _stop(self, item: Work, state: str, report: bool = True) -> None:
-        runner = self.running.get(item)
-        if runner is None:
-            return
-        if isinstance(runner.instance, Task):
-            try:
-                if getattr(runner.instance, "bounded_stop", False):
-                    await runner.instance.stop()  # returns only once the work has stopped
-                else:
-                    await asyncio.wait_for(
-                        runner.instance.stop(), self.config.task_shutdown_graceful_timeout_ms / 1000
-                    )
-            except Exception:  # noqa: BLE001 - a plugin's failure to stop must not stop the worker
-                log.exception("%s did not stop cleanly", item)
-        if runner.writes is not None:
-            await runner.writes.close()  # nothing of this run is in flight from here on
-            runner.writes = None
-        if runner.instance is not None:
-            self.stopped_by_connector[item[0]] = self.stopped_by_connector.get(item[0], 0) + 1
-        runner.instance = None
-        runner.state = state
-        if report:
-            await self._write_status(item, state)
+    def started(self) -> bool:
+        return self.ready.is_set()
 
-    async def _failed(self, runner: Running, task: Task, exc: BaseException) -> None:
-        if self.running.get(runner.item) is not runner or runner.instance is not task:
-            return  # a run already stopped: what it reports is not the task's state
-        if isinstance(exc, TaskFenced):
-            # A newer run of the task began elsewhere (this worker was cut off, and its session
-            # gave the task away): this run stops, and says nothing of the task's state.
-            log.warning("%s stops: %s", runner.item, exc)
-            async with self._lock:
-                if self.running.get(runner.item) is runner and runner.instance is task:
-                    await self._stop(runner.item, "UNASSIGNED", report=False)
-            return
-        runner.state, runner.trace = "FAILED", "".join(traceback.format_exception(exc))
-        await self._write_status(runner.item, "FAILED", runner.trace)
+    async def wait_started(self) -> None:
+        await self.ready.wait()
 
-    async def _reconfigure(self, name: str) -> None:
-        """A running connector's config changed: restart it; it may produce new task configs."""
-        async with self._lock:
-            item = (name, CONNECTOR)
-            if item in self.running:
-                await self._stop(item, "UNASSIGNED")
-                await self._start(item)
+    def cluster_id(self) -> str:
+        """The Kafka cluster's id, read at start (`GET /` reports it, as Kafka Connect does)."""
+        return self.kafka_cluster_id
 
-    async def _restart_reconfigured_tasks(self, name: str) -> None:
-        """New task configs were committed: a task of the connector running here with another
-        config is restarted with its new one, as Kafka Connect does (a task no longer wanted
-        is revoked by the rebalance the change starts), and one assigned here while it had no
-        config (its connector resumed after a stop) starts."""
-        async with self._lock:
-            configs = self.state.tasks.get(name, [])
-            for item in sorted(i for i in self.running if i[0] == name and i[1] != CONNECTOR):
-                runner = self.running[item]
-                index = int(item[1])
-                started = runner.instance is not None and runner.state in ("RUNNING", "FAILED")
-                idle = runner.instance is None and runner.state == "UNASSIGNED"
-                if idle and index < len(configs) and self.state.target_state(name) == STARTED:
-                    await self._start(item)
-                if started and index < len(configs) and runner.config != configs[index]:
-                    await self._stop(item, "RESTARTING")
-                    await self._start(item)
+    def connectors(self) -> list[str]:
+        return sorted(self.state.connectors)
 
-    async def _apply_target_state(self, item: Work) -> None:
-        async with self._lock:
-            runner = self.running.get(item)
-            if runner is None:
-                return
-            target = self.state.target_state(item[0])
-            if target in (PAUSED, STOPPED) and runner.state == "RUNNING":
-                await self._stop(item, PAUSED if target == PAUSED else "STOPPED")
-                if item[1] == CONNECTOR and target == STOPPED:
-                    await self.config_log.write(f"commit-{item[0]}".encode(), encode_json({"tasks": 0}))
-            elif target not in (PAUSED, STOPPED) and runner.state in (PAUSED, "STOPPED"):
-                await self._start(item)
+    def connector_config(self, name: str) -> dict[str, str] | None:
+        return self.state.connectors.get(name)
 
-    async def _restart_connector(self, connector: str, request: dict[str, Any]) -> None:
-        """A restart request (Kafka Connect's `restart-connector-<name>` record): owners act."""
-        include_tasks, only_failed = bool(request.get("include-tasks")), bool(request.get("only-failed"))
-        for item in sorted(i for i in self.running if i[0] == connector):
-            wanted = item[1] == CONNECTOR or include_tasks
-            if wanted and (not only_failed or self.running[item].state == "FAILED"):
-                await self.restart(item)
-
-    async def restart(self, item: Work) -> None:
-        async with self._lock:
-            if item in self.running:
-                await self._stop(item, "RESTARTING")
-                await self._start(item)
-
-    # -- statuses and offsets -------------------------------------------------------------
-
-    def _on_status(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
-        if key is None:
-            return
-        name = key.decode()
-        if value is None:
-            self.statuses.pop(name, None)
-            return
-        status = json.loads(value)
-        if not name.startswith(PRESENCE_PREFIX) and _stale(status, self.statuses.get(name)):
-            return
-        self.statuses[name] = status
-
-    async def _write_status(self, item: Work, state: str, trace: str | None = None) -> None:
-        name, task = item
-        key = f"status-connector-{name}" if task == CONNECTOR else f"status-task-{name}-{task}"
-        value = {
-            "state": state,
-            "trace": trace,
-            "worker_id": self.worker_id,
-            "generation": self.membership.epoch,
-        }
-        if _stale(value, self.statuses.get(key)):
-            # Kafka Connect's putSafe: another worker reported the item at a newer generation
-            # (it runs it now); what this one says of it, cut off meanwhile, is out of date.
-            return
-        self.statuses[key] = value
-        # Not awaited: a status is reported, not waited for (stopping must not wait on it).
-        write = asyncio.ensure_future(self.status_log.write(key.encode(), encode_json(value)))
-        write.add_done_callback(_log_failure)
-
-    # -- what the REST API reads ----------------------------------------------------------
+    def task_configs(self, name: str) -> list[dict[str, str]]:
+        return self.state.tasks.get(name, [])
 
     def connector_status(self, name: str) -> dict[str, Any] | None:
-        if name not in self.state.connectors:
+        config = self.state.connectors.get(name)
+        if config is None:
             return None
-        own = self.statuses.get(f"status-connector-{name}", {"state": "UNASSIGNED", "worker_id": ""})
         tasks = []
-        for i in range(len(self.state.tasks.get(name, []))):
-            status = self.statuses.get(f"status-task-{name}-{i}", {"state": "UNASSIGNED", "worker_id": ""})
-            entry = {"id": i, "state": status["state"], "worker_id": status["worker_id"]}
-            if status.get("trace"):
-                entry["trace"] = status["trace"]
-            runner = self.running.get((name, i))
-            if runner is not None and isinstance(runner.instance, Task) and runner.instance.progress():
-                entry["progress"] = runner.instance.progress()  # known to the worker running it
-            tasks.append(entry)
-        connector = {"state": own["state"], "worker_id": own["worker_id"]}
-        if own.get("trace"):
-            connector["trace"] = own["trace"]
-        plugin = find_plugin(self.state.connectors[name].get("connector.class", ""))
+        for i in range(len(self.task_configs(name))):
+            status = self.statuses.status_of((name, i))
+            progress = self.runner.progress((name, i))  # known to the worker running it
+            tasks.append(_entry(status, id=i) | ({"progress": progress} if progress else {}))
+        plugin = find_plugin(config.get("connector.class", ""))
+        connector = _entry(self.statuses.status_of((name, CONNECTOR)))
         return {
             "name": name,
             "connector": connector,
@@ -757,42 +311,59 @@ class Herder:
             "type": plugin.type if plugin else "unknown",
         }
 
+    def has_status(self, name: str) -> bool:
+        return self.statuses.reported((name, CONNECTOR))
 
-def _is_classic(member: Mapping[str, Any]) -> bool:
-    """A prepared member speaking the classic protocol (online migration): its assignor metadata
-    is Kafka Connect's WorkerState bytes, not this project's JSON."""
-    return not bytes((member.get("assignor") or {}).get("metadata") or b"{}").startswith(b"{")
+    def worker_url(self, worker_id: str) -> str:
+        return self.statuses.worker_url(worker_id, self.config.rest_url.split("://", 1)[0])
+
+    def runs(self, item: Work) -> bool:
+        return item in self.runner.running
+
+    async def restart(self, item: Work) -> None:
+        await self.runner.restart(item)
+
+    async def connector_offsets(self, name: str) -> list[dict[str, Any]]:
+        """KIP-875's offsets: the offset topic's, or those in the Spark checkpoints of connectors
+        that keep them there, of every task (also while the connector is stopped)."""
+        config = self.state.connectors.get(name, {})
+        plugin = find_plugin(config.get("connector.class", ""))
+        if not hasattr(plugin, "checkpoint_offsets"):
+            return self.offsets.of_connector(name)
+        tasks = len(self.task_configs(name)) or int(config.get("tasks.max", "1"))
+        return await asyncio.to_thread(plugin.checkpoint_offsets, self.config, name, tasks)
+
+    def figures(self) -> WorkerFigures:
+        membership, runner, spark = self.membership, self.runner, self.spark
+        return WorkerFigures(
+            membership.rebalances, membership.epoch, self.leader.assignor, membership.clock,
+            membership.zombie_stops, dict(runner.started_by_connector), dict(runner.stopped_by_connector),
+            runner.running_by_connector(), spark.ready, spark.queries_started, spark.queries_stopped,
+            runner.task_progress(),
+        )  # fmt: skip
+
+    async def create_connector(self, name: str, config: dict[str, str], initial_state: str) -> None:
+        await self.configs.put_connector(name, config, initial_state)
+        await self.configs.read_to_end()
+
+    async def put_connector_config(self, name: str, config: dict[str, str]) -> None:
+        await self.configs.put_connector(name, config)
+        await self.configs.read_to_end()
+
+    async def delete_connector(self, name: str) -> None:
+        await self.configs.delete_connector(name)
+        await self.configs.read_to_end()
+
+    async def set_target_state(self, name: str, state: str) -> None:
+        await self.configs.put_target_state(name, state)
+        await self.configs.read_to_end()
+
+    async def request_restart(self, name: str, include_tasks: bool, only_failed: bool) -> None:
+        await self.configs.request_restart(name, include_tasks, only_failed)
+        await self.configs.read_to_end()
 
 
-def _classic_header(version: int, info: LeaderInfo) -> bytes:
-    """What the computing worker installs for a classic worker in the group (online migration):
-    an embedded assignment whose header says what a classic leader would; the coordinator
-    fills in its assigned and revoked deltas."""
-    return encode_assignment(
-        ConnectAssignment(
-            version, NO_ERROR, info.leader, info.leader_url, info.config_offset, delay_ms=info.delay_ms
-        )
-    )
-
-
-def _worker_id_of(member: Mapping[str, Any], by_url: Mapping[str, str]) -> str:
-    """A member's worker id, from its assignor metadata, or its url through the presence records."""
-    try:
-        return str(json.loads((member.get("assignor") or {}).get("metadata") or b"{}")["worker_id"])
-    except (ValueError, KeyError, TypeError):  # a classic worker's WorkerState bytes are not JSON
-        url = str(member.get("url", ""))
-        return by_url.get(url, url_host_port(url))
-
-
-def _stale(status: dict[str, Any], current: dict[str, Any] | None) -> bool:
-    """A connector's or task's status from another worker at an older generation than the one
-    recorded: its former owner's report (UNASSIGNED on revocation) landing after the new
-    owner's RUNNING. Ignored, so the status names who runs it now."""
-    if current is None or status.get("worker_id") == current.get("worker_id"):
-        return False
-    return int(status.get("generation", -1)) < int(current.get("generation", -1))
-
-
-def _log_failure(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled() and future.exception() is not None:
-        log.warning("status write failed: %s", future.exception())
+def _entry(status: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A status as Kafka Connect's REST API shows it: state, worker, and the trace if FAILED."""
+    entry = {**extra, "state": status["state"], "worker_id": status["worker_id"]}
+    return entry | ({"trace": status["trace"]} if status.get("trace") else {})

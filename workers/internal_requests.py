@@ -16,45 +16,50 @@ import json
 import logging
 import ssl
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aiohttp import ClientError, ClientSession, ClientTimeout
 
-from connect_rebalance.work import CONNECTOR
-
-from .session_key import task_configs_path
-
-if TYPE_CHECKING:
-    from .herder import Herder
+from .session_key import SessionKey, task_configs_path
 
 log = logging.getLogger(__name__)
 FIRST_RETRY_S, MAX_RETRY_S = 0.25, 5.0
 
 
-async def send_task_configs(herder: Herder, name: str, configs: list[dict[str, str]]) -> None:
+class TaskConfigRoute(Protocol):
+    """What the sender needs of its worker (the herder)."""
+
+    def runs_connector(self, name: str) -> bool: ...
+    def is_leader(self) -> bool: ...
+    def leader_url(self) -> str | None: ...  # None: this worker leads, or no leader is known
+    def session_key(self) -> SessionKey | None: ...
+    def signs_requests(self) -> bool: ...
+    def client_tls(self) -> ssl.SSLContext | None: ...
+    async def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None: ...
+    async def read_config(self) -> None: ...
+
+
+async def send_task_configs(worker: TaskConfigRoute, name: str, configs: list[dict[str, str]]) -> None:
     """Until the leader has written `configs` for connector `name`, or this worker no longer
     runs the connector; retried with a growing back-off, as Kafka Connect does."""
     body = json.dumps(configs).encode()
     backoff, why = FIRST_RETRY_S, "no leader known"
-    while (name, CONNECTOR) in herder.running:
-        if herder.is_leader():
-            await herder.put_task_configs(name, configs)
+    while worker.runs_connector(name):
+        if worker.is_leader():
+            await worker.put_task_configs(name, configs)
             return
-        key = herder.state.session_key
-        leader_url = herder.leader.leader_url
-        if leader_url and (key is not None or not herder.signs_requests):
+        key, leader_url = worker.session_key(), worker.leader_url()
+        if leader_url and (key is not None or not worker.signs_requests()):
             path = task_configs_path(name)
             signed = key.headers("POST", path, body, int(time.time() * 1000)) if key else {}
             headers = {"Content-Type": "application/json", **signed}
-            status, why = await _post(
-                f"{leader_url}{path}?forward=true", body, headers, herder.rest_client_tls
-            )
+            status, why = await _post(f"{leader_url}{path}?forward=true", body, headers, worker.client_tls())
             if status == 204:
                 return
         elif leader_url:
             why = "no session key read yet"
         log.info("task configs of %s not taken (%s); trying again in %.2f s", name, why, backoff)
-        await herder.config_log.read_to_end()
+        await worker.read_config()
         await asyncio.sleep(backoff)
         backoff = min(backoff * 2, MAX_RETRY_S)
 

@@ -21,12 +21,11 @@ from yarl import URL
 
 from connect_rebalance import __version__
 from connect_rebalance.prometheus import Exposition
-from connect_rebalance.work import CONNECTOR
 
-from .config_state import PAUSED, STARTED, STOPPED, encode_json
+from .config_state import PAUSED, STARTED, STOPPED
 from .connector_names import java_trim, name_problem
 from .herder import Herder
-from .plugins import ConfigDef, ConfigProblem, Task, find_plugin, plugins
+from .plugins import ConfigDef, ConfigProblem, find_plugin, plugins
 from .rest_security import Refused, RestAuthenticator
 from .session_key import (
     ALGORITHM_HEADER,
@@ -35,6 +34,7 @@ from .session_key import (
     SeenSignatures,
     task_configs_path,
 )
+from .worker_metrics import metrics_text
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -68,14 +68,14 @@ async def errors_as_json(request: web.Request, handler: Handler) -> web.StreamRe
         return error(500, f"{type(exc).__name__}: {exc}")
 
 
-def after_start(ready: asyncio.Event) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+def after_start(herder: Herder) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
     """Requests other than `/`, `/health` and `/metrics` wait until the worker has started."""
 
     @web.middleware
     async def started(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not ready.is_set() and request.path not in ANSWERED_WHILE_STARTING:
+        if not herder.started() and request.path not in ANSWERED_WHILE_STARTING:
             try:
-                await asyncio.wait_for(ready.wait(), STARTUP_WAIT_S)
+                await asyncio.wait_for(herder.wait_started(), STARTUP_WAIT_S)
             except TimeoutError:
                 return error(503, "Worker is still starting up")
         return await handler(request)
@@ -106,7 +106,7 @@ class RestApi:
         self._seen_signatures = SeenSignatures()  # internal requests already taken (replays)
         authenticator = RestAuthenticator(herder.config)
         self.app = web.Application(
-            middlewares=[errors_as_json, authentication(authenticator), after_start(herder.ready)]
+            middlewares=[errors_as_json, authentication(authenticator), after_start(herder)]
         )
         routes = [
             web.get("/", self.root),
@@ -137,12 +137,8 @@ class RestApi:
 
     # -- helpers --------------------------------------------------------------------------
 
-    @property
-    def state(self) -> Any:
-        return self.herder.state
-
     def _known(self, name: str) -> dict[str, str]:
-        config = self.state.connectors.get(name)
+        config = self.herder.connector_config(name)
         if config is None:
             raise RestError(404, f"Connector {name} not found")
         return config
@@ -150,7 +146,7 @@ class RestApi:
     def _info(self, name: str) -> dict[str, Any]:
         config = self._known(name)
         plugin = find_plugin(config.get("connector.class", ""))
-        tasks = [{"connector": name, "task": i} for i in range(len(self.state.tasks.get(name, [])))]
+        tasks = [{"connector": name, "task": i} for i in range(len(self.herder.task_configs(name)))]
         return {"name": name, "config": config, "tasks": tasks, "type": plugin.type if plugin else "unknown"}
 
     async def _body(self, request: web.Request) -> Any:
@@ -187,15 +183,15 @@ class RestApi:
 
     async def _leader_only(self, request: web.Request) -> web.StreamResponse | None:
         """Forward a config write to the leader unless this worker is it."""
-        herder = self.herder
-        if herder.is_leader() or not herder.leader.leader_url:
+        leader_url = self.herder.leader_url()
+        if leader_url is None:
             return None
         if request.query.get("forward") == "false":
             raise RestError(
                 409, "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
             )
         query = {**request.query, "forward": "true" if "forward" not in request.query else "false"}
-        return await self._forward(request, herder.leader.leader_url, query)
+        return await self._forward(request, leader_url, query)
 
     async def _forward(self, request: web.Request, base_url: str, query: dict[str, str]) -> web.Response:
         """The identical request, sent to another worker; its answer, passed back.
@@ -218,7 +214,7 @@ class RestApi:
                     "Content-Type": "application/json",
                     **{h: request.headers[h] for h in passed_on if h in request.headers},
                 },
-                ssl=self.herder.rest_client_tls or True,
+                ssl=self.herder.client_tls() or True,
             ) as answer,
         ):
             payload = await answer.read()
@@ -227,18 +223,15 @@ class RestApi:
                 status=answer.status, body=payload, content_type="application/json", headers=kept
             )
 
-    async def _write(self, key: str, value: dict[str, Any] | None) -> None:
-        await self.herder.config_log.write(key.encode(), encode_json(value))
-
     # -- routes ---------------------------------------------------------------------------
 
     async def root(self, request: web.Request) -> web.Response:
         return web.json_response(
-            {"version": __version__, "commit": "", "kafka_cluster_id": self.herder.kafka_cluster_id}
+            {"version": __version__, "commit": "", "kafka_cluster_id": self.herder.cluster_id()}
         )
 
     async def health(self, request: web.Request) -> web.Response:
-        if not self.herder.ready.is_set():
+        if not self.herder.started():
             return web.json_response(
                 {"status": "starting", "message": "Worker is still starting up"}, status=503
             )
@@ -248,50 +241,11 @@ class RestApi:
 
     async def metrics(self, request: web.Request) -> web.Response:
         """Prometheus text: rebalances, connectors and tasks started and stopped, per connector."""
-        herder, membership = self.herder, self.herder.membership
-        running: dict[str, int] = {}
-        for (connector, _), runner in herder.running.items():
-            running[connector] = running.get(connector, 0) + (runner.state == "RUNNING")
-
-        def per_connector(counts: dict[str, int]) -> list[tuple[dict[str, str], int]]:
-            return [({"connector": connector}, count) for connector, count in sorted(counts.items())]
-
-        clock = membership.clock
-        exposition = (
-            Exposition()
-            .family("connect_worker_rebalances_total", "counter", "Rebalances this worker took part in.",
-                    [({}, membership.rebalances)])
-            .family("connect_worker_member_epoch", "gauge", "This worker's member epoch (generation).",
-                    [({}, membership.epoch)])
-            .family("connect_worker_assignor", "gauge",
-                    "1 for the assignor of this worker's assignment (connect: the client assignor; "
-                    "classic: the embedded protocol).",
-                    [({"assignor": herder.leader.assignor}, 1)] if herder.leader.assignor else [])
-            .summary("connect_worker_rebalance_seconds",
-                     "Time to converge: from the first change a rebalance brought this worker until "
-                     "everything it was given runs and nothing is left to stop.",
-                     [({}, clock.total_s, clock.count)])
-            .family("connect_worker_rebalance_max_seconds", "gauge", "The longest time to converge.",
-                    [({}, clock.max_s)])
-            .family("connect_worker_rebalance_last_seconds", "gauge", "The last time to converge.",
-                    [({}, clock.last_s)])
-            .family("connect_worker_rebalancing", "gauge", "1 while a rebalance is under way on this worker.",
-                    [({}, int(clock.rebalancing))])
-            .family("connect_worker_zombie_stops_total", "counter",
-                    "Times this worker stopped its work on losing the coordinator.",
-                    [({}, membership.zombie_stops)])
-            .family("connect_worker_work_started_total", "counter", "Connectors and tasks started.",
-                    per_connector(herder.started_by_connector))
-            .family("connect_worker_work_stopped_total", "counter", "Connectors and tasks stopped.",
-                    per_connector(herder.stopped_by_connector))
-            .family("connect_worker_running", "gauge", "Connectors and tasks running now.",
-                    per_connector(running))
-        )  # fmt: skip
-        text = spark_metrics(exposition, herder).text()
+        text = metrics_text(self.herder.figures())
         return web.Response(text=text, content_type=Exposition.CONTENT_TYPE)
 
     async def list_connectors(self, request: web.Request) -> web.Response:
-        names = sorted(self.state.connectors)
+        names = self.herder.connectors()
         expand = request.query.getall("expand", [])
         if not expand:
             return web.json_response(names)
@@ -328,15 +282,12 @@ class RestApi:
                 400, f"Invalid initial state {body.get('initial_state')}; one of RUNNING, PAUSED, STOPPED"
             )
         validated = self._validated(name, config)
-        if name in self.state.connectors:
+        if self.herder.connector_config(name) is not None:
             raise RestError(409, f"Connector {name} already exists")
         forwarded = await self._leader_only(request)
         if forwarded is not None:
             return forwarded
-        if INITIAL_STATES[initial] != STARTED:
-            await self._write(f"target-state-{name}", _target_state_value(INITIAL_STATES[initial]))
-        await self._write(f"connector-{name}", {"properties": validated})
-        await self.herder.config_log.read_to_end()
+        await self.herder.create_connector(name, validated, INITIAL_STATES[initial])
         return web.json_response(self._info(name), status=201, headers=_location(name))
 
     async def get_connector(self, request: web.Request) -> web.Response:
@@ -348,9 +299,7 @@ class RestApi:
         forwarded = await self._leader_only(request)
         if forwarded is not None:
             return forwarded
-        await self._write(f"connector-{name}", None)
-        await self._write(f"target-state-{name}", None)
-        await self.herder.config_log.read_to_end()
+        await self.herder.delete_connector(name)
         return web.Response(status=204)
 
     async def get_config(self, request: web.Request) -> web.Response:
@@ -369,12 +318,11 @@ class RestApi:
                 + ")",
             )
         validated = self._validated(name, body)
-        existed = name in self.state.connectors
+        existed = self.herder.connector_config(name) is not None
         forwarded = await self._leader_only(request)
         if forwarded is not None:
             return forwarded
-        await self._write(f"connector-{name}", {"properties": validated})
-        await self.herder.config_log.read_to_end()
+        await self.herder.put_connector_config(name, validated)
         headers = {} if existed else _location(name)
         return web.json_response(self._info(name), status=200 if existed else 201, headers=headers)
 
@@ -393,8 +341,7 @@ class RestApi:
         forwarded = await self._leader_only(request)
         if forwarded is not None:
             return forwarded
-        await self._write(f"connector-{name}", {"properties": validated})
-        await self.herder.config_log.read_to_end()
+        await self.herder.put_connector_config(name, validated)
         return web.json_response(self._info(name))
 
     async def get_status(self, request: web.Request) -> web.Response:
@@ -407,8 +354,7 @@ class RestApi:
     async def _set_target(self, request: web.Request, state: str) -> None:
         name = request.match_info["name"]
         self._known(name)
-        await self._write(f"target-state-{name}", _target_state_value(state))
-        await self.herder.config_log.read_to_end()
+        await self.herder.set_target_state(name, state)
 
     async def pause(self, request: web.Request) -> web.Response:
         await self._set_target(request, PAUSED)
@@ -432,14 +378,11 @@ class RestApi:
         include_tasks = request.query.get("includeTasks", "false").lower() == "true"
         only_failed = request.query.get("onlyFailed", "false").lower() == "true"
         plan = include_tasks or only_failed
-        if plan and f"status-connector-{name}" not in self.herder.statuses:
+        if plan and not self.herder.has_status(name):
             # Kafka Connect builds its restart plan from the connector's status; none yet: 404,
             # and nothing is restarted.
             raise RestError(404, f"Status for connector {name} not found")
-        await self._write(
-            f"restart-connector-{name}", {"include-tasks": include_tasks, "only-failed": only_failed}
-        )
-        await self.herder.config_log.read_to_end()
+        await self.herder.request_restart(name, include_tasks, only_failed)
         if not plan:
             return web.Response(status=204)
         status = self.herder.connector_status(name) or {}
@@ -454,7 +397,7 @@ class RestApi:
     async def get_tasks(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
         self._known(name)
-        tasks = self.state.tasks.get(name, [])
+        tasks = self.herder.task_configs(name)
         return web.json_response(
             [{"id": {"connector": name, "task": i}, "config": c} for i, c in enumerate(tasks)]
         )
@@ -468,8 +411,8 @@ class RestApi:
         name = request.match_info["name"]
         body = await request.read()
         herder = self.herder
-        if herder.signs_requests:
-            key = herder.state.session_key
+        if herder.signs_requests():
+            key = herder.session_key()
             if key is None:
                 raise RestError(503, "Request cannot be verified: the leader has no session key yet")
             now_ms = int(time.time() * 1000)
@@ -495,7 +438,7 @@ class RestApi:
             task = int(request.match_info["task"])
         except ValueError as exc:
             raise RestError(404, f"Task {request.match_info['task']} not found") from exc
-        if not 0 <= task < len(self.state.tasks.get(name, [])):
+        if not 0 <= task < len(self.herder.task_configs(name)):
             raise RestError(404, f"Task {name}-{task} not found")
         return name, task
 
@@ -507,11 +450,11 @@ class RestApi:
     async def restart_task(self, request: web.Request) -> web.Response:
         """Restart a task where it runs: here, or forwarded to the worker its status names."""
         name, task = self._task(request)
-        if (name, task) in self.herder.running:
+        if self.herder.runs((name, task)):
             await self.herder.restart((name, task))
             return web.Response(status=204)
         owner = (self.herder.connector_status(name) or {"tasks": []})["tasks"][task].get("worker_id")
-        if not owner or owner == self.herder.worker_id or request.query.get("forward") == "false":
+        if not owner or owner == self.herder.config.worker_id or request.query.get("forward") == "false":
             raise RestError(
                 409, f"Cannot restart task {name}-{task}: it is not running (rebalance in progress?)"
             )
@@ -525,14 +468,8 @@ class RestApi:
 
     async def get_offsets(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
-        config = self._known(name)
-        plugin = find_plugin(config.get("connector.class", ""))
-        if hasattr(plugin, "checkpoint_offsets"):
-            # A connector whose tasks keep their offsets in Spark checkpoints reports those.
-            tasks = len(self.state.tasks.get(name, []))
-            found = await asyncio.to_thread(plugin.checkpoint_offsets, self.herder.config, name, tasks)
-            return web.json_response({"offsets": found})
-        return web.json_response({"offsets": self.herder.offset_store.of_connector(name)})
+        self._known(name)
+        return web.json_response({"offsets": await self.herder.connector_offsets(name)})
 
     async def list_plugins(self, request: web.Request) -> web.Response:
         found = [
@@ -603,45 +540,3 @@ def _invalid(problems: list[ConfigProblem]) -> RestError:
 def _location(name: str) -> dict[str, str]:
     """The `Location` header of a created connector (its name percent-encoded, as a URI path)."""
     return {"Location": f"/connectors/{quote(name, safe='')}"}
-
-
-def _target_state_value(state: str) -> dict[str, str]:
-    """Kafka Connect writes STOPPED as state=PAUSED + state.v2=STOPPED, for older workers."""
-    return {"state": PAUSED if state == STOPPED else state, "state.v2": state}
-
-
-# A Spark task's progress figures (SparkTask.progress): Prometheus name, type and help.
-TASK_PROGRESS_METRICS = (
-    ("rows", "connect_worker_task_rows_total", "counter", "Rows this task's query read (this run)."),
-    ("batches", "connect_worker_task_batches_total", "counter", "Micro-batches this task's query ran."),
-    ("input_rows_per_second", "connect_worker_task_input_rows_per_second", "gauge",
-     "Rows per second arriving, last batch."),
-    ("processed_rows_per_second", "connect_worker_task_processed_rows_per_second", "gauge",
-     "Rows per second processed, last batch."),
-    ("last_batch_ms", "connect_worker_task_last_batch_duration_ms", "gauge", "Last batch's duration."),
-)  # fmt: skip
-
-
-def spark_metrics(exposition: Exposition, herder: Herder) -> Exposition:
-    """The worker's Spark session and each running task's query progress."""
-    runtime = herder.spark
-    exposition = (
-        exposition.family("connect_worker_spark_session_ready", "gauge",
-                          "1 once the worker's SparkSession has started.", [({}, int(runtime.ready))])
-        .family("connect_worker_spark_queries_started_total", "counter",
-                "Streaming queries this worker started.", [({}, runtime.queries_started)])
-        .family("connect_worker_spark_queries_stopped_total", "counter",
-                "Streaming queries this worker stopped (and saw inactive).", [({}, runtime.queries_stopped)])
-    )  # fmt: skip
-    progress = [
-        ({"connector": connector, "task": str(task)}, runner.instance.progress())
-        for (connector, task), runner in sorted(herder.running.items(), key=lambda kv: str(kv[0]))
-        if isinstance(runner.instance, Task)
-    ]
-    for key, metric, kind, about in TASK_PROGRESS_METRICS:
-        samples = [(labels, figures[key]) for labels, figures in progress if key in figures]
-        exposition = exposition.family(metric, kind, about, samples)
-    return exposition
-
-
-__all__ = ["RestApi", "CONNECTOR"]

@@ -139,6 +139,7 @@ class Moves:
     runs: dict[str, list[Run]]
     killed: str
     died_at: float
+    stopped_offsets: int  # what GET /connectors/ingest/offsets sums to once the connector is STOPPED
 
 
 @pytest.fixture(scope="module")
@@ -170,9 +171,13 @@ def moves(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Move
         moves_on("after a crash")
         records = producer.finish()
         wait_until(lambda: committed_records(cluster, "ingest") == records, 180, "every record committed")
+        # KIP-875: offsets are read with the connector STOPPED (no task runs, none is configured).
+        assert rest("PUT", f"{cluster.running()[0].url}/connectors/ingest/stop")[0] == 204
+        wait_until(lambda: cluster.status("ingest")["connector"]["state"] == "STOPPED", 60, "ingest stopped")
+        stopped_offsets = committed_records(cluster, "ingest")
         task_runs = runs(list(cluster.workers.values()), {w2.worker_id: died_at})
     ids = [int(r.value) for r in read_output(spark, str(base / "out")).select("value").collect()]
-    yield Moves(records, ids, task_runs, w2.worker_id, died_at)
+    yield Moves(records, ids, task_runs, w2.worker_id, died_at, stopped_offsets)
 
 
 @pytest.mark.timeout(600)
@@ -184,6 +189,12 @@ def test_topic_ingest_reads_every_record_once_while_workers_join_leave_and_crash
     assert len(moves.runs) == 4, moves.runs
     moved = sum(len({r.worker for r in found}) - 1 for found in moves.runs.values())
     assert moved >= 3, moves.runs
+
+
+@pytest.mark.timeout(600)
+def test_a_stopped_topic_ingest_reports_the_offsets_its_checkpoints_committed(moves: Moves) -> None:
+    """Seen before: `{"offsets": []}` once STOPPED, though KIP-875 reads offsets in that state."""
+    assert moves.stopped_offsets == moves.records
 
 
 @pytest.mark.timeout(600)

@@ -244,14 +244,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="watchdog-waits-for-the-session",
         breaks="a worker cut off from the coordinator stops its work before its session can expire",
-        file="workers/connect_membership.py",
-        original="            deadline = sent + session_s - min(max(session_s / 3, 1.0), session_s / 2)\n",
-        replacement="            deadline = sent + session_s\n",
+        file="workers/session_watch.py",
+        original=(
+            "        return self.answered_sent_at + session_s - min(max(session_s / 3, 1.0), session_s / 2)\n"
+        ),
+        replacement="        return self.answered_sent_at + session_s\n",
         tests=(
             f"{INTEGRATION}/test_worker_membership.py::"
             "test_a_worker_cut_off_from_the_coordinator_stops_its_work_before_its_session_can_expire",
             f"{INTEGRATION}/test_workers.py::"
             "test_workers_cut_off_from_the_coordinator_stop_their_tasks_before_anyone_else_runs_them",
+            f"{INTEGRATION}/test_workers_classic.py::"
+            "test_workers_cut_off_from_the_coordinator_stop_their_work_within_the_session",
         ),
     ),
     Mutation(
@@ -502,7 +506,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="tasks-keep-their-old-configs",
         breaks="a connector whose task configs change runs its tasks with the new ones",
-        file="workers/herder.py",
+        file="workers/task_runner.py",
         original="                if started and index < len(configs) and runner.config != configs[index]:\n",
         replacement="                if False:  # mutation: tasks keep their old configs\n",
         tests=(
@@ -541,17 +545,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             f"{INTEGRATION}/test_connect_group_migration.py::"
             "test_a_classic_worker_a_generation_behind_at_a_downgrade_keeps_its_work",
-        ),
-    ),
-    Mutation(
-        name="classic-watchdog-waits-for-the-session",
-        breaks="a classic worker cut off from the coordinator stops its work before its session can expire",
-        file="workers/classic_membership.py",
-        original="            deadline = sent + session_s - min(max(session_s / 3, 1.0), session_s / 2)\n",
-        replacement="            deadline = sent + session_s\n",
-        tests=(
-            f"{INTEGRATION}/test_workers_classic.py::"
-            "test_workers_cut_off_from_the_coordinator_stop_their_work_within_the_session",
         ),
     ),
     Mutation(
@@ -606,7 +599,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="task-started-without-its-config",
         breaks="a connector resumed after a stop runs every task again",
-        file="workers/herder.py",
+        file="workers/task_runner.py",
         original="        if task != CONNECTOR and int(task) >= len(self.state.tasks.get(name, [])):\n",
         replacement="        if False:  # mutation: started with whatever config there is\n",
         tests=(f"{INTEGRATION}/test_workers.py::test_a_stopped_connector_resumes_with_every_task_running",),
@@ -615,16 +608,35 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="rest-served-before-the-worker-started",
         breaks="a create sent as soon as the REST port answers is answered 201, once",
         file="workers/rest.py",
-        original="        if not ready.is_set() and request.path not in ANSWERED_WHILE_STARTING:\n",
+        original="        if not herder.started() and request.path not in ANSWERED_WHILE_STARTING:\n",
         replacement="        if False:  # mutation: handlers run before the worker has read its topics\n",
         tests=(
             f"{INTEGRATION}/test_workers.py::test_a_create_sent_as_soon_as_the_rest_port_answers_is_created_once",
         ),
     ),
     Mutation(
+        name="restart-planned-without-a-status",
+        breaks="a restart with includeTasks or onlyFailed before any status is 404, as in Kafka Connect",
+        file="workers/rest.py",
+        original="        if plan and not self.herder.has_status(name):\n",
+        replacement="        if False:  # mutation: 202 with an empty worker id\n",
+        tests=(f"{UNIT}/test_rest_api.py::test_status_and_restart",),
+    ),
+    Mutation(
+        name="stopped-connector-offsets-empty",
+        breaks="a stopped TopicIngest reports the offsets its checkpoints committed (KIP-875)",
+        file="workers/herder.py",
+        original='        tasks = len(self.task_configs(name)) or int(config.get("tasks.max", "1"))\n',
+        replacement="        tasks = len(self.task_configs(name))  # mutation: none while stopped\n",
+        tests=(
+            "tests/e2e/test_topic_ingest.py::"
+            "test_a_stopped_topic_ingest_reports_the_offsets_its_checkpoints_committed",
+        ),
+    ),
+    Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
-        file="workers/herder.py",
+        file="workers/leader_duties.py",
         original="CONFIG_QUIET_S = 1.0 ",
         replacement="CONFIG_QUIET_S = 0.0 ",
         tests=(

@@ -136,6 +136,31 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def freeze_with_jvm(worker: WorkerProcess) -> list[int]:
+    """SIGSTOP the worker and every process below it (its JVM, Spark's Python workers), as a
+    paused machine is frozen; returns them, parents first. Each parent is stopped before its
+    children are listed, so none is started behind the freeze."""
+    assert worker.process is not None
+    frozen: list[int] = []
+    frontier = [worker.process.pid]
+    while frontier:
+        pid = frontier.pop(0)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
+            frozen.append(pid)
+            frontier.extend(children(pid))
+    worker.paused = True
+    return frozen
+
+
+def thaw(worker: WorkerProcess, frozen: list[int]) -> None:
+    """SIGCONT what `freeze_with_jvm` froze, children first."""
+    for pid in reversed(frozen):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    worker.paused = False
+
+
 def sigterm_and_time(worker: WorkerProcess, give_up_after_s: float) -> float:
     """SIGTERM the worker; the seconds it took to exit (give_up_after_s if it did not)."""
     assert worker.process is not None

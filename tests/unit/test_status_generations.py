@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.herder import _stale
+from workers.status_store import _stale
 
 pytestmark = pytest.mark.unit
 

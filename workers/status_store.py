@@ -1,0 +1,148 @@
+"""Statuses of connectors and tasks, and workers' presence, as the status topic says them.
+
+Kafka Connect's status backing store: each worker reports the state (RUNNING, PAUSED, STOPPED,
+FAILED with its trace, UNASSIGNED) of what it runs, at its generation, and every worker follows
+the topic. A report from another worker at an older generation than the one recorded is out of
+date (its former owner's UNASSIGNED landing after the new owner's RUNNING, or a worker cut off
+meanwhile) and is neither kept nor written (Kafka Connect's `putSafe`), so a status names who
+runs the item now, whichever worker is asked.
+
+Presence records (`status-worker-<id>`) are this project's: `UP` with the worker's REST url
+(and, on the connect protocol, its member id) when it starts, `LEFT` when it leaves for good.
+They tell the computing worker a crash from a departure, a bounce from a new worker, and map a
+classic member's url to its worker id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from connect_rebalance.work import CONNECTOR, Work
+
+from .config_state import encode_json
+from .topic_log import Handler, TopicLog
+from .worker_config import url_host_port
+
+log = logging.getLogger(__name__)
+PRESENCE_PREFIX = "status-worker-"
+UNKNOWN = {"state": "UNASSIGNED", "worker_id": ""}
+
+
+def status_key(item: Work) -> str:
+    name, task = item
+    return f"status-connector-{name}" if task == CONNECTOR else f"status-task-{name}-{task}"
+
+
+class StatusStore:
+    def __init__(self, log_of: Callable[[Handler], TopicLog], worker_id: str) -> None:
+        """`log_of(handler)` makes the status topic's TopicLog, which feeds `handler`."""
+        self.worker_id = worker_id
+        self.statuses: dict[str, dict[str, Any]] = {}
+        self.log = log_of(self._on_record)
+
+    def _on_record(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
+        if key is None:
+            return
+        name = key.decode()
+        if value is None:
+            self.statuses.pop(name, None)
+            return
+        status = json.loads(value)
+        if not name.startswith(PRESENCE_PREFIX) and _stale(status, self.statuses.get(name)):
+            return
+        self.statuses[name] = status
+
+    async def read_to_end(self) -> None:
+        await self.log.read_to_end()
+
+    def report(self, item: Work, state: str, trace: str | None, generation: int) -> None:
+        """This worker's status of `item` at `generation`: known here at once, written in the
+        background (a status is reported, not waited for: stopping must not wait on it)."""
+        key = status_key(item)
+        value = {"state": state, "trace": trace, "worker_id": self.worker_id, "generation": generation}
+        if _stale(value, self.statuses.get(key)):
+            return  # another worker reported it at a newer generation: it runs it now
+        self.statuses[key] = value
+        write = asyncio.ensure_future(self.log.write(key.encode(), encode_json(value)))
+        write.add_done_callback(_log_failure)
+
+    async def announce(self, state: str, url: str, member_id: str | None) -> None:
+        """This worker's presence, `UP` or `LEFT` (awaited: it must land before what follows)."""
+        key = f"{PRESENCE_PREFIX}{self.worker_id}"
+        value = {"state": state, "worker_id": self.worker_id, "url": url}
+        if member_id is not None:
+            value["member_id"] = member_id
+        self.statuses[key] = value
+        await self.log.write(key.encode(), encode_json(value))
+
+    def status_of(self, item: Work) -> dict[str, Any]:
+        """The item's last status, UNASSIGNED on no worker if none was reported."""
+        return self.statuses.get(status_key(item), UNKNOWN)
+
+    def reported(self, item: Work) -> bool:
+        return status_key(item) in self.statuses
+
+    def owners(self) -> dict[Work, str]:
+        """The worker each connector and task last reported RUNNING on."""
+        owners: dict[Work, str] = {}
+        for key, value in self.statuses.items():
+            if value.get("state") != "RUNNING" or not value.get("worker_id"):
+                continue
+            if key.startswith("status-connector-"):
+                owners[(key.removeprefix("status-connector-"), CONNECTOR)] = value["worker_id"]
+            elif key.startswith("status-task-"):
+                name, _, index = key.removeprefix("status-task-").rpartition("-")
+                if index.isdigit():
+                    owners[(name, int(index))] = value["worker_id"]
+        return owners
+
+    def incarnations(self) -> dict[str, str]:
+        """Worker id -> the member id its latest `UP` presence record names (connect protocol)."""
+        return {
+            worker: value["member_id"]
+            for worker, value in self._presence()
+            if value.get("state") == "UP" and value.get("member_id")
+        }
+
+    def left_workers(self) -> set[str]:
+        """Workers that left for good (their last presence record says LEFT)."""
+        return {worker for worker, value in self._presence() if value.get("state") == "LEFT"}
+
+    def worker_ids_by_url(self) -> dict[str, str]:
+        """REST url -> worker id, from the presence records."""
+        return {value["url"]: worker for worker, value in self._presence() if value.get("url")}
+
+    def worker_id_of_url(self, url: str) -> str:
+        """A classic member's worker id: the presence records', else Kafka Connect's host:port."""
+        return self.worker_ids_by_url().get(url, url_host_port(url))
+
+    def worker_url(self, worker_id: str, scheme: str) -> str:
+        """A worker's REST url: from its presence record, else its id with `scheme`."""
+        by_id = {worker: url for url, worker in self.worker_ids_by_url().items()}
+        return by_id.get(worker_id, f"{scheme}://{worker_id}")
+
+    async def close(self) -> None:
+        await self.log.close()
+
+    def _presence(self) -> list[tuple[str, Mapping[str, Any]]]:
+        return [
+            (key.removeprefix(PRESENCE_PREFIX), value)
+            for key, value in self.statuses.items()
+            if key.startswith(PRESENCE_PREFIX)
+        ]
+
+
+def _stale(status: Mapping[str, Any], current: Mapping[str, Any] | None) -> bool:
+    """A report from another worker at an older generation than the one recorded."""
+    if current is None or status.get("worker_id") == current.get("worker_id"):
+        return False
+    return int(status.get("generation", -1)) < int(current.get("generation", -1))
+
+
+def _log_failure(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("status write failed: %s", future.exception())
