@@ -241,6 +241,7 @@ class SparkRuntime:
         name = self._names.pop(query_id, None)
         if name is None or name in self._stopping:
             return
+        self.journal("ended", name, error=(error or "")[:300])  # by itself: not stopped on purpose
         handlers = self._handlers.get(name)
         if handlers is not None:
             handlers[1](error)

@@ -7,12 +7,21 @@ location or a query name. The runtime adds those (`<checkpoint.dir>/<connector>/
 revocation. The task reports the query's progress (from the session's streaming query
 listener) and fails — FAILED with Spark's error, restartable through the REST API — when the
 query ends by itself.
+
+Except when it ends because another run of the same task wrote its checkpoint first: a
+worker frozen past its session (a paused machine) resumes with its JVM, whose query plans or
+commits a batch before the worker's watchdog stops it, beside the run that took the task
+over. The checkpoint's logs take each batch once (an atomic create), so the output stays
+exactly once, but the run that loses the race ends with "Concurrent update to the log". If
+that is the task's current run, its query starts again from the checkpoint (at most
+CONFLICT_RESTARTS times in a row) instead of the task failing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from abc import abstractmethod
 from collections.abc import Mapping
@@ -20,6 +29,11 @@ from typing import Any, ClassVar
 
 from .plugins import Task, TaskContext
 from .spark_runtime import SparkRuntime, query_name
+
+log = logging.getLogger(__name__)
+# What Spark says when another query wrote the same checkpoint's batch first.
+CHECKPOINT_CONFLICTS = ("Concurrent update to the log", "ConcurrentModificationException")
+CONFLICT_RESTARTS = 3
 
 
 class SparkTask(Task):
@@ -34,6 +48,8 @@ class SparkTask(Task):
         self._progress: dict[str, Any] = {}
         self._first: dict[str, Any] | None = None  # the run's first batch: id, start offsets
         self._last: dict[str, Any] | None = None  # the run's last batch: id, end offsets
+        self._stopping = False
+        self._conflicts = 0  # checkpoint conflicts in a row (see the module's docstring)
 
     @abstractmethod
     def writer(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> Any:
@@ -49,6 +65,13 @@ class SparkTask(Task):
         name = query_name(context.connector, context.task)
 
         def terminated(error: str | None) -> None:
+            conflict = error is not None and any(words in error for words in CHECKPOINT_CONFLICTS)
+            if conflict and self._conflicts < CONFLICT_RESTARTS:
+                self._conflicts += 1
+                log.warning("query %s lost its checkpoint to another run of the task; starting it "
+                            "again from the checkpoint", name)  # fmt: skip
+                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(restart()))
+                return
             failure = RuntimeError(f"query {name} terminated: {error or 'without an error'}")
             loop.call_soon_threadsafe(context.fail, failure)
 
@@ -58,9 +81,14 @@ class SparkTask(Task):
                 return None
             return runtime.start_query(writer, context.connector, context.task, self._on_progress, terminated)
 
+        async def restart() -> None:
+            if not self._stopping:
+                self.query = await asyncio.to_thread(start_query)
+
         self.query = await asyncio.to_thread(start_query)
 
     async def stop(self) -> None:
+        self._stopping = True
         query, runtime = self.query, self.runtime
         if query is not None and runtime is not None:
             await asyncio.to_thread(runtime.stop_query, query, self._run_summary)
@@ -95,6 +123,7 @@ class SparkTask(Task):
         with self._lock:
             if self._progress and progress.batchId <= self._progress["last_batch_id"]:
                 return  # already counted (from the listener, or from the stopped query)
+            self._conflicts = 0  # a batch went through: conflicts start counting again
             first = self._first is None
             if first:
                 self._first = batch

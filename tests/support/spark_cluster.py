@@ -96,6 +96,8 @@ def runs(workers: list[WorkerProcess], died_at: dict[str, float]) -> dict[str, l
                 run = open_runs.pop(name)
                 run.end, run.stopped = entry["at"], True
                 run.last_batch = entry.get("last_batch")
+            elif entry["event"] == "ended" and name in open_runs:  # the query ended by itself
+                open_runs.pop(name).end = entry["at"]
         for run in open_runs.values():
             run.end = died_at.get(worker.worker_id, math.inf)
     return {name: sorted(found, key=lambda r: r.start) for name, found in by_query.items()}
