@@ -27,11 +27,13 @@ Theory of operation:
   UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID outside a join means the session is gone:
   everything stops and the worker joins afresh.
 - No zombies: if no heartbeat has been answered for long enough that the coordinator may
-  expire the session, all work stops *before* it can (session_watch.py, as on connect).
+  expire the session, all work stops *before* it can, as on connect.
 
-The work itself is the listener's (the herder): `stop_work` is awaited before anything is
-reported stopped; `start_work` runs in the background, and is called on every assignment
-(even with nothing new) so that the herder always knows the leader and its config offset.
+This module speaks the protocol; what to stop, start and rejoin when is the member machine's
+(member_machine.py, shared with the connect protocol), carried out against the herder by
+member_driver.py: `stop_work` is awaited before anything is reported stopped; `start_work`
+runs in the background, and is called on every assignment (even with nothing new) so that
+the herder always knows the leader and its config offset.
 """
 
 from __future__ import annotations
@@ -65,10 +67,10 @@ from connect_rebalance.protocol.client import ProtocolClient
 from connect_rebalance.work import Work
 
 from .assignors import eager_round_robin
-from .connect_membership import Assignment, WorkListener
 from .leader_planning import LeaderInfo
-from .rebalance_clock import RebalanceClock
-from .session_watch import SessionWatch, watch
+from .member_driver import MachineView, MemberDriver, WorkListener
+from .member_machine import Assignment, MemberMachine, Rejoin
+from .session_watch import SessionWatch
 
 log = logging.getLogger(__name__)
 JOIN_VERSION, SYNC_VERSION, HEARTBEAT_VERSION, LEAVE_VERSION = 5, 3, 3, 3
@@ -85,7 +87,7 @@ TargetPlanner = Callable[
 ]
 
 
-class ClassicMembership:
+class ClassicMembership(MachineView):
     def __init__(
         self,
         bootstrap: str,
@@ -115,28 +117,24 @@ class ClassicMembership:
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.request_timeout_ms = request_timeout_ms
         self.member_id = ""
-        self.generation = -1
         self.protocol = self.offers[0][0]  # until the coordinator chooses one
-        self.runs: frozenset[Work] = frozenset()
         self.snapshot: ConnectAssignment | None = None  # the allocation sent in metadata
-        self.rebalances = 0
-        self.clock = RebalanceClock()
+        self.machine = MemberMachine(SessionWatch(session_timeout_ms), acknowledges=False, epoch=-1)
+        self.work = MemberDriver(
+            self.machine, listener, lambda: None, self._rejoin_as, lambda: self.member_id, serial=True
+        )
         self._rejoin = True
-        self._rejoin_at: float | None = None  # monotonic seconds of a scheduled rebalance
         self._joining = False
         self._stopping = False
         self._wake = asyncio.Event()
         self._left = asyncio.Event()
-        self._lock = asyncio.Lock()  # one change of what runs at a time
-        self._starting: set[asyncio.Task[None]] = set()
-        self.session = SessionWatch(session_timeout_ms)  # no zombies (session_watch.py)
         self._control: ProtocolClient | None = None  # JoinGroup/SyncGroup (they park)
         self._beats: ProtocolClient | None = None  # heartbeats
 
     @property
-    def epoch(self) -> int:
-        """The generation: what statuses are written at, as Kafka Connect writes them."""
-        return self.generation
+    def generation(self) -> int:
+        """The generation: what statuses are written at (the `epoch`), as Kafka Connect does."""
+        return self.machine.epoch
 
     # -- what the herder calls ------------------------------------------------------------
 
@@ -150,9 +148,7 @@ class ClassicMembership:
 
     async def run(self) -> None:
         """Join, and rejoin whenever asked to, until `leave()`."""
-        watchdog = watch(
-            self.session, lambda: bool(self.runs), self._give_up, lambda: self._stopping, self.member_id
-        )
+        watchdog = self.work.watchdog(lambda: self._stopping)  # also runs the scheduled rebalance
         helpers = [asyncio.create_task(self._heartbeat_loop()), asyncio.create_task(watchdog)]
         try:
             while not self._stopping:
@@ -160,11 +156,7 @@ class ClassicMembership:
                     if not await self._join_and_sync():
                         await self._sleep(RETRY_BACKOFF_S)
                     continue
-                timeout = None if self._rejoin_at is None else max(self._rejoin_at - time.monotonic(), 0)
-                await self._sleep(timeout)
-                if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
-                    log.info("%s: the scheduled rebalance is due; rejoining", self.member_id)
-                    self._rejoin_at, self._rejoin = None, True
+                await self._sleep(None)
         finally:
             for helper in helpers:
                 helper.cancel()
@@ -175,7 +167,8 @@ class ClassicMembership:
         self._stopping = True
         self._wake.set()
         self._left.set()
-        await self._stop_all()
+        async with self.work.one_change():
+            await self.work.carry_out(self.machine.leave())
         if self.member_id:
             with contextlib.suppress(ConnectionError, OSError, asyncio.TimeoutError):
                 client = await asyncio.wait_for(
@@ -213,11 +206,11 @@ class ClassicMembership:
     async def _join_and_sync(self) -> bool:
         """One rebalance round; False if it failed in a way worth backing off for."""
         self._joining = True
-        self.clock.begin(time.monotonic())
         try:
             previous = self.protocol
-            if protocol_version(previous) == 0:
-                await self._stop_all()  # eager: give everything up before joining
+            eager = protocol_version(previous) == 0
+            async with self.work.one_change():  # eager: everything stops before joining
+                await self.work.carry_out(self.machine.joining(time.monotonic(), eager))
             self._rejoin = False  # a request from here on asks for another round
             sent = time.monotonic()
             join = await self._call(
@@ -234,7 +227,7 @@ class ClassicMembership:
             if code != ErrorCode.NONE:
                 return await self._failed_round("JoinGroup", code)
             self._answered(sent)
-            self.member_id, self.generation = join["member_id"], join["generation_id"]
+            self.member_id, self.machine.epoch = join["member_id"], join["generation_id"]
             self.protocol = join["protocol_name"]
             log.info("%s joined generation %s (%s), leader %s", self.member_id, self.generation,
                      self.protocol, join["leader"])  # fmt: skip
@@ -281,36 +274,24 @@ class ClassicMembership:
 
     async def _apply(self, assignment: ConnectAssignment) -> bool:
         """Stop what is revoked, start what is new, and schedule the next round if asked."""
-        async with self._lock:
+        async with self.work.one_change():
             if self._stopping:
                 return True
-            self.rebalances += 1
             if assignment.error != NO_ERROR:
                 log.info("%s: assignment error %s (config mismatch); rejoining", self.member_id,
                          assignment.error)  # fmt: skip
                 self._rejoin = True
                 return False
-            eager = protocol_version(self.protocol) == 0
-            revoked = self.runs if eager else assignment.revoked & self.runs
-            await self._stop(revoked)
-            added = assignment.assigned - self.runs
-            self.runs = self.runs | added
             self.snapshot = assignment
             info = LeaderInfo(assignment.leader, assignment.leader_url, assignment.config_offset,
                               assignment.delay_ms, self.protocol)  # fmt: skip
-            started = Assignment(self.generation, added, metadata=info.encode())
-            if assignment.revoked and not eager:
-                self._rejoin = True  # revoke, then assign: the follow-up round
-            self._starting.add(asyncio.create_task(self._start(added, started)))
-            self._starting = {t for t in self._starting if not t.done()}
-            delay = assignment.delay_ms
-            self._rejoin_at = time.monotonic() + delay / 1000 if delay > 0 else None
+            given = Assignment(self.generation, assignment.assigned, metadata=info.encode())
+            actions = self.machine.synced(
+                self.generation, assignment.assigned, assignment.revoked, assignment.delay_ms,
+                protocol_version(self.protocol) == 0, given, time.monotonic(),
+            )  # fmt: skip
+            await self.work.carry_out(actions)
             return True
-
-    async def _start(self, work: frozenset[Work], assignment: Assignment) -> None:
-        await self.listener.start_work(work, assignment)
-        if not self._rejoin and not self._joining:
-            self.clock.end(time.monotonic())
 
     async def _lead(self, members: list[dict[str, Any]], was_incremental: bool) -> dict[str, bytes]:
         """The elected leader's job: every member's assignment, against the config's end.
@@ -357,45 +338,36 @@ class ClassicMembership:
             for member, (assigned, revoked) in plan.members.items()
         }
 
-    # -- stopping -------------------------------------------------------------------------
-
-    async def _stop(self, work: frozenset[Work]) -> None:
-        """Stop `work` for real: starts still under way finish first, so nothing outlives it."""
-        if self._starting:
-            await asyncio.gather(*self._starting, return_exceptions=True)
-            self._starting.clear()
-        if work:
-            await self.listener.stop_work(work)
-            self.runs = self.runs - work
-
-    async def _stop_all(self) -> None:
-        async with self._lock:
-            await self._stop(self.runs)
+    # -- losing the session ----------------------------------------------------------------
 
     async def _session_error(self, api: str, code: int) -> None:
         """`api` was answered with one of SESSION_LOST: rejoin, keeping the work only where the
         member is still in the group and the leader will see what it runs (incremental)."""
-        if code == ErrorCode.ILLEGAL_GENERATION and protocol_version(self.protocol) > 0:
+        keep = code == ErrorCode.ILLEGAL_GENERATION and protocol_version(self.protocol) > 0
+        if keep:
             log.info("%s: %s answered ILLEGAL_GENERATION at generation %s; rejoining with the work it "
                      "runs", self.member_id, api, self.generation)  # fmt: skip
-            self.generation = -1
-            self.request_rejoin()
-            return
-        log.info("%s: %s answered %s; stopping all work and joining afresh", self.member_id, api, code)
-        await self._lose(reset_member=code != ErrorCode.ILLEGAL_GENERATION)
+        else:
+            log.info("%s: %s answered %s; stopping all work and joining afresh", self.member_id, api, code)
+        forget = code != ErrorCode.ILLEGAL_GENERATION
+        async with self.work.one_change():
+            lost = self.machine.generation_lost(time.monotonic(), keep_work=keep, forget_member=forget)
+            await self.work.carry_out(lost)
 
-    async def _lose(self, *, reset_member: bool) -> None:
-        """The session is gone: whatever ran may already run elsewhere."""
-        await self._stop_all()
-        self.snapshot, self.generation = None, -1
-        if reset_member:
+    def _rejoin_as(self, how: Rejoin) -> None:
+        """The machine asks for a round: a follow-up after a revocation, a scheduled rebalance,
+        a lost session (forgetting the member id if the coordinator did), or a watchdog stop
+        (what was reported running no longer runs)."""
+        if not how.kept_work:
+            self.snapshot = None
+        if how.as_new:
             self.member_id = ""
         self.request_rejoin()
 
     # -- heartbeats and the watchdog ------------------------------------------------------
 
     def _answered(self, sent: float) -> None:
-        self.session.answered(sent)
+        self.machine.session.answered(sent)
 
     async def _heartbeat_loop(self) -> None:
         while not self._stopping:
@@ -433,16 +405,6 @@ class ClassicMembership:
             )
         ):
             await self._session_error("Heartbeat", code)
-
-    @property
-    def zombie_stops(self) -> int:
-        return self.session.zombie_stops
-
-    async def _give_up(self) -> None:
-        """The session may expire: everything stops, and the worker joins again."""
-        await self._stop_all()
-        self.snapshot = None
-        self.request_rejoin()
 
     # -- connections ----------------------------------------------------------------------
 

@@ -21,7 +21,9 @@ behaves:
   workers at once. The deadline counts from when the last answered heartbeat was *sent*,
   which is no later than when the coordinator refreshed the session.
 
-IO is one ProtocolClient connection; the work itself is the listener's (the herder).
+This module speaks the protocol: one ProtocolClient connection, the heartbeat fields, the
+errors. What to stop, start and rejoin when is the member machine's (member_machine.py,
+shared with the classic protocol); member_driver.py carries it out against the herder.
 """
 
 from __future__ import annotations
@@ -32,8 +34,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from connect_rebalance.client_security import ClientSecurity
 from connect_rebalance.errors import ErrorCode
@@ -46,8 +47,9 @@ from connect_rebalance.protocol.connect_group import (
 )
 from connect_rebalance.work import Work, work_of
 
-from .rebalance_clock import RebalanceClock
-from .session_watch import SessionWatch, watch
+from .member_driver import MachineView, MemberDriver, WorkListener
+from .member_machine import Assignment, MemberMachine, MemberState, Rejoin
+from .session_watch import SessionWatch
 
 log = logging.getLogger(__name__)
 REJOIN_ERRORS = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH)
@@ -60,26 +62,6 @@ class MembershipRefused(RuntimeError):
     """The coordinator refused this worker's heartbeat for good; the message says why."""
 
 
-class MemberState(StrEnum):
-    UNJOINED = "unjoined"
-    JOINING = "joining"
-    STABLE = "stable"
-    RECONCILING = "reconciling"
-    UNREACHABLE = "unreachable"
-    LEFT = "left"
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """What the coordinator last gave this worker, with the assignor's metadata for it."""
-
-    epoch: int
-    work: frozenset[Work]
-    error: int = 0
-    metadata_version: int = 0
-    metadata: bytes = b""
-
-
 @dataclass(frozen=True)
 class InstallPlan:
     """An assignor's answer to ConnectGroupPrepareAssignment."""
@@ -89,15 +71,10 @@ class InstallPlan:
     error: int = 0
 
 
-class WorkListener(Protocol):
-    async def stop_work(self, work: frozenset[Work]) -> None: ...
-    async def start_work(self, work: frozenset[Work], assignment: Assignment) -> None: ...
-
-
 Compute = Callable[[dict[str, Any]], Awaitable[InstallPlan]]
 
 
-class ConnectMembership:
+class ConnectMembership(MachineView):
     def __init__(
         self,
         bootstrap: str,
@@ -116,27 +93,19 @@ class ConnectMembership:
     ) -> None:
         self.bootstrap, self.group_id, self.member_id, self.url = bootstrap, group_id, member_id, url
         self.security = security
-        self.listener, self.compute, self.assignors = listener, compute, assignors
+        self.compute, self.assignors = compute, assignors
         self.instance_id = instance_id
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.request_timeout_ms = request_timeout_ms
-        self.state = MemberState.UNJOINED
-        self.epoch = 0
-        self.runs: frozenset[Work] = frozenset()
-        self.assignment: Assignment | None = None
+        self.machine = MemberMachine(SessionWatch(session_timeout_ms), acknowledges=True)
+        self.work = MemberDriver(self.machine, listener, self.heartbeat_now, self._rejoin, lambda: member_id)
         self._client: ProtocolClient | None = None
         self._full = True  # the next heartbeat sends every field
         self._sent_assignors: list[ClientAssignor] | None = None
         self._wake = asyncio.Event()
         self._stopping = False
-        self.session = SessionWatch(session_timeout_ms)  # no zombies (session_watch.py)
-        self.rebalances = 0
-        self.clock = RebalanceClock()
-        self._starting: set[asyncio.Task[None]] = set()
-        self._revoking: frozenset[Work] = frozenset()  # being stopped beside the heartbeats
         self._computing: asyncio.Task[None] | None = None
         self._connecting = asyncio.Lock()
-        self._resync = False  # the next heartbeat is a full one (after a zombie stop)
 
     # -- what the herder calls ------------------------------------------------------------
 
@@ -146,11 +115,7 @@ class ConnectMembership:
 
     async def run(self) -> None:
         """Heartbeat until `leave()`; reconnects and rejoins as needed."""
-        watchdog = asyncio.create_task(
-            watch(
-                self.session, lambda: bool(self.runs), self._give_up, lambda: self._stopping, self.member_id
-            )
-        )
+        watchdog = asyncio.create_task(self.work.watchdog(lambda: self._stopping))
         try:
             while not self._stopping:
                 # Cleared before the heartbeat, not after: a wake-up while it is on its way
@@ -170,11 +135,11 @@ class ConnectMembership:
         self._wake.set()
         if self._computing is not None:
             self._computing.cancel()
-        await self._stop(self.runs)
-        if self._client is not None and self.state not in (MemberState.UNJOINED, MemberState.UNREACHABLE):
+        reachable = self.state not in (MemberState.UNJOINED, MemberState.UNREACHABLE)
+        await self.work.carry_out(self.machine.leave())
+        if self._client is not None and reachable:
             with contextlib.suppress(ConnectionError, asyncio.TimeoutError):
                 await self._request(lambda api: api.heartbeat(self.group_id, self.member_id, LEAVE_EPOCH))
-        self.state = MemberState.LEFT
         await self._disconnect()
 
     # -- the loop -------------------------------------------------------------------------
@@ -189,17 +154,14 @@ class ConnectMembership:
             )
         except (TimeoutError, ConnectionError, OSError) as exc:
             log.warning("heartbeat to %s failed: %s", self.bootstrap, exc)
-            self.state = MemberState.UNREACHABLE
+            self.machine.unreachable()
             self._full = True
             await self._disconnect()
             return 500
         code = answer["error_code"]
         if code in REJOIN_ERRORS:
             log.info("%s: %s; stopping all work and rejoining", self.member_id, answer["error_message"])
-            self.clock.begin(time.monotonic())
-            await self._stop(self.runs)
-            self.epoch, self.assignment, self._full = 0, None, True
-            self.state = MemberState.JOINING
+            await self.work.carry_out(self.machine.fenced(time.monotonic()))
             return 0
         if code in RETRY_ERRORS:
             log.warning("heartbeat: %s: %s; retrying", ErrorCode(code).name, answer["error_message"])
@@ -208,7 +170,6 @@ class ConnectMembership:
             name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
             raise MembershipRefused(f"the coordinator refused to let this worker in: {name}: "
                                     f"{answer['error_message']}")  # fmt: skip
-        self.session.answered(sent_at)
         log.debug(
             "heartbeat at epoch %s answered in %.0f ms: %s",
             self.epoch,
@@ -218,27 +179,29 @@ class ConnectMembership:
                 for k in ("member_epoch", "error_code", "session_timeout_ms", "heartbeat_interval_ms")
             },
         )
-        self.session.session_timeout_ms = answer["session_timeout_ms"]  # the coordinator's, which counts
         self._full = False
-        given = (
-            None if answer["assignment"] is None else work_of(answer["assignment"]["connectors_and_tasks"])
+        field, given = answer["assignment"], None
+        if field is not None:
+            given = Assignment(
+                answer["member_epoch"], work_of(field["connectors_and_tasks"]), field["error"],
+                field["metadata_version"], field["metadata"],
+            )  # fmt: skip
+        actions = self.machine.heartbeat_answered(
+            time.monotonic(), sent_at, answer["member_epoch"], answer["session_timeout_ms"], given
         )
-        if answer["member_epoch"] != self.epoch or (given is not None and given != self.runs):
-            self.clock.begin(time.monotonic())
-        self.epoch = answer["member_epoch"]
-        delay = answer["heartbeat_interval_ms"]
-        if answer["assignment"] is not None:
-            delay = await self._reconcile(answer["assignment"], delay)
+        # A revocation is stopped as a KIP-848 consumer runs it: beside the heartbeats, and the
+        # one after it has stopped acknowledges at once.
+        await self.work.beside_heartbeats(actions)
         if answer["should_compute_assignment"] and (self._computing is None or self._computing.done()):
             # Computed beside the heartbeats (reading the config and status topics may take
             # a while), so the session stays alive meanwhile.
             self._computing = asyncio.create_task(self._compute_logged())
-        return delay
+        return answer["heartbeat_interval_ms"]
 
     def _heartbeat_fields(self) -> dict[str, Any]:
         assignors = self.assignors()
         changed = assignors != self._sent_assignors
-        full, self._resync = self._full or self._resync, False
+        full = self._full
         fields: dict[str, Any] = {"owned": self.runs}
         if full or changed:
             fields["assignors"] = assignors
@@ -250,50 +213,17 @@ class ConnectMembership:
             if self.epoch == 0:
                 fields["owned"] = frozenset()
         if self.state == MemberState.UNJOINED:
-            self.state = MemberState.JOINING
+            self.machine.state = MemberState.JOINING
         return fields
 
-    async def _reconcile(self, field: dict[str, Any], interval_ms: int) -> int:
-        given = work_of(field["connectors_and_tasks"])
-        self.assignment = Assignment(
-            self.epoch, given, field["error"], field["metadata_version"], field["metadata"]
-        )
-        revoked, added = self.runs - given, given - self.runs
-        self.state = MemberState.RECONCILING if revoked or added else MemberState.STABLE
-        if revoked:
-            # Stopped beside the heartbeats, as a KIP-848 consumer runs its revocation: the
-            # heartbeats go on reporting the work as owned until it has stopped, and the one
-            # after that acknowledges at once. New work (if any) comes with a later answer.
-            fresh = revoked - self._revoking
-            if fresh:
-                self._revoking |= fresh
-                self._starting.add(asyncio.create_task(self._revoke(fresh)))
-            return interval_ms
-        if added:
-            # Started in the background: heartbeats go on while connectors and tasks start.
-            # (Stopping is awaited: the coordinator must only hear "stopped" once it is true.)
-            self.rebalances += 1
-            self.runs = self.runs | added
-        # Called with nothing new as well, so the listener always knows the computing
-        # worker's metadata (who leads, at which config offset).
-        self._starting.add(asyncio.create_task(self._start(added, self.assignment)))
-        self._starting = {t for t in self._starting if not t.done()}
-        self.state = MemberState.STABLE
-        return interval_ms
-
-    async def _revoke(self, work: frozenset[Work]) -> None:
-        try:
-            await self._stop(work)
-        finally:
-            self._revoking -= work
+    def _rejoin(self, how: Rejoin) -> None:
+        """Fenced (epoch 0 already) or stopped by the watchdog: the next heartbeat is a full
+        one, sent at once. After a watchdog stop, heartbeats answered meanwhile may have found
+        nothing to change (the work was still running); the coordinator answers a full one
+        with the whole assignment, which is started again, or with UNKNOWN_MEMBER_ID /
+        FENCED_MEMBER_EPOCH if the session has expired (then the worker rejoins with epoch 0)."""
+        self._full = True
         self.heartbeat_now()
-
-    async def _start(self, work: frozenset[Work], assignment: Assignment) -> None:
-        await self.listener.start_work(work, assignment)
-        if self.state == MemberState.STABLE:
-            self.clock.end(time.monotonic())
-        if work:
-            self.heartbeat_now()  # acknowledges it; the rest of the target may be free by now
 
     async def _compute_logged(self) -> None:
         """A failed computation is logged, not raised: the coordinator re-selects a worker
@@ -321,25 +251,6 @@ class ConnectMembership:
             log.warning("install assignment: %s", installed["error_message"])
             return
         self.heartbeat_now()  # this worker's own part of the new target, without an interval's wait
-
-    async def _stop(self, work: frozenset[Work]) -> None:
-        if work:
-            await self.listener.stop_work(work)
-            self.runs = self.runs - work
-
-    @property
-    def zombie_stops(self) -> int:
-        return self.session.zombie_stops
-
-    async def _give_up(self) -> None:
-        """The session may expire: everything stops. Heartbeats answered meanwhile may have
-        found nothing to change (the work was still running), so the next one, sent now that
-        it has stopped, is a full one: the coordinator answers it with the whole assignment,
-        which is started again, or with UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH if this
-        worker's session has expired (then it rejoins with epoch 0)."""
-        await self._stop(self.runs)
-        self._resync = True
-        self.heartbeat_now()
 
     # -- the connection -------------------------------------------------------------------
 

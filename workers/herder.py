@@ -38,11 +38,12 @@ from . import assignors
 from .classic_membership import ClassicMembership
 from .config_state import Changed, ConfigChange, ConfigState
 from .config_store import ConfigStore
-from .connect_membership import Assignment, ConnectMembership
+from .connect_membership import ConnectMembership
 from .fenced_output import OutputConnection
 from .internal_requests import send_task_configs
 from .leader_duties import ConfigAnnouncer, keep_session_key
 from .leader_planning import LeaderInfo, TargetPlanner
+from .member_machine import Assignment
 from .offset_store import OffsetStore
 from .plugins import find_plugin
 from .session_key import SessionKey

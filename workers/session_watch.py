@@ -5,20 +5,13 @@ The coordinator expires a session `session.timeout.ms` after it handled the last
 refreshed it, which it handled no earlier than this worker sent it. So all work is stopped by
 `sent + session timeout - safety` (`SessionWatch.deadline`), whatever else is blocked: the
 heartbeat loop, a rebalance round, a frozen process that just resumed. `SessionWatch` holds
-the rule and is pure (the caller passes the clock); `watch` is the one watchdog both
-memberships run.
+the rule and is pure (the caller passes the clock); the member machine applies it
+(member_machine.py) and member_driver.py's watchdog feeds it the time, for both protocols.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-
-log = logging.getLogger(__name__)
-IDLE_POLL_S = 0.1  # how often a worker with no work or no answer yet looks again
 
 
 @dataclass
@@ -39,26 +32,3 @@ class SessionWatch:
             return None
         session_s = self.session_timeout_ms / 1000
         return self.answered_sent_at + session_s - min(max(session_s / 3, 1.0), session_s / 2)
-
-
-async def watch(
-    session: SessionWatch,
-    runs_work: Callable[[], bool],
-    give_up: Callable[[], Awaitable[None]],
-    stopping: Callable[[], bool],
-    who: str,
-) -> None:
-    """Until `stopping()`: whenever work runs past the session's deadline with no newer answer,
-    `give_up()` (stop everything, then rejoin as the protocol does)."""
-    while not stopping():
-        sent, deadline = session.answered_sent_at, session.deadline()
-        if not runs_work() or deadline is None:
-            await asyncio.sleep(IDLE_POLL_S)
-            continue
-        if time.monotonic() < deadline:
-            await asyncio.sleep(min(deadline - time.monotonic(), IDLE_POLL_S))
-            continue
-        if session.answered_sent_at == sent and runs_work():
-            log.warning("%s: no heartbeat answered for too long; stopping all work", who)
-            session.zombie_stops += 1
-            await give_up()

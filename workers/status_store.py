@@ -5,7 +5,10 @@ FAILED with its trace, UNASSIGNED) of what it runs, at its generation, and every
 the topic. A report from another worker at an older generation than the one recorded is out of
 date (its former owner's UNASSIGNED landing after the new owner's RUNNING, or a worker cut off
 meanwhile) and is neither kept nor written (Kafka Connect's `putSafe`), so a status names who
-runs the item now, whichever worker is asked.
+runs the item now, whichever worker is asked. A worker's own report is known to it at once;
+its earlier reports of the same item, read back from the topic after it, do not undo it (a
+task stopped and started again within a few milliseconds read as STOPPED until the topic
+caught up).
 
 Presence records (`status-worker-<id>`) are this project's: `UP` with the worker's REST url
 (and, on the connect protocol, its member id) when it starts, `LEFT` when it leaves for good.
@@ -42,6 +45,7 @@ class StatusStore:
         """`log_of(handler)` makes the status topic's TopicLog, which feeds `handler`."""
         self.worker_id = worker_id
         self.statuses: dict[str, dict[str, Any]] = {}
+        self._unread: dict[str, int] = {}  # this worker's writes of a key not read back yet
         self.log = log_of(self._on_record)
 
     def _on_record(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
@@ -52,9 +56,20 @@ class StatusStore:
             self.statuses.pop(name, None)
             return
         status = json.loads(value)
+        if status.get("worker_id") == self.worker_id and self._read_back(name):
+            return  # this worker reported the key again since: what it knows is newer
         if not name.startswith(PRESENCE_PREFIX) and _stale(status, self.statuses.get(name)):
             return
         self.statuses[name] = status
+
+    def _read_back(self, key: str) -> bool:
+        """One of this worker's writes of `key` came back; True if a later one is on its way."""
+        unread = self._unread.get(key, 0) - 1
+        if unread > 0:
+            self._unread[key] = unread
+        else:
+            self._unread.pop(key, None)
+        return unread > 0
 
     async def read_to_end(self) -> None:
         await self.log.read_to_end()
@@ -67,8 +82,14 @@ class StatusStore:
         if _stale(value, self.statuses.get(key)):
             return  # another worker reported it at a newer generation: it runs it now
         self.statuses[key] = value
+        self._unread[key] = self._unread.get(key, 0) + 1
         write = asyncio.ensure_future(self.log.write(key.encode(), encode_json(value)))
-        write.add_done_callback(_log_failure)
+        write.add_done_callback(lambda done: self._settled(key, done))
+
+    def _settled(self, key: str, write: asyncio.Future[Any]) -> None:
+        if write.cancelled() or write.exception() is not None:
+            self._read_back(key)  # it never comes back
+            _log_failure(write)
 
     async def announce(self, state: str, url: str, member_id: str | None) -> None:
         """This worker's presence, `UP` or `LEFT` (awaited: it must land before what follows)."""

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from connect_rebalance.work import CONNECTOR, Work
+from connect_rebalance.work import CONNECTOR, Work, work_name
 
 from .config_state import PAUSED, STARTED, STOPPED, ConfigState
 from .fenced_output import OutputConnection, TaskFenced, fence_id
@@ -91,6 +91,9 @@ class TaskRunner:
         async with self._lock:
             # Skipped: revoked (or assigned anew) while this start waited.
             starting = [item for item in sorted(work) if self._assigned.get(item) == assigned[item]]
+            if len(starting) < len(work):
+                skipped = sorted(work_name(item) for item in work if item not in starting)
+                log.info("not starting %s: revoked or assigned again meanwhile", ", ".join(skipped))
             for item in starting:
                 self.running[item] = Running(item)
             # Lightweight connectors and tasks start together (their status writes share
@@ -293,6 +296,7 @@ class TaskRunner:
         self._report(runner.item, "FAILED", runner.trace)
 
     def _report(self, item: Work, state: str, trace: str | None = None) -> None:
+        log.info("%s: %s at generation %s", work_name(item), state, self.generation())
         self.statuses.report(item, state, trace, self.generation())
 
 

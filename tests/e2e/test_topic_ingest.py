@@ -21,13 +21,14 @@ from typing import Any
 
 import pytest
 from kafka import KafkaProducer
-from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
 
 from connect_rebalance.processes import CoordinatorProcess
 from tests.support.group_scenario import ContinuousProducer, wait_until
 from tests.support.spark_cluster import Run, jvm_of, kill_with_jvm, overlaps, runs, spark_worker_cluster
 from tests.support.worker_cluster import WorkerCluster, metrics, rest
 from workers.connectors.parquet_output import read_output
+from workers.connectors.partition_split import task_owns
 from workers.connectors.topic_spark_source import TopicDataSource, committed_offsets
 
 pytestmark = pytest.mark.e2e
@@ -283,3 +284,40 @@ def test_a_failed_query_fails_its_task_with_the_trace_and_a_restart_brings_it_ba
     assert rest("POST", f"{worker.url}/connectors/orders/tasks/0/restart")[0] == 204
     wait_until(lambda: task_status(worker.url, "orders", 0)["state"] == "RUNNING", 60, "the task to run")
     assert json.dumps(task_status(worker.url, "orders", 0)).count("trace") == 0
+
+
+@pytest.mark.timeout(300)
+def test_partitions_added_while_topic_ingest_runs_are_read_once_by_the_task_they_fall_to(
+    spark: Any, spark_cluster: WorkerCluster, tmp_path: Path
+) -> None:
+    """Seen before: a task's query read the partitions there were when it started, so records
+    in partitions added later were never read (and a task with no partition ran nothing)."""
+    bootstrap = spark_cluster.coordinator.bootstrap
+    create_topic(bootstrap, "grows", 1)
+    produce(bootstrap, "grows", range(0, 50), 1)
+    worker = spark_cluster.start("w1")
+    config = {"connector.class": "TopicIngest", "topics": "grows", "tasks.max": "2",
+              "output.path": str(tmp_path / "out"), "trigger.interval.ms": "300",
+              "partition.discovery.interval.ms": "1000"}  # fmt: skip
+    assert rest("POST", f"{worker.url}/connectors", {"name": "grows", "config": config})[0] == 201
+    wait_until(lambda: committed_records(spark_cluster, "grows") == 50, 120, "the first 50 records read")
+
+    # When the topic grows from 1 partition to 4 and records arrive in all of them,
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_partitions({"grows": NewPartitions(4)})
+    finally:
+        admin.close()
+    produce(bootstrap, "grows", range(50, 450), 4)
+
+    # then every record is read, once, and each partition by the task it falls to.
+    wait_until(lambda: committed_records(spark_cluster, "grows") == 450, 120, "all 450 records read")
+    code, body = rest("GET", f"{worker.url}/connectors/grows/offsets")
+    assert code == 200, body
+    read = {e["partition"]["kafka_partition"]: e["offset"]["kafka_offset"] for e in body["offsets"]}
+    assert read == {0: 150, 1: 100, 2: 100, 3: 100}, read
+    ids = [int(r.value) for r in read_output(spark, str(tmp_path / "out")).select("value").collect()]
+    assert sorted(ids) == list(range(450)), f"{len(ids)} rows, {len(set(ids))} distinct"
+    for index in range(2):
+        rows = spark.read.parquet(str(tmp_path / "out" / f"task-{index}")).select("partition").collect()
+        assert {r.partition for r in rows} == {p for p in range(4) if task_owns("grows", p, index, 2)}

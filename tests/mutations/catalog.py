@@ -88,19 +88,17 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="revoked-work-never-stopped",
         breaks="a worker lets go of revoked work only once it has stopped: no task runs on two workers",
-        file="workers/connect_membership.py",
-        original="""        try:
-            await self._stop(work)
-        finally:
-            self._revoking -= work""",
-        replacement="""        try:
-            self.runs = self.runs - work  # mutation: acknowledged, never stopped
-        finally:
-            self._revoking -= work""",
+        file="workers/member_machine.py",
+        original="            return [self._stop(fresh), Beat()] if fresh else []\n",
+        replacement=(
+            "            self.stopped(fresh)  # mutation: acknowledged, never stopped\n"
+            "            return [Beat()]\n"
+        ),
         tests=(
+            f"{UNIT}/test_member_machine.py::"
+            "test_a_connect_member_stops_revoked_work_and_acknowledges_before_it_starts_anything_new",
             f"{INTEGRATION}/test_worker_membership.py::"
             "test_joins_move_only_what_balance_needs_and_a_graceful_leave_hands_over_at_once",
-            f"{INTEGRATION}/test_connect_group_migration.py::test_a_rolling_upgrade_to_the_connect_protocol_and_back",
         ),
     ),
     Mutation(
@@ -250,6 +248,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
         replacement="        return self.answered_sent_at + session_s\n",
         tests=(
+            f"{UNIT}/test_member_machine.py::"
+            "test_no_zombies_work_stops_once_before_the_session_can_expire_and_not_while_answers_come",
             f"{INTEGRATION}/test_worker_membership.py::"
             "test_a_worker_cut_off_from_the_coordinator_stops_its_work_before_its_session_can_expire",
             f"{INTEGRATION}/test_workers.py::"
@@ -540,11 +540,35 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="classic-worker-drops-work-on-illegal-generation",
         breaks="a classic worker a generation behind at a downgrade keeps its work and rejoins with it",
         file="workers/classic_membership.py",
-        original="        if code == ErrorCode.ILLEGAL_GENERATION and protocol_version(self.protocol) > 0:\n",
-        replacement="        if False:  # mutation: every lost generation stops all work\n",
+        original=(
+            "        keep = code == ErrorCode.ILLEGAL_GENERATION and protocol_version(self.protocol) > 0\n"
+        ),
+        replacement="        keep = False  # mutation: every lost generation stops all work\n",
         tests=(
             f"{INTEGRATION}/test_connect_group_migration.py::"
             "test_a_classic_worker_a_generation_behind_at_a_downgrade_keeps_its_work",
+        ),
+    ),
+    Mutation(
+        name="own-status-undone-by-its-echo",
+        breaks="a worker's latest status of a task is not undone by its earlier one read back late",
+        file="workers/status_store.py",
+        original='        if status.get("worker_id") == self.worker_id and self._read_back(name):\n',
+        replacement="        if False:  # mutation: every record read back counts\n",
+        tests=(
+            f"{UNIT}/test_status_generations.py::"
+            "test_a_workers_own_earlier_report_read_back_late_does_not_undo_its_latest",
+        ),
+    ),
+    Mutation(
+        name="added-partitions-never-found",
+        breaks="partitions added to a topic while TopicIngest runs are read by the task they fall to",
+        file="workers/connectors/topic_spark_source.py",
+        original="            consumer.topics()  # asks the cluster afresh",
+        replacement="            pass  # mutation: the partition list stays the first one;",
+        tests=(
+            "tests/e2e/test_topic_ingest.py::"
+            "test_partitions_added_while_topic_ingest_runs_are_read_once_by_the_task_they_fall_to",
         ),
     ),
     Mutation(

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from workers.connectors.topic_ingest import TopicIngest, offsets_of_checkpoints, partitions_of_task
+from workers.connectors.partition_split import partitions_of_task
+from workers.connectors.topic_ingest import TopicIngest, offsets_of_checkpoints
 from workers.connectors.topic_spark_source import (
     PartitionRange,
     TopicStreamReader,

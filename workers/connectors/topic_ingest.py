@@ -8,16 +8,19 @@ worker — after a graceful stop or a crash — resumes after its last committed
 reading the output through Spark gives every record once (`read_output`).
 
 The split needs no lookup when task configs are made (a connector has no cluster to ask
-then): each task config names its index and the task count, and the task, when it starts,
-finds the topics' partitions and keeps those with `(crc32(topic) + partition) % tasks ==
-index`. Adding partitions to a topic moves no existing partition to another task, so no
-checkpoint loses a partition it had read.
+then): each task config names its index and the task count, and the task's query subscribes
+to the topics and reads the partitions with `(crc32(topic) + partition) % tasks == index`
+(partition_split.py). The query looks for new partitions at every batch (at most
+`partition.discovery.interval.ms` behind), so partitions added to a topic while the
+connector runs are read, from their first record, by the task they fall to; adding
+partitions moves no existing partition to another task, so no checkpoint loses a partition
+it had read. A task whose share is empty still runs its query, so that it reads the
+partitions that later fall to it.
 """
 
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -55,17 +58,6 @@ def _valid_bootstrap(value: str) -> str | None:
     return None
 
 
-def task_owns(topic: str, partition: int, index: int, count: int) -> bool:
-    """Whether task `index` of `count` reads this partition (stable as partitions are added)."""
-    return (zlib.crc32(topic.encode()) + partition) % count == index
-
-
-def partitions_of_task(
-    partitions: Sequence[tuple[str, int]], index: int, count: int
-) -> list[tuple[str, int]]:
-    return sorted(tp for tp in partitions if task_owns(tp[0], tp[1], index, count))
-
-
 class TopicIngestTask(SparkTask):
     """One task's query: its partitions -> Parquet under output.path/task-<index>."""
 
@@ -73,12 +65,9 @@ class TopicIngestTask(SparkTask):
         bootstrap = config.get("bootstrap.servers") or context.bootstrap_servers
         # A sink-like reader of topics: the worker's `consumer.*` security, as in Kafka Connect.
         security = context.extra["worker_config"].client_security("consumer.")
-        index, count = int(config["task.index"]), int(config["task.count"])
-        found = find_partitions(bootstrap, _topics(config["topics"]), security=security)
-        partitions = partitions_of_task(found, index, count)
-        if not partitions:
-            return None  # more tasks than partitions: this one has nothing to read
-        return parquet_sink(topic_stream(spark, config, bootstrap, partitions, security), config, index)
+        index = int(config["task.index"])
+        find_partitions(bootstrap, _topics(config["topics"]), security=security)  # they exist
+        return parquet_sink(topic_stream(spark, config, bootstrap, security), config, index)
 
 
 class TopicIngest(Connector):
@@ -97,6 +86,9 @@ class TopicIngest(Connector):
                   documentation="At most this many records per micro-batch and task (0: no limit)."),
         ConfigDef("starting.offsets", default="earliest", validate=_valid_starting,
                   documentation="Where a task with no checkpoint starts: earliest or latest."),
+        ConfigDef("partition.discovery.interval.ms", "LONG", default="10000", validate=positive_int,
+                  documentation="How old the topics' partition list may be when a batch is planned: "
+                                "partitions added to a topic are read within about this long."),
     ]  # fmt: skip
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
@@ -149,20 +141,19 @@ def find_partitions(
 
 
 def topic_stream(
-    spark: Any,
-    config: Mapping[str, str],
-    bootstrap: str,
-    partitions: Sequence[tuple[str, int]],
-    security: ClientSecurity | None = None,
+    spark: Any, config: Mapping[str, str], bootstrap: str, security: ClientSecurity | None = None
 ) -> Any:
-    """The task's streaming DataFrame: its partitions, read by the `topic` data source."""
-    from .topic_spark_source import KAFKA_OPTION, TopicDataSource, format_assignment
+    """The task's streaming DataFrame: its share of the topics' partitions, as they are at
+    each batch, read by the `topic` data source."""
+    from .topic_spark_source import KAFKA_OPTION, TopicDataSource
 
     spark.dataSource.register(TopicDataSource)
     reader = (
         spark.readStream.format(TopicDataSource.name())
         .option("bootstrap.servers", bootstrap)
-        .option("assign", format_assignment(partitions))
+        .option("subscribe", config["topics"])
+        .option("share", f"{config['task.index']}/{config['task.count']}")
+        .option("partitionDiscoveryIntervalMs", config.get("partition.discovery.interval.ms") or "10000")
         .option("startingOffsets", config.get("starting.offsets") or "earliest")
     )
     for name, value in (security.settings if security else {}).items():

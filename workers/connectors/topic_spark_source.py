@@ -18,7 +18,12 @@ a batch replayed after a crash reads the same offsets again.
 Options (case-insensitive):
 - `bootstrap.servers` (required);
 - `assign`: the partitions to read, `topic:0,topic:1,other:3`; or `subscribe`: topics,
-  comma-separated, all of whose partitions are read (new partitions are found each batch);
+  comma-separated, all of whose partitions are read (new partitions are found each batch,
+  and read from their earliest record);
+- `share`: with `subscribe`, `<index>/<count>`: only the partitions that share of the
+  topics' partitions holds (partition_split.py: TopicIngest's tasks split them so);
+- `partitionDiscoveryIntervalMs`: how old the partition list may be when a batch is planned
+  (default 10000): partitions added to a subscribed topic are found within about this long;
 - `startingOffsets`: `earliest` (default), `latest`, or offsets as JSON in the offset shape;
 - `maxOffsetsPerTrigger`: at most this many records per micro-batch, shared fairly
   among the partitions with a backlog;
@@ -33,6 +38,7 @@ Options (case-insensitive):
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +59,8 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+from .partition_split import parse_share, task_owns
 
 SOURCE_NAME = "topic"
 SCHEMA = StructType([
@@ -133,6 +141,13 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise ValueError("exactly one of the options assign and subscribe is required")
         self.assigned = parse_assignment(assign) if assign else None
         self.topics = sorted({t.strip() for t in (subscribe or "").split(",") if t.strip()})
+        share = options.get("share")
+        if share and not subscribe:
+            raise ValueError("the option share needs subscribe")
+        self.share = parse_share(share) if share else None
+        self.discovery_interval_s = int(options.get("partitionDiscoveryIntervalMs", "10000")) / 1000
+        self._discovered_at: float | None = None  # monotonic: the planner's last partition lookup
+        self._existing: set[tuple[str, int]] = set()  # the subscribed topics' partitions, as last seen
         self.starting = options.get("startingOffsets", "earliest")
         self.max_per_trigger = int(options.get("maxOffsetsPerTrigger", "0") or 0)
         self.fail_on_data_loss = options.get("failOnDataLoss", "true").lower() != "false"
@@ -164,11 +179,18 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.assigned is not None:
             return [TopicPartition(t, p) for t, p in self.assigned]
         consumer = self._planner_consumer()
-        found = []
-        for topic in self.topics:
-            for partition in sorted(consumer.partitions_for_topic(topic) or ()):
-                found.append(TopicPartition(topic, partition))
-        return found
+        now = time.monotonic()
+        stale = self._discovered_at is not None and now - self._discovered_at >= self.discovery_interval_s
+        if stale:
+            consumer.topics()  # asks the cluster afresh (partitions_for_topic reads a cache)
+        if stale or self._discovered_at is None:
+            self._discovered_at = now
+        self._existing = {(t, p) for t in self.topics for p in consumer.partitions_for_topic(t) or ()}
+        return [
+            TopicPartition(topic, partition)
+            for topic, partition in sorted(self._existing)
+            if self.share is None or task_owns(topic, partition, *self.share)
+        ]
 
     def _bounds(self, earliest: bool) -> dict[tuple[str, int], int]:
         consumer = self._planner_consumer()
@@ -197,6 +219,11 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         latest = self._available_now if self._available_now is not None else self._bounds(earliest=False)
         begun = flatten(start)
+        gone = sorted(tp for tp in begun if self.assigned is None and tp not in self._existing)
+        if gone and self.fail_on_data_loss:
+            # As Spark's Kafka source: partitions a subscribed query read are gone (their topic
+            # was deleted), and what they held was never read.
+            raise ValueError(f"partitions {format_assignment(gone)} no longer exist (topic deleted?)")
         earliest: dict[tuple[str, int], int] = {}
         if set(latest) - set(begun):
             # A partition new to this query (a new partition, or a changed assignment) starts
