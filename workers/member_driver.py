@@ -85,6 +85,7 @@ class MemberDriver:
         self._beat, self._rejoin, self._who = beat, rejoin, who
         self._starting: dict[asyncio.Task[None], frozenset[Work]] = {}
         self._changing: set[asyncio.Task[None]] = set()  # revocations beside the heartbeats
+        self._stops: dict[asyncio.Task[None], frozenset[Work]] = {}  # stops under way, and their work
         # A protocol that changes what runs one round at a time (classic) holds this lock
         # around each round; the watchdog takes it too.
         self._serial = asyncio.Lock() if serial else None
@@ -120,9 +121,21 @@ class MemberDriver:
         under_way = [task for task, starting in self._starting.items() if starting & work]
         if under_way:
             await asyncio.gather(*under_way, return_exceptions=True)
+        stopping = [task for task, items in self._stops.items() if items & work]
+        fresh = work - frozenset().union(*(self._stops[task] for task in stopping))
+        if fresh:
+            stop = asyncio.create_task(self._stop_for_real(fresh))
+            self._stops[stop] = fresh
+            stop.add_done_callback(lambda done: self._stops.pop(done, None))
+            stopping.append(stop)
+        for task in stopping:
+            # Shielded: a stop outlives a caller cancelled meanwhile (a leave, the watchdog's end).
+            await asyncio.shield(task)
+
+    async def _stop_for_real(self, work: frozenset[Work]) -> None:
+        """The herder stops `work`; only then does the machine hear it stopped."""
         try:
-            if work:
-                await self.listener.stop_work(work)
+            await self.listener.stop_work(work)
         finally:
             self.machine.stopped(work)
 

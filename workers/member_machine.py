@@ -11,7 +11,10 @@ heartbeats) and on a classic group (JoinGroup/SyncGroup, Kafka Connect's WorkerC
 
 This module answers it without IO and without a clock of its own, in the manner of h11's
 `_state.py`: a driver feeds events (an answer, the time, a stop or start that finished) and
-carries out the actions it gets back, in order (`Stop` is complete before the next action).
+carries out the actions it gets back, in order: a `Stop` is complete before the next action,
+including the stop of work some earlier `Stop` is still stopping (a rejoin after a lost
+session waits for the watchdog's stop, so nothing of the old assignment is reported under the
+new epoch).
 The drivers, connect_membership.py and classic_membership.py, only speak their protocol;
 member_driver.py carries actions out against the herder for both.
 """
@@ -49,7 +52,8 @@ class Assignment:
 
 @dataclass(frozen=True)
 class Stop:
-    """Stop this work for real; only then may anything say it stopped."""
+    """Stop this work for real (or wait for a stop of it already under way); only then may
+    anything say it stopped."""
 
     work: frozenset[Work]
 
@@ -128,7 +132,7 @@ class MemberMachine:
         already run elsewhere. Everything stops; the worker joins again with epoch 0."""
         self.clock.begin(now)
         self.epoch, self.assignment, self.state = 0, None, MemberState.JOINING
-        return [self._stop(self.runs - self.stopping), Rejoin(as_new=True, kept_work=False)]
+        return [self._stop(self.runs), Rejoin(as_new=True, kept_work=False)]
 
     # -- a classic group's rounds ---------------------------------------------------------------
 
@@ -136,7 +140,7 @@ class MemberMachine:
         """A JoinGroup is about to be sent. Eager: everything stops before it."""
         self.clock.begin(now)
         self.state = MemberState.JOINING
-        return [self._stop(self.runs - self.stopping)] if eager else []
+        return [self._stop(self.runs)] if eager else []
 
     def synced(
         self,
@@ -173,7 +177,7 @@ class MemberMachine:
         self.state, self.epoch = MemberState.JOINING, -1
         if keep_work:
             return [Rejoin()]
-        return [self._stop(self.runs - self.stopping), Rejoin(as_new=forget_member, kept_work=False)]
+        return [self._stop(self.runs), Rejoin(as_new=forget_member, kept_work=False)]
 
     # -- both ------------------------------------------------------------------------------
 
@@ -204,7 +208,7 @@ class MemberMachine:
         if running and deadline is not None and now >= deadline:
             self.session.zombie_stops += 1
             self.clock.begin(now)
-            return [self._stop(running), Rejoin(kept_work=False)]
+            return [self._stop(self.runs), Rejoin(kept_work=False)]
         if self.rejoin_at is not None and now >= self.rejoin_at:
             self.rejoin_at = None
             return [Rejoin()]
@@ -220,7 +224,7 @@ class MemberMachine:
         """Leaving for good: everything stops before the coordinator is told."""
         self.state = MemberState.LEFT
         self.rejoin_at = None
-        return [self._stop(self.runs - self.stopping)]
+        return [self._stop(self.runs)]
 
     def _stop(self, work: frozenset[Work]) -> Stop:
         self.stopping = self.stopping | work

@@ -87,11 +87,15 @@ class SparkTask(Task):
 
         self.query = await asyncio.to_thread(start_query)
 
+    def after_stop(self) -> None:
+        """Called off the event loop once this run's query has stopped (if it started one)."""
+
     async def stop(self) -> None:
         self._stopping = True
         query, runtime = self.query, self.runtime
         if query is not None and runtime is not None:
             await asyncio.to_thread(runtime.stop_query, query, self._run_summary)
+            await asyncio.to_thread(self.after_stop)
         self.query = None
 
     def progress(self) -> dict[str, Any]:

@@ -572,6 +572,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="moved-partitions-read-from-the-start",
+        breaks="a partition that a tasks.max change moves to another task is read on, not again",
+        file="workers/connectors/topic_spark_source.py",
+        original="        if self.handoff_root is None or self.share is None or not new:\n",
+        replacement="        if True:  # mutation: a partition new to a query starts at its first record\n",
+        tests=(
+            f"{UNIT}/test_share_handoff.py::"
+            "test_the_topic_source_asks_the_checkpoints_where_a_partition_new_to_its_query_starts",
+            "tests/e2e/test_topic_ingest.py::"
+            "test_changing_tasks_max_while_topic_ingest_runs_reads_every_record_once",
+        ),
+    ),
+    Mutation(
+        name="rejoin-before-the-stop-ends",
+        breaks="a worker that lost its session rejoins only once all it ran has stopped",
+        file="workers/member_machine.py",
+        original="        return [self._stop(self.runs), Rejoin(as_new=True",
+        replacement="        return [self._stop(self.runs - self.stopping), Rejoin(as_new=True",
+        tests=(
+            f"{UNIT}/test_member_machine.py::"
+            "test_a_rejoin_after_a_lost_session_waits_for_the_watchdogs_stop_under_way",
+        ),
+    ),
+    Mutation(
         name="tasks-not-balanced-apart",
         breaks="connectors and tasks are each balanced within one across workers (Kafka Connect's rule)",
         file="workers/balanced_target.py",

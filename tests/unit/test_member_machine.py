@@ -7,9 +7,12 @@ carries the actions out by hand (`stopped`/`starting`/`started`), as member_driv
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from connect_rebalance.work import CONNECTOR, Work
+from workers.member_driver import MemberDriver
 from workers.member_machine import (
     Action,
     Assignment,
@@ -153,11 +156,13 @@ def test_a_classic_member_a_generation_behind_keeps_its_work_only_on_an_incremen
     ]
 
 
-def test_leaving_stops_everything_not_already_stopping() -> None:
+def test_leaving_or_a_lost_session_stops_everything_also_what_is_already_stopping() -> None:
+    """The driver waits for a stop already under way: a Stop of it is complete only then."""
     m = connect()
     carry_out(m, m.heartbeat_answered(0.0, 0.0, 1, SESSION_MS, given(1, A, B)), 0.0)
     m.heartbeat_answered(1.0, 1.0, 2, SESSION_MS, given(2, A))  # B is being stopped
-    assert m.leave() == [Stop(frozenset({A}))] and m.state == MemberState.LEFT
+    assert m.fenced(1.5)[0] == Stop(frozenset({A, B}))
+    assert m.leave() == [Stop(frozenset({A, B}))] and m.state == MemberState.LEFT
 
 
 def test_one_rebalance_is_timed_from_the_first_news_to_the_last_start() -> None:
@@ -168,3 +173,39 @@ def test_one_rebalance_is_timed_from_the_first_news_to_the_last_start() -> None:
     m.stopped(frozenset({B}))
     carry_out(m, m.heartbeat_answered(11.0, 11.0, 2, SESSION_MS, given(2, A)), 11.5)
     assert m.clock.count == 2 and m.clock.last_s == pytest.approx(1.5)
+
+
+class SlowListener:
+    """The herder's side, in process: a stop finishes when the test lets it."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.stopping = asyncio.Event()
+        self.stops: list[frozenset[Work]] = []
+
+    async def stop_work(self, work: frozenset[Work]) -> None:
+        self.stops.append(work)
+        self.stopping.set()
+        await self.release.wait()
+
+    async def start_work(self, work: frozenset[Work], assignment: Assignment) -> None:
+        return None
+
+
+async def test_a_rejoin_after_a_lost_session_waits_for_the_watchdogs_stop_under_way() -> None:
+    """Seen before: a worker thawed past its session rejoined while its watchdog was still
+    stopping its Spark tasks, and reported them UNASSIGNED under its new epoch, hiding the
+    RUNNING of the worker that had taken one over (the status stayed wrong)."""
+    m = connect()
+    listener, rejoins = SlowListener(), []
+    driver = MemberDriver(m, listener, lambda: None, rejoins.append, lambda: "w1")
+    await driver.carry_out(m.heartbeat_answered(0.0, 0.0, 4, SESSION_MS, given(4, A, B)))
+    watchdog = asyncio.create_task(driver.carry_out(m.tick(100.0)))  # thawed long past the deadline
+    await listener.stopping.wait()
+    fenced = asyncio.create_task(driver.carry_out(m.fenced(100.1)))
+    done, _ = await asyncio.wait({fenced}, timeout=0.2)
+    assert not done and rejoins == [], "rejoined while the work was still stopping"
+    listener.release.set()
+    await asyncio.gather(watchdog, fenced)
+    assert listener.stops == [frozenset({A, B})]  # stopped once, not twice
+    assert rejoins[-1] == Rejoin(as_new=True, kept_work=False) and m.runs == frozenset()

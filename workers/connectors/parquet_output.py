@@ -18,8 +18,10 @@ def output_dir(config: Mapping[str, str], index: int) -> str:
 
 
 def read_output(spark: Any, path: str) -> Any:
-    """Every task's output under `path`, read through Spark (honouring each sink's log)."""
-    frames = [spark.read.parquet(str(d)) for d in sorted(Path(path).glob("task-*")) if d.is_dir()]
+    """Every task's output under `path`, read through Spark (honouring each sink's log); a
+    task that never committed a batch (stopped before its first) has nothing to read."""
+    tasks = [d for d in sorted(Path(path).glob("task-*")) if d.is_dir() and committed_files(d)]
+    frames = [spark.read.parquet(str(d)) for d in tasks]
     if not frames:
         raise FileNotFoundError(f"no task output under {path}")
     result = frames[0]

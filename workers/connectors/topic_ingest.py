@@ -15,13 +15,16 @@ to the topics and reads the partitions with `(crc32(topic) + partition) % tasks 
 connector runs are read, from their first record, by the task they fall to; adding
 partitions moves no existing partition to another task, so no checkpoint loses a partition
 it had read. A task whose share is empty still runs its query, so that it reads the
-partitions that later fall to it.
+partitions that later fall to it. Changing `tasks.max` does move partitions between tasks: a
+moved partition is read on from where its former task leaves it, once that task has let go
+of it (share_handoff.py: the runs' markers in the checkpoints).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from connect_rebalance.client_security import ClientSecurity
@@ -30,6 +33,7 @@ from ..plugins import ConfigDef, Connector, TaskContext, indexed_task_configs, n
 from ..spark_runtime import checkpoint_path
 from ..spark_task import SparkTask
 from .parquet_output import parquet_sink
+from .share_handoff import checkpoint_offsets, flatten, mark, task_checkpoints
 
 STARTING = ("earliest", "latest")
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
@@ -61,13 +65,29 @@ def _valid_bootstrap(value: str) -> str | None:
 class TopicIngestTask(SparkTask):
     """One task's query: its partitions -> Parquet under output.path/task-<index>."""
 
+    checkpoint: str | None = None
+    count = 0
+
     def writer(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> Any:
+        worker = context.extra["worker_config"]
         bootstrap = config.get("bootstrap.servers") or context.bootstrap_servers
         # A sink-like reader of topics: the worker's `consumer.*` security, as in Kafka Connect.
-        security = context.extra["worker_config"].client_security("consumer.")
-        index = int(config["task.index"])
+        security = worker.client_security("consumer.")
+        index, self.count = int(config["task.index"]), int(config["task.count"])
         find_partitions(bootstrap, _topics(config["topics"]), security=security)  # they exist
-        return parquet_sink(topic_stream(spark, config, bootstrap, security), config, index)
+        # This run's previous one has stopped: what its checkpoint planned is what the task
+        # still reads of partitions another task now holds (share_handoff.py).
+        self.checkpoint = checkpoint_path(worker.checkpoint_dir, context.connector, index)
+        mark(self.checkpoint, self.count, stopped=False)
+        handoff = {"handoffCheckpoints": str(Path(self.checkpoint).parent),
+                   # a killed worker's task, gone from the layout, holds partitions no longer
+                   # than its session: the worker is gone, or stops its work before that
+                   "handoffTimeoutMs": str(2 * worker.session_timeout_ms)}  # fmt: skip
+        return parquet_sink(topic_stream(spark, config, bootstrap, security, handoff), config, index)
+
+    def after_stop(self) -> None:
+        if self.checkpoint is not None:
+            mark(self.checkpoint, self.count, stopped=True)
 
 
 class TopicIngest(Connector):
@@ -98,23 +118,24 @@ class TopicIngest(Connector):
 
     @classmethod
     def checkpoint_offsets(cls, worker: Any, connector: str, tasks: int) -> list[dict[str, Any]]:
-        """`GET /connectors/{name}/offsets`: what the tasks' checkpoints record as committed."""
-        return offsets_of_checkpoints(
-            [checkpoint_path(worker.checkpoint_dir, connector, i) for i in range(tasks)]
-        )
+        """`GET /connectors/{name}/offsets`: what the tasks' checkpoints record as committed
+        (every task that has one: a partition's latest may be in a task tasks.max dropped)."""
+        root = Path(checkpoint_path(worker.checkpoint_dir, connector, 0)).parent
+        return offsets_of_checkpoints([str(root / str(task)) for task in task_checkpoints(root)])
 
 
 def offsets_of_checkpoints(checkpoints: Sequence[str]) -> list[dict[str, Any]]:
-    """Kafka Connect's offsets (a sink connector's shape) for the given checkpoints."""
-    from .topic_spark_source import committed_offsets
-
-    offsets = []
+    """Kafka Connect's offsets (a sink connector's shape) for the given checkpoints: each
+    partition's highest committed offset (after tasks.max changed, a partition's former
+    task still records where it left it)."""
+    latest: dict[tuple[str, int], int] = {}
     for checkpoint in checkpoints:
-        for topic, by_partition in (committed_offsets(checkpoint) or {}).items():
-            for partition, offset in by_partition.items():
-                offsets.append({"partition": {"kafka_topic": topic, "kafka_partition": int(partition)},
-                                "offset": {"kafka_offset": offset}})  # fmt: skip
-    return sorted(offsets, key=lambda o: tuple(o["partition"].values()))
+        for partition, offset in flatten(checkpoint_offsets(checkpoint, committed=True)).items():
+            latest[partition] = max(latest.get(partition, 0), offset)
+    return [
+        {"partition": {"kafka_topic": t, "kafka_partition": p}, "offset": {"kafka_offset": offset}}
+        for (t, p), offset in sorted(latest.items())
+    ]
 
 
 def find_partitions(
@@ -141,10 +162,14 @@ def find_partitions(
 
 
 def topic_stream(
-    spark: Any, config: Mapping[str, str], bootstrap: str, security: ClientSecurity | None = None
+    spark: Any,
+    config: Mapping[str, str],
+    bootstrap: str,
+    security: ClientSecurity | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> Any:
     """The task's streaming DataFrame: its share of the topics' partitions, as they are at
-    each batch, read by the `topic` data source."""
+    each batch, read by the `topic` data source (with `options` besides the config's)."""
     from .topic_spark_source import KAFKA_OPTION, TopicDataSource
 
     spark.dataSource.register(TopicDataSource)
@@ -158,6 +183,8 @@ def topic_stream(
     )
     for name, value in (security.settings if security else {}).items():
         reader = reader.option(f"{KAFKA_OPTION}{name}", value)
+    for name, value in (options or {}).items():
+        reader = reader.option(name, value)
     limit = int(config.get("max.records.per.batch") or 0)
     if limit > 0:
         reader = reader.option("maxOffsetsPerTrigger", str(limit))

@@ -61,6 +61,7 @@ from pyspark.sql.types import (
 )
 
 from .partition_split import parse_share, task_owns
+from .share_handoff import Handoff, checkpoint_offsets, flatten, handoff, unmarked_gone
 
 SOURCE_NAME = "topic"
 SCHEMA = StructType([
@@ -104,10 +105,6 @@ def format_assignment(partitions: Sequence[tuple[str, int]]) -> str:
     return ",".join(f"{topic}:{partition}" for topic, partition in partitions)
 
 
-def flatten(offsets: Mapping[str, Mapping[str, int]]) -> dict[tuple[str, int], int]:
-    return {(t, int(p)): int(o) for t, by_partition in offsets.items() for p, o in by_partition.items()}
-
-
 def nest(offsets: Mapping[tuple[str, int], int]) -> Offsets:
     nested: Offsets = {}
     for (topic, partition), offset in sorted(offsets.items()):
@@ -145,6 +142,11 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if share and not subscribe:
             raise ValueError("the option share needs subscribe")
         self.share = parse_share(share) if share else None
+        self.handoff_root = options.get("handoffCheckpoints") or None
+        if self.handoff_root and not share:
+            raise ValueError("the option handoffCheckpoints needs share")
+        self.handoff_timeout_s = int(options.get("handoffTimeoutMs", "60000")) / 1000
+        self._unmarked_since: dict[int, float] = {}  # gone tasks with no marker, first seen
         self.discovery_interval_s = int(options.get("partitionDiscoveryIntervalMs", "10000")) / 1000
         self._discovered_at: float | None = None  # monotonic: the planner's last partition lookup
         self._existing: set[tuple[str, int]] = set()  # the subscribed topics' partitions, as last seen
@@ -200,9 +202,24 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         found = consumer.beginning_offsets(tps) if earliest else consumer.end_offsets(tps)
         return {(tp.topic, tp.partition): int(offset) for tp, offset in found.items()}
 
+    def _handoff(self, new: set[tuple[str, int]]) -> Handoff:
+        """Where partitions new to this query start when another task held them before
+        (share_handoff.py); without `handoffCheckpoints`, every one is new to the topic."""
+        if self.handoff_root is None or self.share is None or not new:
+            return Handoff({}, frozenset())
+        index, count = self.share
+        now = time.monotonic()
+        gone = unmarked_gone(self.handoff_root, count)
+        self._unmarked_since = {k: self._unmarked_since.get(k, now) for k in gone}
+        overdue = {k for k, since in self._unmarked_since.items() if now - since >= self.handoff_timeout_s}
+        return handoff(self.handoff_root, index, count, new, overdue)
+
     def initialOffset(self) -> Offsets:
         if self.starting in ("earliest", "latest"):
-            return nest(self._bounds(earliest=self.starting == "earliest"))
+            bounds = self._bounds(earliest=self.starting == "earliest")
+            moved = self._handoff(set(bounds))
+            return nest({tp: moved.starts.get(tp, offset) for tp, offset in bounds.items()
+                         if tp not in moved.waiting})  # fmt: skip
         try:
             given = flatten(json.loads(self.starting))
         except (ValueError, AttributeError, TypeError) as exc:
@@ -225,10 +242,14 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # was deleted), and what they held was never read.
             raise ValueError(f"partitions {format_assignment(gone)} no longer exist (topic deleted?)")
         earliest: dict[tuple[str, int], int] = {}
-        if set(latest) - set(begun):
-            # A partition new to this query (a new partition, or a changed assignment) starts
-            # at its earliest record.
-            earliest = self._bounds(earliest=True)
+        new = set(latest) - set(begun)
+        if new:
+            # A partition new to this query starts where the task that held it before left
+            # it (tasks.max changed), waits while that task may still read it, and otherwise
+            # (a new partition) starts at its earliest record.
+            moved = self._handoff(new)
+            latest = {tp: offset for tp, offset in latest.items() if tp not in moved.waiting}
+            earliest = {**self._bounds(earliest=True), **moved.starts}
         begun = {tp: begun[tp] if tp in begun else earliest.get(tp, 0) for tp in latest}
         self._latest = latest
         if isinstance(limit, ReadMaxRows):
@@ -335,23 +356,6 @@ def read_range(bootstrap: str, part: PartitionRange, fail_on_data_loss: bool,
 
 
 def committed_offsets(checkpoint: str) -> Offsets | None:
-    """The source offsets of the last batch a query's checkpoint records as committed.
-
-    Spark writes `offsets/<batch>` (a version line, a metadata line, then one line per
-    source) before running a batch and `commits/<batch>` after it; a batch without a
-    commit is re-run on restart, so only committed batches count.
-    """
-    from pathlib import Path
-
-    root = Path(checkpoint)
-    commits = root / "commits"
-    if not commits.is_dir():
-        return None
-    done = sorted((int(p.name) for p in commits.iterdir() if p.name.isdigit()), reverse=True)
-    for batch in done:
-        offsets_file = root / "offsets" / str(batch)
-        if offsets_file.is_file():
-            lines = offsets_file.read_text().splitlines()
-            if len(lines) >= 3:
-                return json.loads(lines[2])  # type: ignore[no-any-return]
-    return None
+    """The source offsets of the last batch a query's checkpoint records as committed (a
+    batch without a commit is re-run on restart, so only committed batches count)."""
+    return checkpoint_offsets(checkpoint, committed=True)

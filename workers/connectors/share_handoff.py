@@ -1,0 +1,131 @@
+"""A partition that changes TopicIngest task when `tasks.max` changes: read on from where its
+previous task stopped, never twice and never skipped.
+
+Each task's query keeps its own checkpoint, and a partition new to a query would otherwise
+be read from its first record. When the task count changes from m to n, a partition's owner
+changes from task k (of m) to task j (of n), and j may start before k's run under m has
+stopped. So every run of a task leaves a marker in its checkpoint (`share.json`):
+
+- when it starts (its previous run has stopped: a task runs on one worker at a time), the
+  task count it reads under and the offsets its checkpoint has *planned*: Spark re-runs a
+  planned batch with no commit when the query starts again, so the task will still read up
+  to those offsets of every partition it held, and no further of those it no longer holds;
+- when it stops, `stopped` and the offsets its checkpoint has *committed* as well.
+
+Task j reads a partition p new to its query from the highest offset at which a settled
+checkpoint leaves it: another task's checkpoint is settled once its marker says it runs
+under n (or has stopped), taking its planned offsets if that task exists under n (it re-runs
+its planned batch) and its committed ones if it does not (it never runs again). While a
+checkpoint that holds p is not settled, p waits; a task that no longer exists and left no
+marker (its worker was killed) is taken as settled after `timeout_s`. A partition no
+checkpoint holds is new to the topic and is read from its first record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MARKER = "share.json"
+Partition = tuple[str, int]
+
+
+def checkpoint_offsets(checkpoint: str | Path, *, committed: bool) -> dict[str, dict[str, int]] | None:
+    """The source offsets of the last batch a query's checkpoint has committed (or planned).
+
+    Spark writes `offsets/<batch>` (a version line, a metadata line, then one line per
+    source) before running a batch and `commits/<batch>` after it.
+    """
+    root = Path(checkpoint)
+    listed = root / ("commits" if committed else "offsets")
+    if not listed.is_dir():
+        return None
+    batches = sorted((int(p.name) for p in listed.iterdir() if p.name.isdigit()), reverse=True)
+    for batch in batches:
+        offsets_file = root / "offsets" / str(batch)
+        if offsets_file.is_file():
+            lines = offsets_file.read_text().splitlines()
+            if len(lines) >= 3:
+                return json.loads(lines[2])  # type: ignore[no-any-return]
+    return None
+
+
+def mark(checkpoint: str | Path, count: int, *, stopped: bool) -> None:
+    """Leave this run's marker (see the module's docstring); atomic, so readers see all or nothing."""
+    root = Path(checkpoint)
+    root.mkdir(parents=True, exist_ok=True)
+    marker: dict[str, Any] = {"count": count, "stopped": stopped,
+                              "planned": checkpoint_offsets(root, committed=False) or {}}  # fmt: skip
+    if stopped:
+        marker["committed"] = checkpoint_offsets(root, committed=True) or {}
+    temporary = root / f".{MARKER}.{os.getpid()}"
+    temporary.write_text(json.dumps(marker))
+    os.replace(temporary, root / MARKER)
+
+
+def read_marker(checkpoint: str | Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((Path(checkpoint) / MARKER).read_text())  # type: ignore[no-any-return]
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """Where partitions new to a query start (`starts`), and which must wait (`waiting`)."""
+
+    starts: dict[Partition, int]
+    waiting: frozenset[Partition]
+
+
+def flatten(offsets: Mapping[str, Mapping[str, int]] | None) -> dict[Partition, int]:
+    """Spark's offsets shape, `{"<topic>": {"<partition>": <offset>}}`, by partition."""
+    return {(t, int(p)): int(o) for t, parts in (offsets or {}).items() for p, o in parts.items()}
+
+
+def handoff(root: str | Path, index: int, count: int, new: set[Partition], overdue: set[int]) -> Handoff:
+    """For task `index` of `count`, whose query meets the partitions `new`: where each starts.
+    `overdue`: tasks no longer in the layout, with no marker, waited for long enough."""
+    starts: dict[Partition, int] = {}
+    waiting: set[Partition] = set()
+    base = Path(root)
+    for other in task_checkpoints(base):
+        if other == index:
+            continue
+        checkpoint = base / str(other)
+        marker = read_marker(checkpoint)
+        exists = other < count
+        settled = marker is not None and (marker["count"] == count or marker["stopped"])
+        if settled and marker is not None:
+            held = flatten(marker["planned"] if exists else marker.get("committed", marker["planned"]))
+        elif not exists and other in overdue:
+            held, settled = flatten(checkpoint_offsets(checkpoint, committed=True)), True
+        else:
+            held = flatten(checkpoint_offsets(checkpoint, committed=False))
+        for partition in new & set(held):
+            if settled:
+                starts[partition] = max(starts.get(partition, 0), held[partition])
+            else:
+                waiting.add(partition)
+    return Handoff({p: o for p, o in starts.items() if p not in waiting}, frozenset(waiting))
+
+
+def unmarked_gone(root: str | Path, count: int) -> set[int]:
+    """Tasks no longer in the layout whose checkpoint says nothing of a stop."""
+    found = set()
+    for task in task_checkpoints(Path(root)):
+        marker = read_marker(Path(root) / str(task))
+        if task >= count and (marker is None or not (marker["count"] == count or marker["stopped"])):
+            found.add(task)
+    return found
+
+
+def task_checkpoints(root: Path) -> list[int]:
+    """The tasks that have a checkpoint under the connector's `root` (one directory each)."""
+    if not root.is_dir():
+        return []
+    return sorted(int(d.name) for d in root.iterdir() if d.name.isdigit() and d.is_dir())
