@@ -100,8 +100,11 @@ class SparkRuntime:
         self._spark: Any = None
         self._lock = threading.RLock()
         self._handlers: dict[str, tuple[ProgressHandler, TerminationHandler]] = {}  # by query name
-        self._names: dict[str, str] = {}  # query id -> name
-        self._stopping: set[str] = set()  # names of queries being stopped on purpose
+        # By run id: a task's runs share its query id (kept in the checkpoint), and a stopped
+        # run's events may arrive after the next run of the task has started.
+        self._runs: dict[str, str] = {}  # run id -> query name
+        self._current: dict[str, str] = {}  # query name -> run id of its latest run
+        self._stopping: set[str] = set()  # run ids of runs stopped on purpose
 
     # -- the session ----------------------------------------------------------------------
 
@@ -174,7 +177,6 @@ class SparkRuntime:
             if active.name == name:  # a previous run of this task on this worker, not yet gone
                 self.stop_query(active)
         self._handlers[name] = (on_progress, on_terminated)
-        self._stopping.discard(name)
         # Journalled before start(): from here on the query may be running.
         self.journal("starting", name)
         try:
@@ -196,7 +198,7 @@ class SparkRuntime:
         `summary()`, called once the query has stopped, adds what the run did to the journal.
         """
         name = query.name
-        self._stopping.add(name)
+        self._stopping.add(str(query.runId))
         try:
             query.stop()
         except Exception as exc:  # noqa: BLE001 - the graceful stop timed out: force it
@@ -237,10 +239,16 @@ class SparkRuntime:
         if handlers is not None:
             handlers[0](progress)
 
-    def _terminated(self, query_id: str, error: str | None) -> None:
-        name = self._names.pop(query_id, None)
-        if name is None or name in self._stopping:
-            return
+    def _started(self, run_id: str, name: str) -> None:
+        self._runs[run_id] = name
+        self._current[name] = run_id
+
+    def _terminated(self, run_id: str, error: str | None) -> None:
+        name = self._runs.pop(run_id, None)
+        stopped = run_id in self._stopping
+        self._stopping.discard(run_id)
+        if name is None or stopped or self._current.get(name) != run_id:
+            return  # stopped on purpose, or an earlier run of the task whose end came late
         self.journal("ended", name, error=(error or "")[:300])  # by itself: not stopped on purpose
         handlers = self._handlers.get(name)
         if handlers is not None:
@@ -264,7 +272,7 @@ def _listener(runtime: SparkRuntime) -> Any:
 
     class Listener(StreamingQueryListener):  # type: ignore[misc]
         def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's names
-            runtime._names[str(event.id)] = event.name  # called before start() returns
+            runtime._started(str(event.runId), event.name)  # called before start() returns
 
         def onQueryProgress(self, event: Any) -> None:  # noqa: N802
             try:
@@ -277,7 +285,7 @@ def _listener(runtime: SparkRuntime) -> Any:
 
         def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
             try:
-                runtime._terminated(str(event.id), event.exception)
+                runtime._terminated(str(event.runId), event.exception)
             except Exception:  # noqa: BLE001
                 log.exception("query termination could not be recorded")
 

@@ -57,6 +57,43 @@ def tasks_on(cluster: WorkerCluster, worker_id: str) -> int:
     )  # fmt: skip
 
 
+def start_ingesting(
+    cluster: WorkerCluster, data: Path, first: int, topic_out: Path, files_out: Path
+) -> tuple[ContinuousProducer, Lander]:
+    """A TopicIngest and a FileIngest (2 tasks each) running on the started workers, with
+    records and files arriving."""
+    bootstrap = cluster.coordinator.bootstrap
+    create_topic(bootstrap, "clicks", 4)
+    producer = ContinuousProducer(bootstrap, "clicks", 10**6, per_second=40).start()
+    lander = Lander(data, first, every=2.0)
+    configs = {
+        "ingest": {"connector.class": "TopicIngest", "topics": "clicks", "tasks.max": "2",
+                   "output.path": str(topic_out), "trigger.interval.ms": "500",
+                   "max.records.per.batch": "200"},
+        "files": {"connector.class": "FileIngest", "tasks.max": "2", "input.path": str(data),
+                  "format": "json", "schema": sample_data.SCHEMA, "output.path": str(files_out),
+                  "max.files.per.trigger": "2", "trigger.interval.ms": "500"},
+    }  # fmt: skip
+    url = cluster.running()[0].url
+    for name, config in configs.items():
+        assert rest("POST", f"{url}/connectors", {"name": name, "config": config})[0] == 201
+    wait_until(lambda: all_running(cluster), 180, "both connectors' tasks running")
+    lander.start()
+    return producer, lander
+
+
+def assert_every_row_once(spark: Any, topic_out: Path, records: int, files_out: Path, rows: int) -> None:
+    """Read back through Spark, each output holds every input row exactly once."""
+    ids = sorted(int(r.value) for r in read_output(spark, str(topic_out)).select("value").collect())
+    assert len(ids) == records and ids == list(range(records)), (
+        f"TopicIngest: {len(ids)} rows for {records} records, {len(ids) - len(set(ids))} twice"
+    )
+    ids = sorted(row.id for row in read_output(spark, str(files_out)).select("id").collect())
+    assert len(ids) == rows and ids == list(range(rows)), (
+        f"FileIngest: {len(ids)} rows for {rows}, {len(ids) - len(set(ids))} twice"
+    )
+
+
 def all_running(cluster: WorkerCluster) -> bool:
     return all(len(cluster.placement(name)) == tasks + 1 for name, tasks in CONNECTORS.items())
 
@@ -66,23 +103,8 @@ def test_workers_frozen_past_their_session_leave_every_row_exactly_once(spark: A
     data, files_out, topic_out = tmp_path / "in", tmp_path / "files-out", tmp_path / "topic-out"
     first = sample_data.write_files(data, 0, 1)
     with spark_worker_cluster(tmp_path) as cluster:
-        bootstrap = cluster.coordinator.bootstrap
-        create_topic(bootstrap, "clicks", 4)
         workers = [cluster.start(n) for n in ("w1", "w2", "w3")]
-        producer = ContinuousProducer(bootstrap, "clicks", 10**6, per_second=40).start()
-        lander = Lander(data, first, every=2.0)
-        configs = {
-            "ingest": {"connector.class": "TopicIngest", "topics": "clicks", "tasks.max": "2",
-                       "output.path": str(topic_out), "trigger.interval.ms": "500",
-                       "max.records.per.batch": "200"},
-            "files": {"connector.class": "FileIngest", "tasks.max": "2", "input.path": str(data),
-                      "format": "json", "schema": sample_data.SCHEMA, "output.path": str(files_out),
-                      "max.files.per.trigger": "2", "trigger.interval.ms": "500"},
-        }  # fmt: skip
-        for name, config in configs.items():
-            assert rest("POST", f"{workers[0].url}/connectors", {"name": name, "config": config})[0] == 201
-        wait_until(lambda: all_running(cluster), 180, "both connectors' tasks running")
-        lander.start()
+        producer, lander = start_ingesting(cluster, data, first, topic_out, files_out)
 
         for round_ in range(2):
             victim = max(workers, key=lambda w: tasks_on(cluster, w.worker_id))
@@ -109,11 +131,4 @@ def test_workers_frozen_past_their_session_leave_every_row_exactly_once(spark: A
         settled(lambda: committed_rows(topic_out, "value"), records)
         settled(lambda: committed_rows(files_out, "id"), rows)
 
-    ids = sorted(int(r.value) for r in read_output(spark, str(topic_out)).select("value").collect())
-    assert len(ids) == records and ids == list(range(records)), (
-        f"TopicIngest: {len(ids)} rows for {records} records, {len(ids) - len(set(ids))} twice"
-    )
-    ids = sorted(row.id for row in read_output(spark, str(files_out)).select("id").collect())
-    assert len(ids) == rows and ids == list(range(rows)), (
-        f"FileIngest: {len(ids)} rows for {rows}, {len(ids) - len(set(ids))} twice"
-    )
+    assert_every_row_once(spark, topic_out, records, files_out, rows)

@@ -596,6 +596,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="late-end-of-an-earlier-run-fails-the-task",
+        breaks="a Spark task restarted in place is not failed by its previous run's late end",
+        file="workers/spark_runtime.py",
+        original="        if name is None or stopped or self._current.get(name) != run_id:\n",
+        replacement="        if name is None:  # mutation: any end of the query counts\n",
+        tests=(
+            f"{UNIT}/test_spark_runtime_events.py::"
+            "test_an_earlier_runs_late_end_does_not_fail_the_tasks_current_run",
+        ),
+    ),
+    Mutation(
         name="tasks-not-balanced-apart",
         breaks="connectors and tasks are each balanced within one across workers (Kafka Connect's rule)",
         file="workers/balanced_target.py",

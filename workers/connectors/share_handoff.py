@@ -7,18 +7,17 @@ changes from task k (of m) to task j (of n), and j may start before k's run unde
 stopped. So every run of a task leaves a marker in its checkpoint (`share.json`):
 
 - when it starts (its previous run has stopped: a task runs on one worker at a time), the
-  task count it reads under and the offsets its checkpoint has *planned*: Spark re-runs a
-  planned batch with no commit when the query starts again, so the task will still read up
-  to those offsets of every partition it held, and no further of those it no longer holds;
-- when it stops, `stopped` and the offsets its checkpoint has *committed* as well.
+  task count it reads under: from then on it reads no further of partitions it no longer
+  holds than its checkpoint has planned (Spark re-runs a planned batch with no commit);
+- when it stops, that it stopped.
 
-Task j reads a partition p new to its query from the highest offset at which a settled
-checkpoint leaves it: another task's checkpoint is settled once its marker says it runs
-under n (or has stopped), taking its planned offsets if that task exists under n (it re-runs
-its planned batch) and its committed ones if it does not (it never runs again). While a
-checkpoint that holds p is not settled, p waits; a task that no longer exists and left no
-marker (its worker was killed) is taken as settled after `timeout_s`. A partition no
-checkpoint holds is new to the topic and is read from its first record.
+Task j reads a partition p new to its query from the highest offset any settled checkpoint
+(its own included) has for p: planned batches count for a task that exists under n (it
+re-runs them), committed ones only for a task n dropped (it never runs again). Another
+task's checkpoint is settled once its marker says it runs under n or has stopped; while one
+that holds p is not, p waits; a dropped task that left no stop (its worker was killed) is
+taken as settled once overdue. A partition no checkpoint holds is new to the topic and is
+read from its first record.
 """
 
 from __future__ import annotations
@@ -54,17 +53,34 @@ def checkpoint_offsets(checkpoint: str | Path, *, committed: bool) -> dict[str, 
     return None
 
 
+def highest_offsets(checkpoint: str | Path, *, committed: bool) -> dict[Partition, int]:
+    """Each partition's highest offset in any batch the checkpoint has (committed, or also
+    planned): where the query left each partition, also one it stopped reading long ago."""
+    root = Path(checkpoint)
+    offsets_dir, commits_dir = root / "offsets", root / "commits"
+    if not offsets_dir.is_dir():
+        return {}
+    highest: dict[Partition, int] = {}
+    for entry in offsets_dir.iterdir():
+        if not entry.name.isdigit() or (committed and not (commits_dir / entry.name).is_file()):
+            continue
+        lines = entry.read_text().splitlines()
+        for partition, offset in flatten(json.loads(lines[2]) if len(lines) >= 3 else None).items():
+            highest[partition] = max(highest.get(partition, 0), offset)
+    return highest
+
+
 def mark(checkpoint: str | Path, count: int, *, stopped: bool) -> None:
     """Leave this run's marker (see the module's docstring); atomic, so readers see all or nothing."""
     root = Path(checkpoint)
     root.mkdir(parents=True, exist_ok=True)
-    marker: dict[str, Any] = {"count": count, "stopped": stopped,
-                              "planned": checkpoint_offsets(root, committed=False) or {}}  # fmt: skip
-    if stopped:
-        marker["committed"] = checkpoint_offsets(root, committed=True) or {}
-    temporary = root / f".{MARKER}.{os.getpid()}"
-    temporary.write_text(json.dumps(marker))
-    os.replace(temporary, root / MARKER)
+    write_atomically(root / MARKER, {"count": count, "stopped": stopped})
+
+
+def write_atomically(path: Path, value: Any) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    temporary.write_text(json.dumps(value))
+    os.replace(temporary, path)
 
 
 def read_marker(checkpoint: str | Path) -> dict[str, Any] | None:
@@ -94,18 +110,18 @@ def handoff(root: str | Path, index: int, count: int, new: set[Partition], overd
     waiting: set[Partition] = set()
     base = Path(root)
     for other in task_checkpoints(base):
-        if other == index:
-            continue
         checkpoint = base / str(other)
         marker = read_marker(checkpoint)
         exists = other < count
-        settled = marker is not None and (marker["count"] == count or marker["stopped"])
-        if settled and marker is not None:
-            held = flatten(marker["planned"] if exists else marker.get("committed", marker["planned"]))
-        elif not exists and other in overdue:
-            held, settled = flatten(checkpoint_offsets(checkpoint, committed=True)), True
-        else:
-            held = flatten(checkpoint_offsets(checkpoint, committed=False))
+        # This task's own earlier runs have stopped; so has another's once it runs under
+        # this count, or said it stopped, or is gone and overdue.
+        settled = (
+            other == index
+            or (marker is not None and (marker["count"] == count or marker["stopped"]))
+            or (not exists and other in overdue)
+        )
+        # A task of the layout re-runs its planned batch; a dropped one never runs again.
+        held = highest_offsets(checkpoint, committed=not exists)
         for partition in new & set(held):
             if settled:
                 starts[partition] = max(starts.get(partition, 0), held[partition])

@@ -80,6 +80,7 @@ class TopicIngestTask(SparkTask):
         self.checkpoint = checkpoint_path(worker.checkpoint_dir, context.connector, index)
         mark(self.checkpoint, self.count, stopped=False)
         handoff = {"handoffCheckpoints": str(Path(self.checkpoint).parent),
+                   "initialOffsetsFile": str(Path(self.checkpoint) / "topic-initial-offsets.json"),
                    # a killed worker's task, gone from the layout, holds partitions no longer
                    # than its session: the worker is gone, or stops its work before that
                    "handoffTimeoutMs": str(2 * worker.session_timeout_ms)}  # fmt: skip

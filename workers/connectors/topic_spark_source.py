@@ -30,6 +30,10 @@ Options (case-insensitive):
 - `failOnDataLoss`: `true` (default) fails the query when a record it must read is gone
   (deleted by retention); `false` skips to the earliest record still there;
 - `pollTimeoutMs`: how long `read` waits without progress before failing (default 60000);
+- `handoffCheckpoints`, `handoffTimeoutMs`: with `share`, the connector's checkpoints, where a
+  partition new to the query starts (share_handoff.py);
+- `initialOffsetsFile`: where the query's first starting offsets are kept, so that its first
+  batch run again after a restart reads the same;
 - `kafka.<setting>`: the Kafka client's security settings (`kafka.security.protocol`,
   `kafka.sasl.*`, `kafka.ssl.*`, as in Spark's Kafka source), read by
   `ClientSecurity`; files they name must exist where Spark's Python workers run.
@@ -41,6 +45,7 @@ import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -61,7 +66,7 @@ from pyspark.sql.types import (
 )
 
 from .partition_split import parse_share, task_owns
-from .share_handoff import Handoff, checkpoint_offsets, flatten, handoff, unmarked_gone
+from .share_handoff import Handoff, checkpoint_offsets, flatten, handoff, unmarked_gone, write_atomically
 
 SOURCE_NAME = "topic"
 SCHEMA = StructType([
@@ -146,7 +151,9 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.handoff_root and not share:
             raise ValueError("the option handoffCheckpoints needs share")
         self.handoff_timeout_s = int(options.get("handoffTimeoutMs", "60000")) / 1000
+        self.initial_offsets_file = options.get("initialOffsetsFile") or None
         self._unmarked_since: dict[int, float] = {}  # gone tasks with no marker, first seen
+        self._clear = False  # this run has seen its whole share clear of other tasks
         self.discovery_interval_s = int(options.get("partitionDiscoveryIntervalMs", "10000")) / 1000
         self._discovered_at: float | None = None  # monotonic: the planner's last partition lookup
         self._existing: set[tuple[str, int]] = set()  # the subscribed topics' partitions, as last seen
@@ -215,6 +222,19 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return handoff(self.handoff_root, index, count, new, overdue)
 
     def initialOffset(self) -> Offsets:
+        """Where the query starts. Spark asks again when it runs its first batch again after a
+        restart, and the answer must be the same then (the partitions and the other tasks'
+        checkpoints may have changed meanwhile): with `initialOffsetsFile`, the first answer is
+        kept there, as Spark's Kafka source keeps its own in the checkpoint."""
+        kept = Path(self.initial_offsets_file) if self.initial_offsets_file else None
+        if kept is not None and kept.is_file():
+            return json.loads(kept.read_text())  # type: ignore[no-any-return]
+        offsets = self._initial_offset()
+        if kept is not None:
+            write_atomically(kept, offsets)
+        return offsets
+
+    def _initial_offset(self) -> Offsets:
         if self.starting in ("earliest", "latest"):
             bounds = self._bounds(earliest=self.starting == "earliest")
             moved = self._handoff(set(bounds))
@@ -242,19 +262,28 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # was deleted), and what they held was never read.
             raise ValueError(f"partitions {format_assignment(gone)} no longer exist (topic deleted?)")
         earliest: dict[tuple[str, int], int] = {}
-        new = set(latest) - set(begun)
-        if new:
-            # A partition new to this query starts where the task that held it before left
-            # it (tasks.max changed), waits while that task may still read it, and otherwise
-            # (a new partition) starts at its earliest record.
-            moved = self._handoff(new)
-            latest = {tp: offset for tp, offset in latest.items() if tp not in moved.waiting}
+        # Until this run has seen every partition of its share clear of other tasks: a
+        # partition another task held since (tasks.max changed) is read on from where that
+        # task left it, once it has let go; meanwhile it waits. One this query read before
+        # but another task read further since leaves the query for one batch and enters it
+        # again where that task stopped.
+        check = set(latest) if self.handoff_root is not None and not self._clear else set(latest) - set(begun)
+        if check:
+            moved = self._handoff(check)
+            behind = {tp for tp in begun if tp in latest and moved.starts.get(tp, -1) > begun[tp]}
+            self._clear = not moved.waiting and not behind
+            latest = {tp: offset for tp, offset in latest.items() if tp not in moved.waiting | behind}
+            # A partition new to the topic starts at its earliest record.
             earliest = {**self._bounds(earliest=True), **moved.starts}
-        begun = {tp: begun[tp] if tp in begun else earliest.get(tp, 0) for tp in latest}
+        # A partition new to the query enters a batch at its starting offset and is read from
+        # the next one on: a batch's ranges then follow from its start and end offsets alone,
+        # also when it is run again from the checkpoint.
+        entering = {tp: earliest.get(tp, 0) for tp in latest if tp not in begun}
+        begun = {tp: begun[tp] for tp in latest if tp in begun}
         self._latest = latest
         if isinstance(limit, ReadMaxRows):
-            return nest(fair_share(begun, latest, limit.max_rows))
-        return nest({tp: max(begun[tp], latest[tp]) for tp in latest})
+            return nest({**fair_share(begun, {tp: latest[tp] for tp in begun}, limit.max_rows), **entering})
+        return nest({**{tp: max(begun[tp], latest[tp]) for tp in begun}, **entering})
 
     def reportLatestOffset(self) -> Offsets | None:
         return nest(self._latest) if self._latest is not None else None
@@ -263,7 +292,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begun = flatten(start)
         ranges = []
         for (topic, partition), stop in sorted(flatten(end).items()):
-            first = begun.get((topic, partition), 0)
+            first = begun.get((topic, partition), stop)  # entering the query: nothing to read yet
             if stop > first:
                 ranges.append(PartitionRange(topic, partition, first, stop))
         return ranges
