@@ -42,8 +42,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
+from workers.connectors.share_handoff import committed_offsets  # noqa: E402
 from workers.connectors.topic_ingest import TopicIngestTask  # noqa: E402
-from workers.connectors.topic_spark_source import committed_offsets  # noqa: E402
 from workers.plugins import TaskContext  # noqa: E402
 from workers.spark_runtime import SparkRuntime  # noqa: E402
 from workers.worker_config import WorkerConfig  # noqa: E402

@@ -29,7 +29,8 @@ from tests.support.spark_cluster import Run, jvm_of, kill_with_jvm, overlaps, ru
 from tests.support.worker_cluster import WorkerCluster, metrics, rest
 from workers.connectors.parquet_output import read_output
 from workers.connectors.partition_split import task_owns
-from workers.connectors.topic_spark_source import TopicDataSource, committed_offsets
+from workers.connectors.share_handoff import committed_offsets
+from workers.connectors.topic_spark_source import TopicDataSource
 
 pytestmark = pytest.mark.e2e
 

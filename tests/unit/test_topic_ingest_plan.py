@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from workers.connectors.partition_split import partitions_of_task
+from workers.connectors.share_handoff import committed_offsets
 from workers.connectors.topic_ingest import TopicIngest, offsets_of_checkpoints
 from workers.connectors.topic_spark_source import (
     PartitionRange,
     TopicStreamReader,
-    committed_offsets,
     fair_share,
     parse_assignment,
 )

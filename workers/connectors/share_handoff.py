@@ -33,23 +33,20 @@ MARKER = "share.json"
 Partition = tuple[str, int]
 
 
-def checkpoint_offsets(checkpoint: str | Path, *, committed: bool) -> dict[str, dict[str, int]] | None:
-    """The source offsets of the last batch a query's checkpoint has committed (or planned).
+def committed_offsets(checkpoint: str | Path) -> dict[str, dict[str, int]] | None:
+    """The source offsets of the last batch a query's checkpoint records as committed.
 
-    Spark writes `offsets/<batch>` (a version line, a metadata line, then one line per
-    source) before running a batch and `commits/<batch>` after it.
+    Spark writes `offsets/<batch>` before running a batch and `commits/<batch>` after it; a
+    batch without a commit is re-run on restart, so only committed batches count.
     """
     root = Path(checkpoint)
-    listed = root / ("commits" if committed else "offsets")
-    if not listed.is_dir():
+    if not (root / "commits").is_dir():
         return None
-    batches = sorted((int(p.name) for p in listed.iterdir() if p.name.isdigit()), reverse=True)
+    batches = sorted((int(p.name) for p in (root / "commits").iterdir() if p.name.isdigit()), reverse=True)
     for batch in batches:
-        offsets_file = root / "offsets" / str(batch)
-        if offsets_file.is_file():
-            lines = offsets_file.read_text().splitlines()
-            if len(lines) >= 3:
-                return json.loads(lines[2])  # type: ignore[no-any-return]
+        offsets = batch_offsets(root / "offsets" / str(batch))
+        if offsets is not None:
+            return offsets
     return None
 
 
@@ -64,10 +61,18 @@ def highest_offsets(checkpoint: str | Path, *, committed: bool) -> dict[Partitio
     for entry in offsets_dir.iterdir():
         if not entry.name.isdigit() or (committed and not (commits_dir / entry.name).is_file()):
             continue
-        lines = entry.read_text().splitlines()
-        for partition, offset in flatten(json.loads(lines[2]) if len(lines) >= 3 else None).items():
+        for partition, offset in flatten(batch_offsets(entry)).items():
             highest[partition] = max(highest.get(partition, 0), offset)
     return highest
+
+
+def batch_offsets(offsets_file: Path) -> dict[str, dict[str, int]] | None:
+    """One batch's source offsets from its `offsets/<batch>` file: a version line, a metadata
+    line, then one line per source (this project's queries have one)."""
+    if not offsets_file.is_file():
+        return None
+    lines = offsets_file.read_text().splitlines()
+    return json.loads(lines[2]) if len(lines) >= 3 else None  # type: ignore[no-any-return]
 
 
 def mark(checkpoint: str | Path, count: int, *, stopped: bool) -> None:
@@ -115,11 +120,7 @@ def handoff(root: str | Path, index: int, count: int, new: set[Partition], overd
         exists = other < count
         # This task's own earlier runs have stopped; so has another's once it runs under
         # this count, or said it stopped, or is gone and overdue.
-        settled = (
-            other == index
-            or (marker is not None and (marker["count"] == count or marker["stopped"]))
-            or (not exists and other in overdue)
-        )
+        settled = other == index or let_go(marker, count) or (not exists and other in overdue)
         # A task of the layout re-runs its planned batch; a dropped one never runs again.
         held = highest_offsets(checkpoint, committed=not exists)
         for partition in new & set(held):
@@ -135,9 +136,15 @@ def unmarked_gone(root: str | Path, count: int) -> set[int]:
     found = set()
     for task in task_checkpoints(Path(root)):
         marker = read_marker(Path(root) / str(task))
-        if task >= count and (marker is None or not (marker["count"] == count or marker["stopped"])):
+        if task >= count and not let_go(marker, count):
             found.add(task)
     return found
+
+
+def let_go(marker: Mapping[str, Any] | None, count: int) -> bool:
+    """Whether the run a marker speaks of reads no further than its checkpoint says of the
+    partitions it does not hold under `count`: it runs under that count, or has stopped."""
+    return marker is not None and (marker["count"] == count or bool(marker["stopped"]))
 
 
 def task_checkpoints(root: Path) -> list[int]:

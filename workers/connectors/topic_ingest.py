@@ -33,7 +33,7 @@ from ..plugins import ConfigDef, Connector, TaskContext, indexed_task_configs, n
 from ..spark_runtime import checkpoint_path
 from ..spark_task import SparkTask
 from .parquet_output import parquet_sink
-from .share_handoff import checkpoint_offsets, flatten, mark, task_checkpoints
+from .share_handoff import committed_offsets, flatten, mark, task_checkpoints
 
 STARTING = ("earliest", "latest")
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
@@ -131,7 +131,7 @@ def offsets_of_checkpoints(checkpoints: Sequence[str]) -> list[dict[str, Any]]:
     task still records where it left it)."""
     latest: dict[tuple[str, int], int] = {}
     for checkpoint in checkpoints:
-        for partition, offset in flatten(checkpoint_offsets(checkpoint, committed=True)).items():
+        for partition, offset in flatten(committed_offsets(checkpoint)).items():
             latest[partition] = max(latest.get(partition, 0), offset)
     return [
         {"partition": {"kafka_topic": t, "kafka_partition": p}, "offset": {"kafka_offset": offset}}

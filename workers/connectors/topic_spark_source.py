@@ -66,7 +66,13 @@ from pyspark.sql.types import (
 )
 
 from .partition_split import parse_share, task_owns
-from .share_handoff import Handoff, checkpoint_offsets, flatten, handoff, unmarked_gone, write_atomically
+from .share_handoff import (
+    Handoff,
+    flatten,
+    handoff,
+    unmarked_gone,
+    write_atomically,
+)
 
 SOURCE_NAME = "topic"
 SCHEMA = StructType([
@@ -382,9 +388,3 @@ def read_range(bootstrap: str, part: PartitionRange, fail_on_data_loss: bool,
                 )
     finally:
         consumer.close()
-
-
-def committed_offsets(checkpoint: str) -> Offsets | None:
-    """The source offsets of the last batch a query's checkpoint records as committed (a
-    batch without a commit is re-run on restart, so only committed batches count)."""
-    return checkpoint_offsets(checkpoint, committed=True)
