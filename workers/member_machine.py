@@ -160,7 +160,7 @@ class MemberMachine:
         gone = self.runs if eager else revoked & self.runs
         self.assignment = given
         self.rejoin_at = now + delay_ms / 1000 if delay_ms > 0 else None
-        actions: list[Action] = [self._stop(gone - self.stopping)] if gone else []
+        actions: list[Action] = [self._stop(gone)] if gone else []
         actions.append(Start(assigned - (self.runs - gone), given))
         if revoked and not eager:
             self.state = MemberState.RECONCILING

@@ -137,6 +137,15 @@ def test_an_incremental_classic_member_joins_with_its_work_and_rejoins_after_a_r
     assert m.runs == {A, C} and not m.clock.rebalancing and m.clock.last_s == pytest.approx(1.6)
 
 
+def test_a_classic_assignment_starts_work_again_only_after_the_watchdogs_stop_of_it_ended() -> None:
+    m = classic()
+    carry_out(m, m.synced(1, frozenset({A, B}), frozenset(), 0, True, given(1, A, B), 0.0), 0.0)
+    m.session.answered(0.0)
+    assert m.tick(100.0)[0] == Stop(frozenset({A, B}))  # the watchdog is stopping both
+    actions = m.synced(2, frozenset({A, B}), frozenset(), 0, True, given(2, A, B), 100.5)
+    assert actions[0] == Stop(frozenset({A, B}))  # waited for before A and B start again
+
+
 def test_a_classic_delay_schedules_the_next_round_for_when_it_ends() -> None:
     m = classic()
     m.synced(1, frozenset(), frozenset(), 5000, False, given(1), 10.0)
