@@ -118,18 +118,40 @@ class Demo:
     def frame(self, phase: str, rows_out: int) -> list[str]:
         """A heading, a column header, a line per task, and the output so far."""
         tasks = sorted(self.statuses().items())
+        # A task assigned to a worker whose Spark session is still starting says so in its trace.
+        waiting = sorted(
+            {
+                self.names.get(t["worker_id"], "-")
+                for _, t in tasks
+                if t["state"] == "UNASSIGNED" and "Spark session is starting" in t.get("trace", "")
+            }
+        )
+        note = [f"waiting for the Spark session of {', '.join(waiting)}: its tasks start once it is ready"
+                ] if waiting else []  # fmt: skip
         if not self.display.tty:  # one line: task 0 w1 RUNNING 250 rows; ...
             return [phase, "", *(f"task {i} {self.names.get(t['worker_id'], '-')} {t['state']} "
                                  f"{t.get('progress', {}).get('rows', 0)} rows" for i, t in tasks),
-                    f"output {rows_out}/{self.expected} rows"]  # fmt: skip
+                    *note, f"output {rows_out}/{self.expected} rows"]  # fmt: skip
         lines = [f"    {phase}", "    task  worker  state      rows(run)   rows/s  batches"]
         for i, task in tasks:
             progress = task.get("progress", {})
             lines.append(f"    {i:>4}  {self.names.get(task['worker_id'], '-'):<6}  {task['state']:<9}  "
                          f"{progress.get('rows', 0):>9}  {progress.get('processed_rows_per_second', 0):>7}  "
                          f"{progress.get('batches', 0):>7}")  # fmt: skip
+        lines += [f"    {line}" for line in note]
         lines.append(f"    committed rows in the output: {rows_out} of {self.expected}")
         return lines
+
+    def session_starts(self) -> str:
+        """How long each worker's Spark session took to start (from its `/`)."""
+        started = []
+        for worker in self.cluster.running():
+            code, body = rest("GET", f"{worker.url}/")
+            runtime = body.get("spark_runtime", {}) if code == 200 else {}
+            seconds = runtime.get("start_seconds")
+            shown = f"{seconds} s" if seconds is not None else runtime.get("state", "?").lower()
+            started.append(f"{self.names.get(worker.worker_id, worker.name)} {shown}")
+        return ", ".join(started)
 
     def watch(self, phase: str, until: Callable[[], bool], timeout: float) -> None:
         """Redraw progress until `until()` holds; fail after `timeout` seconds."""
@@ -202,8 +224,12 @@ def run(args: argparse.Namespace) -> int:
         )
         if code != 201:
             raise RuntimeError(f"creating the connector failed: {code} {body}")
+        print("    Each worker starts one SparkSession (a JVM) and warms it with a throw-away query")
+        print("    before its first task; on a small machine that takes several seconds, and until")
+        print("    then its tasks show UNASSIGNED, with the reason in their status.")
         demo.watch("tasks starting (each worker's Spark session warms up)",
                    lambda: demo.balanced() and len(demo.rows_out()) > 0, 300)  # fmt: skip
+        print(f"    Spark sessions started in: {demo.session_starts()}")
 
         _step("More files land while the tasks run")
         next_id = sample_data.write_files(demo.input, demo.expected, 1)

@@ -226,9 +226,12 @@ class RestApi:
     # -- routes ---------------------------------------------------------------------------
 
     async def root(self, request: web.Request) -> web.Response:
-        return web.json_response(
-            {"version": __version__, "commit": "", "kafka_cluster_id": self.herder.cluster_id()}
-        )
+        # Kafka Connect's three fields, and the worker's Spark runtime: a task assigned while
+        # it starts waits for it (its status says so too).
+        return web.json_response({
+            "version": __version__, "commit": "", "kafka_cluster_id": self.herder.cluster_id(),
+            "spark_runtime": self.herder.spark.describe(),
+        })  # fmt: skip
 
     async def health(self, request: web.Request) -> web.Response:
         if not self.herder.started():

@@ -94,10 +94,14 @@ class SparkRuntime:
         self.checkpoint_dir = Path(checkpoint_dir)
         self.stop_timeout_ms = max(stop_timeout_ms, 1000)
         self.worker_id = worker_id
-        self.warm_s: float | None = None
+        self.start_s: float | None = None  # how long the session took to start (and warm)
+        # What `/` and a waiting task's status say (`describe`): not started, starting, ready
+        # or failed, since when (wall clock), and the error that failed it.
+        self.state, self.state_since, self.error = "NOT_STARTED", time.time(), ""
         self.queries_started = 0
         self.queries_stopped = 0
         self._spark: Any = None
+        self._warming = False
         self._lock = threading.RLock()
         self._handlers: dict[str, tuple[ProgressHandler, TerminationHandler]] = {}  # by query name
         # By run id: a task's runs share its query id (kept in the checkpoint), and a stopped
@@ -112,6 +116,8 @@ class SparkRuntime:
         """The worker's SparkSession, created on first use (thread-safe; blocks while starting)."""
         with self._lock:
             if self._spark is None:
+                started = time.monotonic()
+                self._set_state("STARTING")
                 os.environ.update(python_environment(dict(os.environ)))
                 # py4j logs every listener callback at INFO.
                 logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -122,9 +128,16 @@ class SparkRuntime:
                     builder = builder.config(key, value)
                 # stop() waits this long for the stream thread, then fails (default: forever).
                 builder = builder.config("spark.sql.streaming.stopTimeout", f"{self.stop_timeout_ms}ms")
-                spark = builder.getOrCreate()
+                try:
+                    spark = builder.getOrCreate()
+                except Exception as exc:
+                    self._set_state("FAILED", f"{type(exc).__name__}: {exc}")
+                    raise
                 spark.streams.addListener(_listener(self))
                 self._spark = spark
+                self.start_s = time.monotonic() - started
+                if not self._warming:
+                    self._set_state("READY")
             return self._spark
 
     @property
@@ -132,15 +145,45 @@ class SparkRuntime:
         return self._spark is not None
 
     def warm(self) -> None:
-        """Start the session and run a trivial job, so the first task's first batch is fast."""
+        """Start the session and run a throw-away streaming query in it (spark_warmup.py),
+        so the first task's first batch is as fast as any later one's."""
         started = time.monotonic()
+        self._warming = True
         try:
-            self.session().range(10).count()
-        except Exception:  # noqa: BLE001 - a task start will report the same failure with its trace
+            from .spark_warmup import run_warmup_query
+
+            run_warmup_query(self.session())
+        except Exception as exc:  # noqa: BLE001 - a task start will report the same failure with its trace
             log.exception("the Spark session did not start")
+            if self.state != "FAILED" and self._spark is None:
+                self._set_state("FAILED", f"{type(exc).__name__}: {exc}")
+            elif self._spark is not None:
+                self._set_state("READY")  # the session runs: only the warm-up query failed
             return
-        self.warm_s = time.monotonic() - started
-        log.info("Spark session ready in %.1f s (master %s)", self.warm_s, self.master)
+        finally:
+            self._warming = False
+        self.start_s = time.monotonic() - started
+        self._set_state("READY")
+        log.info("Spark session ready in %.1f s (master %s)", self.start_s, self.master)
+
+    def describe(self) -> dict[str, Any]:
+        """The runtime as `/` shows it: state (NOT_STARTED, STARTING, READY, FAILED), since
+        when, the master, and how long the start took or what failed it."""
+        described: dict[str, Any] = {"state": self.state, "master": self.master,
+                                     "since": _iso(self.state_since)}  # fmt: skip
+        if self.start_s is not None:
+            described["start_seconds"] = round(self.start_s, 1)
+        if self.error:
+            described["error"] = self.error
+        return described
+
+    def waiting_message(self) -> str:
+        """What a task assigned here says while the session is not ready."""
+        return (f"This worker's Spark session is starting (since {_iso(self.state_since)}, spark.master "
+                f"{self.master}); the task starts once it is ready.")  # fmt: skip
+
+    def _set_state(self, state: str, error: str = "") -> None:
+        self.state, self.state_since, self.error = state, time.time(), error
 
     def close(self) -> None:
         with self._lock:
@@ -247,12 +290,17 @@ class SparkRuntime:
         name = self._runs.pop(run_id, None)
         stopped = run_id in self._stopping
         self._stopping.discard(run_id)
-        if name is None or stopped or self._current.get(name) != run_id:
-            return  # stopped on purpose, or an earlier run of the task whose end came late
+        handlers = self._handlers.get(name) if name is not None else None
+        if handlers is None or stopped or self._current.get(name) != run_id:
+            # Stopped on purpose, an earlier run of the task whose end came late, or no
+            # task's query (the warm-up).
+            return
         self.journal("ended", name, error=(error or "")[:300])  # by itself: not stopped on purpose
-        handlers = self._handlers.get(name)
-        if handlers is not None:
-            handlers[1](error)
+        handlers[1](error)
+
+
+def _iso(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
 def _is_active(query: Any) -> bool:

@@ -83,7 +83,11 @@ class TaskRunner:
         """Start `work` once `ready()` (the config read far enough) has returned."""
         assigned = {item: self._reassigned(item) for item in work}
         await ready()
-        if any(self._is_spark_task(item) for item in work):
+        spark_tasks = sorted(item for item in work if self._is_spark_task(item))
+        if spark_tasks:
+            if not self.spark.ready:  # said where users look: the tasks' status
+                for item in spark_tasks:
+                    self._report(item, "UNASSIGNED", self.spark.waiting_message())
             # The SparkSession may take tens of seconds to start: wait outside the lock, so a
             # revocation (or the watchdog) meanwhile is not held up behind it.
             with contextlib.suppress(Exception):  # a task's start reports it, with its trace

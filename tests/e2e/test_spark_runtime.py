@@ -102,3 +102,37 @@ def test_sigterm_stops_a_spark_worker_whose_coordinator_is_gone_and_leaves_no_pr
         wait_until(
             lambda: not any(Path(f"/proc/{pid}").exists() for pid in started), 10, "its processes gone"
         )
+
+
+@pytest.mark.timeout(240)
+def test_a_task_waiting_for_the_spark_session_says_so_in_its_status_and_the_worker_root(
+    tmp_path: Path,
+) -> None:
+    """A worker starts its SparkSession on its first Spark task (warm-up off here, so the wait
+    comes exactly then): until the session is up, the task's status names the worker and says
+    it waits for the session, and the worker's `/` says the runtime is starting."""
+    with spark_worker_cluster(tmp_path, **{"spark.session.warmup": "false"}) as cluster:
+        worker = cluster.start("w1")
+        assert rest("GET", f"{worker.url}/")[1]["spark_runtime"]["state"] == "NOT_STARTED"
+        config = {"connector.class": "Datagen", "tasks.max": "1", "output.path": str(tmp_path / "out"),
+                  "rows.per.second": "50", "trigger.interval.ms": "500"}  # fmt: skip
+        assert rest("POST", f"{worker.url}/connectors", {"name": "gen", "config": config})[0] == 201
+        waiting: list[dict[str, Any]] = []
+        runtime_states: set[str] = set()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            code, status = rest("GET", f"{worker.url}/connectors/gen/status")
+            task = status["tasks"][0] if code == 200 and status.get("tasks") else {}
+            if task.get("state") == "RUNNING":
+                break
+            if "Spark session is starting" in task.get("trace", ""):
+                waiting.append(task)
+                runtime_states.add(rest("GET", f"{worker.url}/")[1]["spark_runtime"]["state"])
+            time.sleep(0.05)
+        assert waiting, "the task's status never said it waits for the worker's Spark session"
+        assert all(t["state"] == "UNASSIGNED" and t["worker_id"] == worker.worker_id for t in waiting)
+        assert "STARTING" in runtime_states, runtime_states
+        wait_until(lambda: cluster.placement("gen").get("0") == worker.worker_id, 120, "the task running")
+        runtime = rest("GET", f"{worker.url}/")[1]["spark_runtime"]
+        assert runtime["state"] == "READY" and runtime["start_seconds"] > 0, runtime
+        assert "trace" not in rest("GET", f"{worker.url}/connectors/gen/status")[1]["tasks"][0]

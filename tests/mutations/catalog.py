@@ -599,8 +599,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="late-end-of-an-earlier-run-fails-the-task",
         breaks="a Spark task restarted in place is not failed by its previous run's late end",
         file="workers/spark_runtime.py",
-        original="        if name is None or stopped or self._current.get(name) != run_id:\n",
-        replacement="        if name is None:  # mutation: any end of the query counts\n",
+        original="        if handlers is None or stopped or self._current.get(name) != run_id:\n",
+        replacement="        if handlers is None:  # mutation: any end of the query counts\n",
         tests=(
             f"{UNIT}/test_spark_runtime_events.py::"
             "test_an_earlier_runs_late_end_does_not_fail_the_tasks_current_run",
@@ -690,6 +690,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             "tests/e2e/test_topic_ingest.py::"
             "test_a_stopped_topic_ingest_reports_the_offsets_its_checkpoints_committed",
+        ),
+    ),
+    Mutation(
+        name="session-wait-unreported",
+        breaks="a task waiting for its worker's Spark session to start says so in its status",
+        file="workers/task_runner.py",
+        original="            if not self.spark.ready:  # said where users look: the tasks' status\n",
+        replacement="            if False:  # mutation: the wait is not reported\n",
+        tests=(
+            "tests/e2e/test_spark_runtime.py::"
+            "test_a_task_waiting_for_the_spark_session_says_so_in_its_status_and_the_worker_root",
         ),
     ),
     Mutation(

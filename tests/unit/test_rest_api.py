@@ -61,7 +61,8 @@ async def error_of(response: Any, status: int) -> str:
 
 async def test_root_health_and_metrics(client: Client, herder: Herder) -> None:
     code, body = await answer(await client.get("/"))
-    assert code == 200 and set(body) == {"version", "commit", "kafka_cluster_id"}
+    assert code == 200 and set(body) == {"version", "commit", "kafka_cluster_id", "spark_runtime"}
+    assert body["spark_runtime"]["state"] == "NOT_STARTED", "no Spark task ran, no warm-up: no session"
     assert await answer(await client.get("/health")) == (
         200, {"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
     )  # fmt: skip

@@ -343,7 +343,20 @@ def new_consumer(bootstrap: str, security: Mapping[str, str] | None = None, **se
 
     client_security = ClientSecurity.parse(security or {}, KAFKA_OPTION).kafka_python()
     return KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False,
-                         client_id="topic-spark-source", **client_security, **settings)  # fmt: skip
+                         client_id="topic-spark-source", api_version=_newest_api_version(),
+                         **client_security, **settings)  # fmt: skip
+
+
+def _newest_api_version() -> tuple[int, ...]:
+    """The newest broker version kafka-python knows. Given any version, a consumer still asks
+    the broker its ApiVersions and speaks the lower of the two, but it connects on its first
+    request instead of in its constructor, and that first metadata request then asks for the
+    topics at once; with none it bootstraps with no topics and waits out its retry backoff
+    (100 ms) before the request that names them. Every `read` and the planner open a consumer,
+    so that wait was paid by every partition of every batch."""
+    from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
+
+    return max(BROKER_API_VERSIONS)
 
 
 def read_range(bootstrap: str, part: PartitionRange, fail_on_data_loss: bool,
@@ -362,6 +375,9 @@ def read_range(bootstrap: str, part: PartitionRange, fail_on_data_loss: bool,
     try:
         consumer.assign([tp])
         consumer.seek(tp, part.start)
+        # The partition's leader, known before the first poll: a poll that finds nothing it
+        # can fetch yet sleeps out the retry backoff (100 ms) instead of waiting for it.
+        consumer.partitions_for_topic(part.topic)
         position, last_progress = part.start, time.monotonic()
         while position < part.end:
             polled = consumer.poll(timeout_ms=1000).get(tp, [])
