@@ -1,19 +1,24 @@
-"""What running an ingestion query as a worker task costs, against the same query in plain PySpark.
+"""What running an ingestion query as a worker task costs, against the same query in plain
+PySpark, and how long a task that moves between workers ingests nothing — for each Spark master.
 
-One run, one warm SparkSession (the worker runtime's, in this process), a coordinator
-process holding a topic with a backlog of records. The same query — the `topic` data source
-over every partition -> Parquet, the same trigger and batch limit — runs
+For each master (`local[2]`, and a standalone cluster of a master and two Spark workers started
+from the installed PySpark), one warm SparkSession (the worker runtime's, in this process) and a
+coordinator process holding a topic with a backlog. The same query — the `topic` data source
+over every partition -> Parquet, the same trigger — runs
 - directly: `spark.readStream...start()` / `query.stop()`;
-- through the runtime: a TopicIngest task started and stopped as a worker does on
-  assignment and revocation.
-and each is measured, alternating which goes first:
+- through the runtime: a TopicIngest task started and stopped as a worker does on assignment
+  and revocation,
+alternating which goes first, and each is measured:
 - rows/s: from start until the checkpoint records every record as committed;
-- assignment -> first committed batch: from start until the first batch is committed;
-- revocation -> stopped: from the stop call, made while a batch is running, until the query
-  is no longer active.
+- assignment -> first committed batch: a start on a new checkpoint, with batches of
+  `--first-batch` records (what a moved task finds waiting, not a whole backlog);
+- revocation -> stopped: a stop while the second batch runs, as a revocation stops it (the
+  runtime lets the batch under way commit; plain PySpark's stop throws it away).
+Then the handoff gap (bench/handoff_gap.py): worker processes on that master, a worker joining
+and leaving a two-task TopicIngest fed a steady stream.
 
-    python bench/ingest.py [--records 100000] [--partitions 4] [--batch 50000] [--rounds 5]
-                           [--update-readme]
+    python bench/ingest.py [--masters local[2],standalone] [--rounds 5] [--handoff-rounds 5]
+                           [--records 100000] [--batch 50000] [--first-batch 2000] [--update-readme]
 
 Prints a table, saves bench/results/ingest.json, and with --update-readme replaces the
 table between the bench:ingest markers in README.md.
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -40,8 +46,10 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from bench.handoff_gap import measure_handoffs, wait  # noqa: E402
 from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
+from tests.support.spark_standalone import spark_standalone  # noqa: E402
 from workers.connectors.share_handoff import committed_offsets  # noqa: E402
 from workers.connectors.topic_ingest import TopicIngestTask  # noqa: E402
 from workers.plugins import TaskContext  # noqa: E402
@@ -75,22 +83,12 @@ def first_commit(checkpoint: Path) -> bool:
     return commits.is_dir() and any(p.name.isdigit() for p in commits.iterdir())
 
 
-def wait(predicate: Callable[[], bool], timeout: float, what: str) -> float:
-    """Poll until `predicate` holds; the time it held, from time.monotonic()."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.01)
-    return time.monotonic()
-
-
 class Side:
     """One way of running the query: start it on a checkpoint, stop it, say if it is active."""
 
     name = ""
 
-    def start(self, checkpoint: Path, output: Path) -> None:
+    def start(self, checkpoint: Path, output: Path, batch: int) -> None:
         raise NotImplementedError
 
     def where(self, checkpoint: Path) -> Path:
@@ -107,17 +105,17 @@ class Side:
 class Direct(Side):
     name = "plain PySpark"
 
-    def __init__(self, spark: Any, bootstrap: str, partitions: int, batch: int) -> None:
-        self.spark, self.bootstrap, self.batch = spark, bootstrap, batch
+    def __init__(self, spark: Any, bootstrap: str, partitions: int) -> None:
+        self.spark, self.bootstrap = spark, bootstrap
         self.assign = ",".join(f"{TOPIC}:{p}" for p in range(partitions))
         self.query: Any = None
 
-    def start(self, checkpoint: Path, output: Path) -> None:
+    def start(self, checkpoint: Path, output: Path, batch: int) -> None:
         frame = (
             self.spark.readStream.format("topic")
             .option("bootstrap.servers", self.bootstrap)
             .option("assign", self.assign)
-            .option("maxOffsetsPerTrigger", str(self.batch))
+            .option("maxOffsetsPerTrigger", str(batch))
             .load()
         )
         self.query = (
@@ -136,73 +134,94 @@ class Direct(Side):
         return bool(self.query.isActive)
 
 
-def measure(side: Side, base: Path, records: int, run: str) -> dict[str, float]:
-    """Throughput and time to first commit on a fresh checkpoint; then a stop mid-batch."""
+def measure(side: Side, base: Path, records: int, run: str, batch: int, first_batch: int) -> dict[str, Any]:
+    """Throughput on a fresh checkpoint; then a start on another, with batches of
+    `first_batch` records (what a moved task finds waiting), timed to its first commit and
+    stopped while its second batch runs (a revocation)."""
     asked, output = base / run / "ckpt", base / run / "out"
     checkpoint = side.where(asked)
     started = time.monotonic()
-    side.start(asked, output)
-    first = wait(lambda: first_commit(checkpoint), 300, f"{side.name}: a first batch")
+    side.start(asked, output, batch)
     done = wait(lambda: committed(checkpoint) >= records, 600, f"{side.name}: every record")
     side.stop()
-    # A second run on a new checkpoint, stopped while its first batch is running.
-    asked, output = base / run / "ckpt-stop", base / run / "out-stop"
+    asked, output = base / run / "ckpt-start", base / run / "out-start"
     checkpoint = side.where(asked)
-    side.start(asked, output)
-    wait(lambda: (checkpoint / "offsets" / "0").exists(), 300, f"{side.name}: a batch to start")
+    assigned = time.monotonic()
+    side.start(asked, output, first_batch)
+    first = wait(lambda: first_commit(checkpoint), 300, f"{side.name}: a first batch")
+    wait(lambda: (checkpoint / "offsets" / "1").exists(), 300, f"{side.name}: a second batch to start")
     stop_at = time.monotonic()
     side.stop()
     stopped = wait(lambda: not side.active(), 60, f"{side.name}: the query to stop")
     return {
         "rows_per_s": records / (done - started),
-        "first_batch_s": first - started,
+        "first_batch_s": first - assigned,
         "stop_s": stopped - stop_at,
-        "stopped_mid_batch": not first_commit(checkpoint),
+        "stopped_mid_batch": not (checkpoint / "commits" / "1").exists(),
     }
 
 
 FIGURES = ("rows_per_s", "first_batch_s", "stop_s")
-
-
-def summary(results: list[dict[str, Any]], side: str) -> dict[str, float]:
-    runs = [r for r in results if r["side"] == side]
-    return {key: statistics.median(r[key] for r in runs) for key in FIGURES}
+GOALS = {"ratio": "≥ 0.95", "first_batch_s": "≤ 2", "gap": "≤ 1"}
 
 
 def spread(values: list[float], fmt: str) -> str:
     """The median of `values`, with the lowest and highest in brackets."""
+    if not values:
+        return "–"
     low, mid, high = min(values), statistics.median(values), max(values)
     return f"{mid:{fmt}} ({low:{fmt}}–{high:{fmt}})"
 
 
 def readme_block(result: dict[str, Any]) -> str:
-    """Medians over the rounds with their range; runtime / plain is each round's own ratio (the
-    two sides of a round run one after the other), so a busy round does not skew it."""
-    runs = result["runs"]
-    side = {s: {k: [r[k] for r in runs if r["side"] == s] for k in FIGURES} for s in ("direct", "runtime")}
-    rounds = sorted({r["round"] for r in runs})
-    by_round = {(r["side"], r["round"]): r for r in runs}
+    """Per master, medians over the rounds with their range; runtime / plain is each round's own
+    ratio (the two sides of a round run one after the other), so a busy round does not skew it."""
+    masters = result["masters"]
 
-    def ratio(key: str) -> str:
-        return spread([by_round["runtime", n][key] / by_round["direct", n][key] for n in rounds], ".2f")
+    def column(master: str, key: str, side: str, fmt: str) -> str:
+        return spread([r[key] for r in result["runs"] if r["master"] == master and r["side"] == side], fmt)
 
-    def both(key: str, fmt: str) -> str:
-        return f"{spread(side['direct'][key], fmt)} | {spread(side['runtime'][key], fmt)}"
+    def ratio(master: str, key: str) -> str:
+        runs = [r for r in result["runs"] if r["master"] == master]
+        by_round = {(r["side"], r["round"]): r[key] for r in runs}
+        rounds = sorted({r["round"] for r in runs})
+        return spread([by_round["runtime", n] / by_round["direct", n] for n in rounds], ".2f")
+
+    def gap(master: str, kind: str, key: str = "gap_s") -> str:
+        return spread(
+            [h[key] for h in result["handoffs"] if h["master"] == master and h["kind"] == kind], ".2f"
+        )
+
+    def row(what: str, goal: str, cell: Callable[[str], str]) -> str:
+        return f"| {what} | {goal} | " + " | ".join(cell(m) for m in masters) + " |"
 
     rows = [
-        "| one task, warm session | plain PySpark | through the runtime | runtime / plain |",
-        "|---|---:|---:|---:|",
-        f"| rows/s (topic -> Parquet) | {both('rows_per_s', ',.0f')} | {ratio('rows_per_s')} |",
-        f"| start (assignment) -> first committed batch, s | {both('first_batch_s', '.2f')} "
-        f"| {ratio('first_batch_s')} |",
-        f"| stop (revocation) mid-batch -> query stopped, s | {both('stop_s', '.3f')} | |",
-    ]
+        "| one TopicIngest task | goal | " + " | ".join(result["labels"][m] for m in masters) + " |",
+        "|---|---|" + "---:|" * len(masters),
+        row("rows/s, runtime / plain PySpark", GOALS["ratio"], lambda m: ratio(m, "rows_per_s")),
+        row("rows/s through the runtime", "", lambda m: column(m, "rows_per_s", "runtime", ",.0f")),
+        row("rows/s, plain PySpark", "", lambda m: column(m, "rows_per_s", "direct", ",.0f")),
+        row("assignment -> first committed batch, s", GOALS["first_batch_s"],
+            lambda m: column(m, "first_batch_s", "runtime", ".2f")),
+        row("same, plain PySpark, s", "", lambda m: column(m, "first_batch_s", "direct", ".2f")),
+        row("revocation -> query stopped, s", "", lambda m: column(m, "stop_s", "runtime", ".3f")),
+        row("handoff gap, a worker joins, s", GOALS["gap"], lambda m: gap(m, "join")),
+        row("handoff gap, a worker leaves (SIGTERM), s", GOALS["gap"], lambda m: gap(m, "leave")),
+        row("of which: new owner's start -> first trigger, s", "",
+            lambda m: gap(m, "leave", "new_start_to_first_trigger_s")),
+        row("of which: the first batch, s", "", lambda m: gap(m, "leave", "first_batch_s")),
+        row("for scale: between two commits, steady, s", "", lambda m: gap(m, "leave", "steady_interval_s")),
+    ]  # fmt: skip
     return "\n".join(rows) + (
-        f"\n\nMedian of {len(rounds)} rounds, lowest–highest in brackets; runtime / plain is the median "
-        f"of each round's own ratio. Per-round figures in `bench/results/ingest.json`. "
+        f"\n\nMedian of {result['rounds']} rounds (handoffs: {result['handoff_rounds']} joins and "
+        f"{result['handoff_rounds']} leaves), lowest–highest in brackets; runtime / plain is the median of "
+        f"each round's own ratio. Per-round figures in `bench/results/ingest.json`. Rows/s: "
         f"{result['records']:,} records of 100 B in {result['partitions']} partitions, at most "
-        f"{result['batch']:,} per batch, {result['trigger_ms']} ms trigger, spark.master {result['master']}; "
-        f"{result['machine']}."
+        f"{result['batch']:,} per batch; first batch: batches of {result['first_batch']:,} records (what a "
+        f"moved task finds waiting); {result['trigger_ms']} ms trigger, one warm session. Handoffs: worker "
+        f"processes on a coordinator with its default timings, {result['handoff_rate']:,} records/s over "
+        f"{result['partitions']} partitions, a two-task TopicIngest with a {result['handoff_trigger_ms']} ms "
+        f"trigger. {result['machine']}."
     )
 
 
@@ -211,8 +230,8 @@ class ThroughRuntime(Side):
 
     name = "through the runtime"
 
-    def __init__(self, worker: WorkerConfig, bootstrap: str, batch: int) -> None:
-        self.worker, self.bootstrap, self.batch = worker, bootstrap, batch
+    def __init__(self, worker: WorkerConfig, bootstrap: str) -> None:
+        self.worker, self.bootstrap = worker, bootstrap
         self.runtime = SparkRuntime(worker.spark_master, worker.spark_settings, worker.checkpoint_dir,
                                     worker.task_shutdown_graceful_timeout_ms, "bench")  # fmt: skip
         self.loop = asyncio.new_event_loop()
@@ -222,13 +241,13 @@ class ThroughRuntime(Side):
     def where(self, checkpoint: Path) -> Path:
         return checkpoint / "0"  # the runtime's <checkpoint.dir>/<connector>/<task>
 
-    def start(self, checkpoint: Path, output: Path) -> None:
+    def start(self, checkpoint: Path, output: Path, batch: int) -> None:
         # Connector `ckpt...` under checkpoint.dir = the run's directory: task 0's checkpoint is where().
         connector = checkpoint.name
         self.runtime.checkpoint_dir = checkpoint.parent
         worker = self.worker
         config = {"topics": TOPIC, "output.path": str(output), "bootstrap.servers": self.bootstrap,
-                  "trigger.interval.ms": str(TRIGGER_MS), "max.records.per.batch": str(self.batch),
+                  "trigger.interval.ms": str(TRIGGER_MS), "max.records.per.batch": str(batch),
                   "starting.offsets": "earliest", "task.index": "0", "task.count": "1"}  # fmt: skip
         context = TaskContext(
             connector, 0, "bench", self.bootstrap, read_offset=_no_offset, write_offset=_ignore,
@@ -238,8 +257,8 @@ class ThroughRuntime(Side):
         self.loop.run_until_complete(self.task.start(config, context))
 
     def stop(self) -> None:
-        assert self.task is not None
-        self.loop.run_until_complete(self.task.stop())
+        assert self.task is not None  # as a revocation does: the batch under way commits first
+        self.loop.run_until_complete(self.task.stop(finish_batch=True))
 
     def active(self) -> bool:
         return self.task is not None and self.task.query is not None and bool(self.task.query.isActive)
@@ -253,56 +272,93 @@ async def _ignore(partition: Any, offset: Any) -> None:
     return None
 
 
+def session_settings(coordinator: CoordinatorProcess, base: Path, master: str) -> dict[str, str]:
+    return {
+        "bootstrap.servers": coordinator.bootstrap, "group.id": "bench", "config.storage.topic": "c",
+        "offset.storage.topic": "o", "status.storage.topic": "s", "spark.master": master,
+        "checkpoint.dir": str(base / "checkpoints"), "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2",
+    }  # fmt: skip
+
+
+def one_master(
+    args: argparse.Namespace, base: Path, master: str, extra: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Both sides, alternating, `args.rounds` times, on one warm session of `master`."""
+    results: list[dict[str, Any]] = []
+    coordinator = CoordinatorProcess(base / "data").start()
+    runtime = None
+    try:
+        produce(coordinator.bootstrap, args.records, args.partitions)
+        worker = WorkerConfig.from_settings({**session_settings(coordinator, base, master), **extra})
+        runtime = ThroughRuntime(worker, coordinator.bootstrap)
+        runtime.runtime.warm()  # as a worker does when it starts
+        # The same query, directly, on the session the runtime started (same JVM, same settings).
+        direct = Direct(runtime.runtime.session(), coordinator.bootstrap, args.partitions)
+        warm = base / "warm-up"  # each side once: JIT, Python workers
+        for side in (runtime, direct):
+            measure(side, warm, args.records, side.name[:6], args.batch, args.first_batch)
+        for round_ in range(args.rounds):
+            order = (direct, runtime) if round_ % 2 == 0 else (runtime, direct)
+            for side in order:
+                key = "direct" if side is direct else "runtime"
+                figures = measure(side, base, args.records, f"{key}-{round_}", args.batch, args.first_batch)
+                results.append({"master": master, "side": key, "round": round_, **figures})
+                print(f"{master} round {round_} {side.name:>20}: {figures['rows_per_s']:,.0f} rows/s, "
+                      f"first batch {figures['first_batch_s']:.2f} s, stop {figures['stop_s']:.3f} s",
+                      flush=True)  # fmt: skip
+        assert not runtime.failures, runtime.failures
+    finally:
+        if runtime is not None:
+            runtime.runtime.close()
+        coordinator.stop()
+    return results
+
+
+# Each connect worker on the standalone cluster is one application holding one executor
+# core: two fit the cluster's two Spark workers; executors call their driver on loopback.
+ON_THE_CLUSTER = {"spark.cores.max": "1", "spark.executor.cores": "1", "spark.executor.memory": "512m",
+                  "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}  # fmt: skip
+LABELS = {"local[2]": "local[2]", "standalone": "standalone cluster (2 Spark workers)"}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--batch", type=int, default=50_000, help="at most this many records per batch")
+    parser.add_argument("--first-batch", type=int, default=2_000, help="batch size for the start figures")
     parser.add_argument("--rounds", type=int, default=5, help="each runs both sides; medians need 3+")
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--handoff-rounds", type=int, default=5, help="joins and leaves per master")
+    parser.add_argument("--handoff-rate", type=int, default=1_000, help="records/s during the handoffs")
+    parser.add_argument("--handoff-trigger-ms", type=int, default=500)
+    parser.add_argument("--masters", default="local[2],standalone", help="local[N] and/or standalone")
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args()
-    results: list[dict[str, Any]] = []
+    masters = [m.strip() for m in args.masters.split(",") if m.strip()]
+    runs: list[dict[str, Any]] = []
+    handoffs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
-        base = Path(tmp)
-        coordinator = CoordinatorProcess(base / "data").start()
-        try:
-            produce(coordinator.bootstrap, args.records, args.partitions)
-            worker = WorkerConfig.from_settings({
-                "bootstrap.servers": coordinator.bootstrap, "group.id": "bench", "config.storage.topic": "c",
-                "offset.storage.topic": "o", "status.storage.topic": "s", "spark.master": args.master,
-                "checkpoint.dir": str(base / "checkpoints"), "spark.ui.enabled": "false",
-                "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2",
-            })  # fmt: skip
-            runtime = ThroughRuntime(worker, coordinator.bootstrap, args.batch)
-            # Warm-up: the session starts, and each side runs once (JIT, Python workers).
-            warm = base / "warm-up"
-            measure(runtime, warm, args.records, "runtime")
-            # The same query, directly, on the session the runtime started (same JVM, same settings).
-
-            spark = runtime.runtime.session()
-            direct = Direct(spark, coordinator.bootstrap, args.partitions, args.batch)
-            measure(direct, warm, args.records, "direct")
-            for round_ in range(args.rounds):
-                order = (direct, runtime) if round_ % 2 == 0 else (runtime, direct)
-                for side in order:
-                    key = "direct" if side is direct else "runtime"
-                    figures = measure(side, base, args.records, f"{key}-{round_}")
-                    results.append({"side": key, "round": round_, **figures})
-                    print(
-                        f"round {round_} {side.name:>20}: {figures['rows_per_s']:,.0f} rows/s, first batch "
-                        f"{figures['first_batch_s']:.2f} s, stop {figures['stop_s']:.3f} s",
-                        flush=True,
-                    )
-            assert not runtime.failures, runtime.failures
-        finally:
-            coordinator.stop()
+        for master in masters:
+            base = Path(tmp) / master.replace("[", "-").replace("]", "")
+            with contextlib.ExitStack() as stack:
+                url, extra = master, {}
+                if master == "standalone":
+                    url = stack.enter_context(spark_standalone(base / "spark-cluster", workers=2)).master_url
+                    extra = ON_THE_CLUSTER
+                runs += [{**r, "master": master} for r in one_master(args, base / "runs", url, extra)]
+                moved = measure_handoffs(
+                    base / "handoffs", url, args.handoff_rounds, args.partitions, args.handoff_rate,
+                    args.handoff_trigger_ms, settings=extra,
+                )  # fmt: skip
+                handoffs += [{**h, "master": master} for h in moved]
     result = {
-        "records": args.records, "partitions": args.partitions, "batch": args.batch, "rounds": args.rounds,
-        "master": args.master, "trigger_ms": TRIGGER_MS,
+        "records": args.records, "partitions": args.partitions, "batch": args.batch,
+        "first_batch": args.first_batch, "rounds": args.rounds, "handoff_rounds": args.handoff_rounds,
+        "handoff_rate": args.handoff_rate, "handoff_trigger_ms": args.handoff_trigger_ms,
+        "masters": masters, "labels": {m: LABELS.get(m, m) for m in masters}, "trigger_ms": TRIGGER_MS,
         "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
-        "median": {"direct": summary(results, "direct"), "runtime": summary(results, "runtime")},
-        "runs": results,
+        "runs": runs, "handoffs": handoffs,
     }  # fmt: skip
     out = ROOT / "bench" / "results" / "ingest.json"
     out.parent.mkdir(parents=True, exist_ok=True)

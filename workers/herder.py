@@ -133,11 +133,28 @@ class Herder:
         await asyncio.gather(*(store.log.start() for store in (self.configs, self.statuses, self.offsets)))
         self.announcer.joined()
         await self._announce("UP")  # before joining: a bounce is not a departure
-        self.membership_run = asyncio.create_task(self.membership.run())  # ends only by leaving or refusal
-        self._tasks += [self.membership_run, asyncio.create_task(self.announcer.run())]
+        warm = None
         if self.config.spark_session_warmup:
-            self._tasks.append(asyncio.create_task(asyncio.to_thread(self.spark.warm)))
+            warm = asyncio.create_task(asyncio.to_thread(self.spark.warm))
+            self._tasks.append(warm)
+        # Ends only by leaving or refusal.
+        self.membership_run = asyncio.create_task(self._join(warm if self._holds_spark_tasks() else None))
+        self._tasks += [self.membership_run, asyncio.create_task(self.announcer.run())]
         self.ready.set()
+
+    def _holds_spark_tasks(self) -> bool:
+        """Whether the config names Spark tasks, work this worker may be given when it joins."""
+        return any(self.runner.is_spark_connector(name) for name, tasks in self.state.tasks.items() if tasks)
+
+    async def _join(self, warm: asyncio.Task[None] | None) -> None:
+        """Take part in the group; with Spark tasks in the config and the session warming, only
+        once it is warm. A task the group moves here for balance keeps running where it is
+        until then, instead of waiting here, stopped, for the session (seconds to tens of
+        seconds: the handoff gap of a join). With none (a new cluster), the worker joins at once."""
+        if warm is not None:
+            log.info("joining the group once the Spark session is ready: tasks moved here start at once")
+            await asyncio.wait({warm})  # its failure is the runtime's state: the worker joins anyway
+        await self.membership.run()
 
     async def stop(self) -> None:
         """Leave the group for good: every connector and task stops and moves at once."""
@@ -221,8 +238,8 @@ class Herder:
 
         await self.runner.start(work, config_read)
 
-    async def stop_work(self, work: frozenset[Work]) -> None:
-        await self.runner.stop(work)
+    async def stop_work(self, work: frozenset[Work], at_once: bool = False) -> None:
+        await self.runner.stop(work, at_once)
 
     # -- task configs and the session key (the leader writes them) -------------------------
 

@@ -28,7 +28,7 @@ IDLE_POLL_S = 0.1  # how often the watchdog looks again when nothing is due soon
 
 
 class WorkListener(Protocol):
-    async def stop_work(self, work: frozenset[Work]) -> None: ...
+    async def stop_work(self, work: frozenset[Work], at_once: bool = False) -> None: ...
     async def start_work(self, work: frozenset[Work], assignment: Assignment) -> None: ...
 
 
@@ -94,8 +94,8 @@ class MemberDriver:
         """In order: a Stop is complete before the next action is carried out."""
         for action in actions:
             match action:
-                case Stop(work):
-                    await self._stop(work)
+                case Stop(work, at_once):
+                    await self._stop(work, at_once)
                 case Start(work, assignment):
                     self.machine.starting(work)
                     task = asyncio.create_task(self._start(work, assignment))
@@ -117,14 +117,14 @@ class MemberDriver:
         self._changing.add(task)
         task.add_done_callback(self._changing.discard)
 
-    async def _stop(self, work: frozenset[Work]) -> None:
+    async def _stop(self, work: frozenset[Work], at_once: bool = False) -> None:
         under_way = [task for task, starting in self._starting.items() if starting & work]
         if under_way:
             await asyncio.gather(*under_way, return_exceptions=True)
         stopping = [task for task, items in self._stops.items() if items & work]
         fresh = work - frozenset().union(*(self._stops[task] for task in stopping))
         if fresh:
-            stop = asyncio.create_task(self._stop_for_real(fresh))
+            stop = asyncio.create_task(self._stop_for_real(fresh, at_once))
             self._stops[stop] = fresh
             stop.add_done_callback(lambda done: self._stops.pop(done, None))
             stopping.append(stop)
@@ -132,10 +132,10 @@ class MemberDriver:
             # Shielded: a stop outlives a caller cancelled meanwhile (a leave, the watchdog's end).
             await asyncio.shield(task)
 
-    async def _stop_for_real(self, work: frozenset[Work]) -> None:
+    async def _stop_for_real(self, work: frozenset[Work], at_once: bool) -> None:
         """The herder stops `work`; only then does the machine hear it stopped."""
         try:
-            await self.listener.stop_work(work)
+            await self.listener.stop_work(work, at_once)
         finally:
             self.machine.stopped(work)
 

@@ -56,6 +56,9 @@ class Stop:
     anything say it stopped."""
 
     work: frozenset[Work]
+    # The session or generation is gone, and the work may already run elsewhere: it stops
+    # at once. Otherwise (a revocation, a leave) a Spark task lets its batch under way commit.
+    at_once: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,7 @@ class MemberMachine:
         already run elsewhere. Everything stops; the worker joins again with epoch 0."""
         self.clock.begin(now)
         self.epoch, self.assignment, self.state = 0, None, MemberState.JOINING
-        return [self._stop(self.runs), Rejoin(as_new=True, kept_work=False)]
+        return [self._stop(self.runs, at_once=True), Rejoin(as_new=True, kept_work=False)]
 
     # -- a classic group's rounds ---------------------------------------------------------------
 
@@ -177,7 +180,7 @@ class MemberMachine:
         self.state, self.epoch = MemberState.JOINING, -1
         if keep_work:
             return [Rejoin()]
-        return [self._stop(self.runs), Rejoin(as_new=forget_member, kept_work=False)]
+        return [self._stop(self.runs, at_once=True), Rejoin(as_new=forget_member, kept_work=False)]
 
     # -- both ------------------------------------------------------------------------------
 
@@ -208,7 +211,7 @@ class MemberMachine:
         if running and deadline is not None and now >= deadline:
             self.session.zombie_stops += 1
             self.clock.begin(now)
-            return [self._stop(self.runs), Rejoin(kept_work=False)]
+            return [self._stop(self.runs, at_once=True), Rejoin(kept_work=False)]
         if self.rejoin_at is not None and now >= self.rejoin_at:
             self.rejoin_at = None
             return [Rejoin()]
@@ -226,6 +229,6 @@ class MemberMachine:
         self.rejoin_at = None
         return [self._stop(self.runs)]
 
-    def _stop(self, work: frozenset[Work]) -> Stop:
+    def _stop(self, work: frozenset[Work], at_once: bool = False) -> Stop:
         self.stopping = self.stopping | work
-        return Stop(work)
+        return Stop(work, at_once)

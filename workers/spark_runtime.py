@@ -12,12 +12,14 @@ committed batch.
 
 Stopping is where ownership is decided. Spark has no lock across processes: two queries on
 one checkpoint are only detected after the fact. So `stop_query` returns only once the
-query is no longer active: a graceful stop bounded by `task.shutdown.graceful.timeout.ms`,
-then the query's jobs are cancelled and it is stopped again, and if even that leaves it
-running the worker process ends itself (its JVM goes with it). The worker acknowledges a
-revocation only after that, so a task never runs on two workers at once. Each start and
-stop is journalled (log lines `spark-query {json}`) with its wall-clock time, so the
-one-owner-at-a-time rule can be checked from outside, kill -9 included.
+query is no longer active: a graceful stop bounded by `task.shutdown.graceful.timeout.ms`
+(for a revocation or a leave, the batch under way commits first, within half of it, so the
+next owner goes on from there), then the query's jobs are cancelled and it is stopped
+again, and if even that leaves it running the worker process ends itself (its JVM goes
+with it). The worker acknowledges a revocation only after that, so a task never runs on
+two workers at once. Each start and stop is journalled (log lines `spark-query {json}`)
+with its wall-clock time, so the one-owner-at-a-time rule can be checked from outside,
+kill -9 included.
 
 The JVM is a child of the worker that exits when the worker dies: it watches its stdin, a
 pipe from the worker, and exits on EOF (pyspark-notes §3: within ~3 s of a SIGKILL).
@@ -126,8 +128,9 @@ class SparkRuntime:
                 builder = SparkSession.builder.master(self.master).appName(f"connect-worker {self.worker_id}")
                 for key, value in {**DEFAULTS, **self.settings}.items():
                     builder = builder.config(key, value)
-                # stop() waits this long for the stream thread, then fails (default: forever).
-                builder = builder.config("spark.sql.streaming.stopTimeout", f"{self.stop_timeout_ms}ms")
+                # stop() waits this long for the stream thread, then fails (default: forever):
+                # with the wait for a batch under way (`_finish_batch`), one stop's bound.
+                builder = builder.config("spark.sql.streaming.stopTimeout", f"{self.stop_timeout_ms // 2}ms")
                 try:
                     spark = builder.getOrCreate()
                 except Exception as exc:
@@ -235,13 +238,18 @@ class SparkRuntime:
         self.queries_started += 1
         return query
 
-    def stop_query(self, query: Any, summary: Callable[[], dict[str, Any]] | None = None) -> None:
+    def stop_query(
+        self, query: Any, summary: Callable[[], dict[str, Any]] | None = None, finish_batch: bool = False
+    ) -> None:
         """Stop `query`; returns only once it is no longer active (graceful, forced, or the end).
 
         `summary()`, called once the query has stopped, adds what the run did to the journal.
+        `finish_batch`: a batch under way may commit first (`_finish_batch`).
         """
         name = query.name
         self._stopping.add(str(query.runId))
+        if finish_batch:
+            self._finish_batch(query)
         try:
             query.stop()
         except Exception as exc:  # noqa: BLE001 - the graceful stop timed out: force it
@@ -265,10 +273,31 @@ class SparkRuntime:
         self._handlers.pop(name, None)
         self.journal("stopped", name, **(summary() if summary is not None else {}))
 
+    def _finish_batch(self, query: Any) -> None:
+        """Let a batch under way commit before the query stops, for at most half the stop's
+        bound: what it read is then the next owner's starting point, not work it does again
+        (a stop in the middle of a batch throws the batch away). The stop comes at the first
+        sign the batch ended, so it may cut the planning of the next one short: that batch,
+        if its offsets were written, is replayed by the next run, as after any stop."""
+        deadline = time.monotonic() + self.stop_timeout_ms / 2000
+        began = _last_batch(query)
+        while time.monotonic() < deadline and _in_batch(query) and _last_batch(query) == began:
+            time.sleep(0.01)
+
     def active_queries(self) -> list[str]:
         if self._spark is None:
             return []
         return sorted(q.name for q in self._spark.streams.active)
+
+    @staticmethod
+    def read_journal(log_text: str) -> list[dict[str, Any]]:
+        """The journal entries in a worker's log, in the order they were written."""
+        entries = []
+        for line in log_text.splitlines():
+            _, mark, payload = line.partition(f" {JOURNAL} ")
+            if mark and payload.startswith("{"):
+                entries.append(json.loads(payload))
+        return entries
 
     def journal(self, event: str, name: str, **extra: Any) -> None:
         """One line `spark-query {json}` in the worker log: when a query started or stopped."""
@@ -301,6 +330,21 @@ class SparkRuntime:
 
 def _iso(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+
+def _in_batch(query: Any) -> bool:
+    try:
+        return bool(query.isActive and query.status["isTriggerActive"])
+    except Exception:  # noqa: BLE001 - the session is gone, and its queries with it
+        return False
+
+
+def _last_batch(query: Any) -> int:
+    try:
+        progress = query.lastProgress
+        return int(progress.batchId) if progress is not None else -1
+    except Exception:  # noqa: BLE001
+        return -1
 
 
 def _is_active(query: Any) -> bool:

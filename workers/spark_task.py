@@ -90,11 +90,12 @@ class SparkTask(Task):
     def after_stop(self) -> None:
         """Called off the event loop once this run's query has stopped (if it started one)."""
 
-    async def stop(self) -> None:
+    async def stop(self, finish_batch: bool = False) -> None:
+        """Stop the query; `finish_batch`: let a batch under way commit first (bounded)."""
         self._stopping = True
         query, runtime = self.query, self.runtime
         if query is not None and runtime is not None:
-            await asyncio.to_thread(runtime.stop_query, query, self._run_summary)
+            await asyncio.to_thread(runtime.stop_query, query, self._run_summary, finish_batch)
             await asyncio.to_thread(self.after_stop)
         self.query = None
 
@@ -143,7 +144,9 @@ class SparkTask(Task):
                 "last_batch_id": progress.batchId,
             }
         if first and self.runtime is not None:
-            self.runtime.journal("first-batch", progress.name, **batch)
+            # With where its time went: how fast a moved task ingests again (bench/handoff_gap.py).
+            self.runtime.journal("first-batch", progress.name, trigger=progress.timestamp,
+                                 durations=dict(durations), **batch)  # fmt: skip
 
 
 def _offsets(value: Any) -> Any:

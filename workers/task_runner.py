@@ -108,12 +108,14 @@ class TaskRunner:
             for item in spark:
                 await self._start(item)
 
-    async def stop(self, work: frozenset[Work]) -> None:
-        """Stop `work`; returns once it has stopped."""
+    async def stop(self, work: frozenset[Work], at_once: bool = False) -> None:
+        """Stop `work`; returns once it has stopped. `at_once`: the work may already run
+        elsewhere, so a Spark task does not let its batch under way commit first."""
         for item in work:
             self._reassigned(item)
         async with self._lock:
-            await asyncio.gather(*(self._stop(item, "UNASSIGNED") for item in work if item in self.running))
+            stops = (self._stop(item, "UNASSIGNED", at_once=at_once) for item in work if item in self.running)
+            await asyncio.gather(*stops)
             for item in work:
                 self.running.pop(item, None)
 
@@ -208,8 +210,12 @@ class TaskRunner:
         return self._assigned[item]
 
     def _is_spark_task(self, item: Work) -> bool:
-        config = self.state.connectors.get(item[0])
-        plugin = find_plugin(config.get("connector.class", "")) if config and item[1] != CONNECTOR else None
+        return item[1] != CONNECTOR and self.is_spark_connector(item[0])
+
+    def is_spark_connector(self, name: str) -> bool:
+        """Whether the connector's tasks are Spark queries."""
+        config = self.state.connectors.get(name)
+        plugin = find_plugin(config.get("connector.class", "")) if config else None
         return plugin is not None and issubclass(plugin.task_class, SparkTask)
 
     async def _start(self, item: Work) -> None:
@@ -261,13 +267,16 @@ class TaskRunner:
         )  # fmt: skip
         await task.start(task_config, context)
 
-    async def _stop(self, item: Work, state: str, report: bool = True) -> None:
+    async def _stop(self, item: Work, state: str, report: bool = True, at_once: bool = True) -> None:
+        """Stop one item; a Spark task lets its batch under way commit unless `at_once`."""
         runner = self.running.get(item)
         if runner is None:
             return
         if isinstance(runner.instance, Task):
             try:
-                if getattr(runner.instance, "bounded_stop", False):
+                if isinstance(runner.instance, SparkTask):
+                    await runner.instance.stop(finish_batch=not at_once)  # bounds its own wait
+                elif getattr(runner.instance, "bounded_stop", False):
                     await runner.instance.stop()  # returns only once the work has stopped
                 else:
                     await asyncio.wait_for(

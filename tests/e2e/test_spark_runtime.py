@@ -78,6 +78,62 @@ def test_a_query_stuck_in_a_batch_stops_within_the_bound(tmp_path: Path) -> None
         runtime.close()
 
 
+def slow_writer(spark: Any, marker: Path, output: Path) -> Any:
+    """A query whose every batch takes about a second, in a Python UDF that touches `marker`."""
+    from pyspark.sql.functions import udf
+
+    @udf("long")
+    def slow(value: int) -> int:
+        marker.touch()
+        time.sleep(1.0)
+        return value
+
+    return (
+        spark.readStream.format("rate").option("rowsPerSecond", "1").load()
+        .select(slow("value").alias("v"))
+        .writeStream.format("parquet").option("path", str(output))
+        .trigger(processingTime="100 milliseconds")
+    )  # fmt: skip
+
+
+def batches(checkpoint: Path, log: str) -> set[int]:
+    folder = checkpoint / log
+    return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.is_dir() else set()
+
+
+@pytest.mark.timeout(240)
+def test_a_graceful_stop_lets_the_batch_under_way_commit_and_an_urgent_one_does_not(tmp_path: Path) -> None:
+    """A revocation or a leave (finish_batch) stops the query after the batch under way
+    commits, so the next owner starts after it instead of reading it again; a stop of work
+    that may already run elsewhere (a lost session) does not wait for it."""
+    runtime = SparkRuntime("local[1]", {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1"},
+                           str(tmp_path / "checkpoints"), 6000, "test-worker")  # fmt: skip
+    try:
+        assert stopped_after_its_batch(runtime, tmp_path, finish_batch=True), (
+            "a graceful stop threw the batch under way away"
+        )
+        assert not stopped_after_its_batch(runtime, tmp_path, finish_batch=False), (
+            "an urgent stop waited for the batch under way"
+        )
+    finally:
+        runtime.close()
+
+
+def stopped_after_its_batch(runtime: SparkRuntime, base: Path, finish_batch: bool) -> bool:
+    """Stop a slow query while a batch runs: was that batch committed?"""
+    marker, name = base / f"in-a-batch-{finish_batch}", f"slow{int(finish_batch)}"
+    writer = slow_writer(runtime.session(), marker, base / f"out-{finish_batch}")
+    query = runtime.start_query(writer, name, 0, lambda _: None, lambda _: None)
+    checkpoint = Path(runtime.checkpoint_of(name, 0))
+    wait_until(lambda: len(batches(checkpoint, "commits")) >= 2, 120, "two batches committed")
+    marker.unlink()
+    wait_until(marker.exists, 60, "a batch inside its UDF")
+    running = max(batches(checkpoint, "offsets"))
+    runtime.stop_query(query, finish_batch=finish_batch)
+    assert not query.isActive
+    return running in batches(checkpoint, "commits")
+
+
 GRACEFUL_MS = 3000
 MARGIN_S = 10.0  # leaving, closing clients and stopping the SparkSession, on a loaded machine
 
@@ -136,3 +192,29 @@ def test_a_task_waiting_for_the_spark_session_says_so_in_its_status_and_the_work
         runtime = rest("GET", f"{worker.url}/")[1]["spark_runtime"]
         assert runtime["state"] == "READY" and runtime["start_seconds"] > 0, runtime
         assert "trace" not in rest("GET", f"{worker.url}/connectors/gen/status")[1]["tasks"][0]
+
+
+@pytest.mark.timeout(300)
+def test_a_joining_worker_takes_spark_tasks_only_once_its_session_is_ready(tmp_path: Path) -> None:
+    """A worker joining a cluster that runs Spark tasks warms its session before it joins:
+    the task balance moves to it keeps running on its old worker meanwhile, and never waits,
+    stopped, for the joiner's session (its status would say so)."""
+    with spark_worker_cluster(tmp_path) as cluster:
+        first = cluster.start("w1")
+        config = {"connector.class": "Datagen", "tasks.max": "2", "output.path": str(tmp_path / "out"),
+                  "rows.per.second": "50", "trigger.interval.ms": "500"}  # fmt: skip
+        assert rest("POST", f"{first.url}/connectors", {"name": "gen", "config": config})[0] == 201
+        everything_on_w1 = {"C": first.worker_id, "0": first.worker_id, "1": first.worker_id}
+        wait_until(lambda: cluster.placement("gen") == everything_on_w1, 120, "w1 running it all")
+        joiner = cluster.start("w2")
+        waited: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and joiner.worker_id not in cluster.placement("gen").values():
+            code, status = rest("GET", f"{first.url}/connectors/gen/status")
+            tasks = status.get("tasks", []) if code == 200 else []
+            waited += [t for t in tasks if "Spark session is starting" in t.get("trace", "")]
+            time.sleep(0.05)
+        assert joiner.worker_id in cluster.placement("gen").values(), "nothing moved to the joining worker"
+        assert waited == [], f"a task moved to the joiner waited for its Spark session: {waited[:1]}"
+        runtime = rest("GET", f"{joiner.url}/")[1]["spark_runtime"]
+        assert runtime["state"] == "READY", runtime

@@ -237,6 +237,54 @@ def test_a_task_never_runs_its_query_on_two_workers_at_once(moves: Moves) -> Non
     assert killed_runs and all(r.end <= moves.died_at for r in killed_runs)
 
 
+def batches(checkpoint: Path, log: str) -> set[int]:
+    folder = checkpoint / log
+    return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.is_dir() else set()
+
+
+BULK = 120_000  # records; batches of 30,000 take seconds here
+
+
+@pytest.mark.timeout(600)
+def test_a_task_moved_in_the_middle_of_a_long_batch_is_handed_over_at_that_batchs_commit(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A worker leaving while its task's batch runs lets that batch commit, and only then does
+    the task start on another worker, from the next batch: the two owners never run the query
+    at the same time, the batch is not read twice, and every record is read once."""
+    with spark_worker_cluster(tmp_path, **{"task.shutdown.graceful.timeout.ms": "30000"}) as cluster:
+        bootstrap = cluster.coordinator.bootstrap
+        create_topic(bootstrap, "bulk", 2)
+        produce(bootstrap, "bulk", range(BULK), 2)
+        workers = [cluster.start("w1"), cluster.start("w2")]
+        config = {"connector.class": "TopicIngest", "topics": "bulk", "tasks.max": "1",
+                  "output.path": str(tmp_path / "out"), "trigger.interval.ms": "200",
+                  "max.records.per.batch": "30000"}  # fmt: skip
+        assert rest("POST", f"{workers[0].url}/connectors", {"name": "bulk", "config": config})[0] == 201
+        checkpoint = tmp_path / "checkpoints" / "bulk" / "0"
+
+        def second_batch_under_way() -> bool:
+            planned, done = batches(checkpoint, "offsets"), batches(checkpoint, "commits")
+            return bool(done) and max(planned) == 1 and 1 not in done
+
+        wait_until(second_batch_under_way, 180, "the task's second batch under way")
+        owner = next(w for w in workers if w.worker_id == cluster.placement("bulk").get("0"))
+        owner.stop()  # SIGTERM: a graceful leave, in the middle of batch 1
+        wait_until(lambda: committed_records(cluster, "bulk") == BULK, 300, "every record committed")
+        task_runs = runs(workers, {})["bulk-0"]
+    assert not overlaps({"bulk-0": task_runs}), task_runs
+    last_on_owner = max(i for i, run in enumerate(task_runs) if run.worker == owner.worker_id)
+    assert last_on_owner + 1 < len(task_runs), f"the task never ran after the leave: {task_runs}"
+    left, taken = task_runs[last_on_owner], task_runs[last_on_owner + 1]
+    assert left.last_batch is not None and left.last_batch["batch"] == 1, (
+        f"the batch under way at the leave was not committed by its owner: {left}"
+    )
+    assert taken.first_batch is not None and taken.first_batch["batch"] == 2, taken
+    assert taken.first_batch["start"] == left.last_batch["end"], (left, taken)
+    ids = sorted(int(r.value) for r in read_output(spark, str(tmp_path / "out")).select("value").collect())
+    assert ids == list(range(BULK)), f"{len(ids)} rows for {BULK} records"
+
+
 def task_status(worker_url: str, connector: str, task: int) -> dict[str, Any]:
     """The task's status entry; {"state": None} while its config is not written yet."""
     code, body = rest("GET", f"{worker_url}/connectors/{connector}/tasks/{task}/status")

@@ -55,7 +55,7 @@ class Registry:
                     registry.runner[item] = name
                     registry.events.append((time.monotonic(), "start", name, item))
 
-            async def stop_work(self, items: frozenset[Work]) -> None:
+            async def stop_work(self, items: frozenset[Work], at_once: bool = False) -> None:
                 await asyncio.sleep(registry.stop_s)
                 for item in items:
                     if registry.runner.get(item) == name:

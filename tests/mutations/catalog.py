@@ -588,8 +588,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="rejoin-before-the-stop-ends",
         breaks="a worker that lost its session rejoins only once all it ran has stopped",
         file="workers/member_machine.py",
-        original="        return [self._stop(self.runs), Rejoin(as_new=True",
-        replacement="        return [self._stop(self.runs - self.stopping), Rejoin(as_new=True",
+        original="        return [self._stop(self.runs, at_once=True), Rejoin(as_new=True",
+        replacement="        return [self._stop(self.runs - self.stopping, at_once=True), Rejoin(as_new=True",
         tests=(
             f"{UNIT}/test_member_machine.py::"
             "test_a_rejoin_after_a_lost_session_waits_for_the_watchdogs_stop_under_way",
@@ -701,6 +701,51 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             "tests/e2e/test_spark_runtime.py::"
             "test_a_task_waiting_for_the_spark_session_says_so_in_its_status_and_the_worker_root",
+        ),
+    ),
+    Mutation(
+        name="joiner-joins-before-its-session",
+        breaks="a worker joining a cluster that runs Spark tasks takes them only once its session is ready",
+        file="workers/herder.py",
+        original="self._join(warm if self._holds_spark_tasks() else None)",
+        replacement="self._join(None)",
+        tests=(
+            "tests/e2e/test_spark_runtime.py::"
+            "test_a_joining_worker_takes_spark_tasks_only_once_its_session_is_ready",
+        ),
+    ),
+    Mutation(
+        name="graceful-stop-drops-the-batch",
+        breaks="a revoked Spark task lets its batch under way commit before it stops",
+        file="workers/spark_runtime.py",
+        original="        if finish_batch:\n            self._finish_batch(query)\n",
+        replacement="        pass  # mutation: the batch under way is thrown away\n",
+        tests=(
+            "tests/e2e/test_spark_runtime.py::"
+            "test_a_graceful_stop_lets_the_batch_under_way_commit_and_an_urgent_one_does_not",
+        ),
+    ),
+    Mutation(
+        name="urgent-stop-waits-for-the-batch",
+        breaks="a worker that lost its session stops its Spark tasks at once, not after their batch",
+        file="workers/spark_runtime.py",
+        original="        if finish_batch:\n            self._finish_batch(query)\n",
+        replacement="        self._finish_batch(query)  # mutation: every stop waits for the batch\n",
+        tests=(
+            "tests/e2e/test_spark_runtime.py::"
+            "test_a_graceful_stop_lets_the_batch_under_way_commit_and_an_urgent_one_does_not",
+        ),
+    ),
+    Mutation(
+        name="revocation-acknowledged-while-the-last-batch-commits",
+        breaks="a moved Spark task's old and new owner never run (or commit batches of) its query at once",
+        file="workers/spark_task.py",
+        original="await asyncio.to_thread(runtime.stop_query, query, self._run_summary, finish_batch)",
+        replacement="asyncio.ensure_future(asyncio.to_thread(runtime.stop_query, query, self._run_summary, "
+        "finish_batch))  # mutation: the stop is not waited for",
+        tests=(
+            "tests/e2e/test_topic_ingest.py::"
+            "test_a_task_moved_in_the_middle_of_a_long_batch_is_handed_over_at_that_batchs_commit",
         ),
     ),
     Mutation(

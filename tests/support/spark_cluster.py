@@ -9,7 +9,6 @@ that no two ever overlapped; a killed worker's queries end when its JVM is gone.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import signal
@@ -22,6 +21,7 @@ from typing import Any
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.worker_cluster import WorkerCluster
 from workers.process import WorkerProcess
+from workers.spark_runtime import SparkRuntime
 
 # Small Spark sessions: several share a 2-core machine in these tests.
 WORKER_SPARK = {"spark.master": "local[1]", "spark.ui.enabled": "false",
@@ -29,7 +29,6 @@ WORKER_SPARK = {"spark.master": "local[1]", "spark.ui.enabled": "false",
                 "spark.driver.memory": "512m", "spark.session.warmup": "true",
                 # A killed worker's tasks move soon after its session expires.
                 "scheduled.rebalance.max.delay.ms": "3000"}  # fmt: skip
-JOURNAL_MARK = " spark-query "
 # Short enough that a SIGKILLed worker's tasks move within seconds, long enough that a
 # worker busy starting its JVM on a loaded 2-core machine keeps its session.
 SPARK_SESSION_MS = 6000
@@ -53,12 +52,7 @@ def spark_worker_cluster(
 
 def journal(worker: WorkerProcess) -> list[dict[str, Any]]:
     """The worker's query journal, in the order it wrote it."""
-    entries = []
-    for line in worker.log_text().splitlines():
-        _, mark, payload = line.partition(JOURNAL_MARK)
-        if mark and payload.startswith("{"):
-            entries.append(json.loads(payload))
-    return entries
+    return SparkRuntime.read_journal(worker.log_text())
 
 
 @dataclass

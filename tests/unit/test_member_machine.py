@@ -82,7 +82,8 @@ def test_a_fenced_connect_member_stops_everything_and_rejoins_at_epoch_zero() ->
     m = connect()
     carry_out(m, m.heartbeat_answered(0.0, 0.0, 3, SESSION_MS, given(3, A, B)), 0.0)
     actions = m.fenced(1.0)
-    assert actions == [Stop(frozenset({A, B})), Rejoin(as_new=True, kept_work=False)]
+    # At once: the work may already run elsewhere, so no batch under way is let commit.
+    assert actions == [Stop(frozenset({A, B}), at_once=True), Rejoin(as_new=True, kept_work=False)]
     assert (m.epoch, m.assignment, m.state) == (0, None, MemberState.JOINING)
 
 
@@ -95,7 +96,7 @@ def test_no_zombies_work_stops_once_before_the_session_can_expire_and_not_while_
     m.heartbeat_answered(5.95, 5.0, 1, SESSION_MS, None)
     assert m.tick(6.0) == [] and m.next_tick() == pytest.approx(11.0)
     # Frozen: nothing answered past the deadline; everything stops, once.
-    assert m.tick(11.0) == [Stop(frozenset({A})), Rejoin(kept_work=False)]
+    assert m.tick(11.0) == [Stop(frozenset({A}), at_once=True), Rejoin(kept_work=False)]
     assert m.tick(11.5) == [] and m.session.zombie_stops == 1
     m.stopped(frozenset({A}))
     assert m.runs == frozenset() and m.next_tick() is None
@@ -141,7 +142,7 @@ def test_a_classic_assignment_starts_work_again_only_after_the_watchdogs_stop_of
     m = classic()
     carry_out(m, m.synced(1, frozenset({A, B}), frozenset(), 0, True, given(1, A, B), 0.0), 0.0)
     m.session.answered(0.0)
-    assert m.tick(100.0)[0] == Stop(frozenset({A, B}))  # the watchdog is stopping both
+    assert m.tick(100.0)[0] == Stop(frozenset({A, B}), at_once=True)  # the watchdog is stopping both
     actions = m.synced(2, frozenset({A, B}), frozenset(), 0, True, given(2, A, B), 100.5)
     assert actions[0] == Stop(frozenset({A, B}))  # waited for before A and B start again
 
@@ -160,7 +161,7 @@ def test_a_classic_member_a_generation_behind_keeps_its_work_only_on_an_incremen
     assert m.generation_lost(1.0, keep_work=True, forget_member=False) == [Rejoin()]
     assert m.runs == {A} and m.epoch == -1
     assert m.generation_lost(2.0, keep_work=False, forget_member=True) == [
-        Stop(frozenset({A})),
+        Stop(frozenset({A}), at_once=True),
         Rejoin(as_new=True, kept_work=False),
     ]
 
@@ -170,7 +171,8 @@ def test_leaving_or_a_lost_session_stops_everything_also_what_is_already_stoppin
     m = connect()
     carry_out(m, m.heartbeat_answered(0.0, 0.0, 1, SESSION_MS, given(1, A, B)), 0.0)
     m.heartbeat_answered(1.0, 1.0, 2, SESSION_MS, given(2, A))  # B is being stopped
-    assert m.fenced(1.5)[0] == Stop(frozenset({A, B}))
+    assert m.fenced(1.5)[0] == Stop(frozenset({A, B}), at_once=True)
+    # A leave is graceful: what it stops may let its batch under way commit.
     assert m.leave() == [Stop(frozenset({A, B}))] and m.state == MemberState.LEFT
 
 
@@ -192,7 +194,7 @@ class SlowListener:
         self.stopping = asyncio.Event()
         self.stops: list[frozenset[Work]] = []
 
-    async def stop_work(self, work: frozenset[Work]) -> None:
+    async def stop_work(self, work: frozenset[Work], at_once: bool = False) -> None:
         self.stops.append(work)
         self.stopping.set()
         await self.release.wait()

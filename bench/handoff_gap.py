@@ -1,0 +1,200 @@
+"""The handoff gap: how long a moved TopicIngest task ingests nothing.
+
+Worker processes on a coordinator with its default connect-group timings, a producer
+writing a steady stream, and one TopicIngest connector of two tasks. A second worker joins
+(one task moves to it) and then leaves gracefully (SIGTERM: the task moves back), `rounds`
+times. For each move, from the moved task's checkpoint and the workers' query journals:
+- gap: from the old owner's last committed batch to the new owner's first (the commit
+  files' times), the time the task's partitions were read by nobody;
+- stop: from the old owner's stop of the query (its journal) back to its last commit, and
+  the start: from the new owner's start of the query to its first commit;
+- of the start: until the first batch's trigger (the query's initialisation: its planner
+  process, the checkpoint read), and the first batch itself;
+- the steady interval between two commits of the task before the move, for scale.
+
+Used by bench/ingest.py, which runs it for each Spark master.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from connect_rebalance.processes import CoordinatorProcess
+from workers.cluster import WorkerCluster, rest
+from workers.process import WorkerProcess
+from workers.spark_runtime import SparkRuntime, checkpoint_path
+
+TOPIC, CONNECTOR = "handoff", "handoff-ingest"
+
+
+@contextmanager
+def steady_stream(bootstrap: str, partitions: int, per_second: int) -> Iterator[None]:
+    """A producer writing `per_second` records of 100 B, spread over the partitions, until exit."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
+        future.result(30)
+    stop = threading.Event()
+
+    def produce() -> None:
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+        sent, began = 0, time.monotonic()
+        while not stop.is_set():
+            due = int((time.monotonic() - began) * per_second)
+            for i in range(sent, due):
+                producer.produce(TOPIC, value=str(i).encode().ljust(100), partition=i % partitions)
+            sent = max(sent, due)
+            producer.poll(0.05)
+        producer.flush(30)
+
+    thread = threading.Thread(target=produce, name="steady-stream", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(60)
+
+
+def journal(worker: WorkerProcess) -> list[dict[str, Any]]:
+    return SparkRuntime.read_journal(worker.log_text())
+
+
+def commit_times(checkpoint: Path) -> dict[int, float]:
+    """Each committed batch of a checkpoint and when its commit was written (wall clock)."""
+    folder = checkpoint / "commits"
+    if not folder.is_dir():
+        return {}
+    return {int(p.name): p.stat().st_mtime for p in folder.iterdir() if p.name.isdigit()}
+
+
+def wait(predicate: Callable[[], bool], timeout: float, what: str) -> float:
+    """Poll until `predicate` holds; the time it held, from time.monotonic()."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.01)
+    return time.monotonic()
+
+
+class Handoffs:
+    """A two-task TopicIngest on worker w1, and w2 joining and leaving it."""
+
+    def __init__(
+        self,
+        base: Path,
+        coordinator: CoordinatorProcess,
+        master: str,
+        trigger_ms: int,
+        settings: dict[str, str],
+    ) -> None:
+        self.base = base
+        self.checkpoints = base / "checkpoints"
+        spark = {"spark.master": master, "spark.session.warmup": "true", "spark.ui.enabled": "false",
+                 "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "1",
+                 "spark.driver.memory": "512m", "checkpoint.dir": str(self.checkpoints),
+                 **settings}  # fmt: skip
+        self.cluster = WorkerCluster(base, coordinator, **spark)
+        self.trigger_ms = trigger_ms
+        self.w1 = self.cluster.start("w1")
+
+    def create(self, bootstrap: str) -> None:
+        config = {"connector.class": "TopicIngest", "tasks.max": "2", "topics": TOPIC,
+                  "output.path": str(self.base / "out"), "bootstrap.servers": bootstrap,
+                  "trigger.interval.ms": str(self.trigger_ms), "max.records.per.batch": "20000"}  # fmt: skip
+        code, body = rest("POST", f"{self.w1.url}/connectors", {"name": CONNECTOR, "config": config})
+        if code != 201:
+            raise RuntimeError(f"creating the connector failed: {code} {body}")
+        wait(lambda: self.placement().get("0") == self.placement().get("1") == self.w1.worker_id, 300,
+             "both tasks running on w1")  # fmt: skip
+        for task in (0, 1):
+            wait(lambda task=task: len(commit_times(self.checkpoint(task))) >= 3, 300, "batches committed")
+
+    def placement(self) -> dict[str, str]:
+        try:
+            return self.cluster.placement(CONNECTOR)
+        except (AssertionError, OSError):
+            return {}
+
+    def checkpoint(self, task: int) -> Path:
+        return Path(checkpoint_path(self.checkpoints, CONNECTOR, task))
+
+    def join(self) -> dict[str, float]:
+        """w2 joins; a task moves w1 -> w2."""
+        before = self.placement()
+        w2 = self.cluster.start("w2")
+        wait(lambda: w2.worker_id in self.placement().values(), 300, "a task moving to w2")
+        moved = next(int(t) for t, w in self.placement().items() if t != "C" and w == w2.worker_id)
+        assert before.get(str(moved)) == self.w1.worker_id
+        return self.measure(moved, old=self.w1, new=w2)
+
+    def leave(self) -> dict[str, float]:
+        """w2 leaves (SIGTERM: a graceful leave); its task moves back to w1."""
+        w2 = self.cluster.workers["w2"]
+        moved = next(int(t) for t, w in self.placement().items() if t != "C" and w == w2.worker_id)
+        w2.stop()
+        wait(lambda: self.placement().get(str(moved)) == self.w1.worker_id, 300, "the task back on w1")
+        return self.measure(moved, old=w2, new=self.w1)
+
+    def measure(self, task: int, old: WorkerProcess, new: WorkerProcess) -> dict[str, float]:
+        name = f"{CONNECTOR}-{task}"
+        began = max(e["at"] for e in journal(new) if e["query"] == name and e["event"] == "starting")
+        wait(lambda: any(e["query"] == name and e["event"] == "first-batch" and e["at"] >= began
+                         for e in journal(new)), 300, "the new owner's first batch")  # fmt: skip
+        first = next(e for e in journal(new) if e["query"] == name and e["event"] == "first-batch"
+                     and e["at"] >= began)  # fmt: skip
+        stopped = max(e["at"] for e in journal(old) if e["query"] == name and e["event"] == "stopped")
+        commits = commit_times(self.checkpoint(task))
+        batch = int(first["batch"])
+        wait(lambda: batch in commit_times(self.checkpoint(task)), 60, "the first batch's commit")
+        commits = commit_times(self.checkpoint(task))
+        last_old = max(at for b, at in commits.items() if b < batch)
+        steady = sorted(at for b, at in commits.items() if b < batch)[-4:]
+        trigger = datetime.strptime(first["trigger"], "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+        return {
+            "gap_s": commits[batch] - last_old,
+            "new_start_to_first_trigger_s": trigger - began,
+            "first_batch_s": first["durations"].get("triggerExecution", 0) / 1000,
+            "old_stop_after_last_commit_s": stopped - last_old,
+            "new_start_to_first_commit_s": commits[batch] - began,
+            "steady_interval_s": (steady[-1] - steady[0]) / max(1, len(steady) - 1),
+        }
+
+    def close(self) -> None:
+        self.cluster.stop_all()
+
+
+def measure_handoffs(
+    base: Path, master: str, rounds: int, partitions: int, per_second: int, trigger_ms: int,
+    report: Callable[[str], None] = print, settings: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """`rounds` joins and graceful leaves on `master`; one figure set per move."""
+    coordinator = CoordinatorProcess(base / "data").start()
+    handoffs = None
+    try:
+        with steady_stream(coordinator.bootstrap, partitions, per_second):
+            handoffs = Handoffs(base, coordinator, master, trigger_ms, settings or {})
+            handoffs.create(coordinator.bootstrap)
+            results = []
+            for round_ in range(rounds):
+                for kind, move in (("join", handoffs.join), ("leave", handoffs.leave)):
+                    figures = {"kind": kind, "round": round_, "master": master, **move()}
+                    results.append(figures)
+                    report(f"{master} round {round_} {kind:>5}: gap {figures['gap_s']:.2f} s (old stop "
+                           f"{figures['old_stop_after_last_commit_s']:.2f} s after its last commit, new "
+                           f"start -> first commit {figures['new_start_to_first_commit_s']:.2f} s, steady "
+                           f"{figures['steady_interval_s']:.2f} s)")  # fmt: skip
+            return results
+    finally:
+        if handoffs is not None:
+            handoffs.close()
+        coordinator.stop()
