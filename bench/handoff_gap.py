@@ -178,6 +178,7 @@ def measure_handoffs(
     report: Callable[[str], None] = print, settings: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """`rounds` joins and graceful leaves on `master`; one figure set per move."""
+    base.mkdir(parents=True, exist_ok=True)
     coordinator = CoordinatorProcess(base / "data").start()
     handoffs = None
     try:

@@ -286,6 +286,7 @@ def one_master(
 ) -> list[dict[str, Any]]:
     """Both sides, alternating, `args.rounds` times, on one warm session of `master`."""
     results: list[dict[str, Any]] = []
+    base.mkdir(parents=True, exist_ok=True)
     coordinator = CoordinatorProcess(base / "data").start()
     runtime = None
     try:
