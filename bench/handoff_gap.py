@@ -37,10 +37,11 @@ TOPIC, CONNECTOR = "handoff", "handoff-ingest"
 
 
 @contextmanager
-def steady_stream(bootstrap: str, partitions: int, per_second: int) -> Iterator[None]:
-    """A producer writing `per_second` records of 100 B, spread over the partitions, until exit."""
+def steady_stream(bootstrap: str, partitions: int, per_second: int, topic: str = TOPIC) -> Iterator[None]:
+    """A producer writing `per_second` records of 100 B to a new topic, spread over its
+    partitions, until exit."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
         future.result(30)
     stop = threading.Event()
 
@@ -50,7 +51,7 @@ def steady_stream(bootstrap: str, partitions: int, per_second: int) -> Iterator[
         while not stop.is_set():
             due = int((time.monotonic() - began) * per_second)
             for i in range(sent, due):
-                producer.produce(TOPIC, value=str(i).encode().ljust(100), partition=i % partitions)
+                producer.produce(topic, value=str(i).encode().ljust(100), partition=i % partitions)
             sent = max(sent, due)
             producer.poll(0.05)
         producer.flush(30)
@@ -66,6 +67,14 @@ def steady_stream(bootstrap: str, partitions: int, per_second: int) -> Iterator[
 
 def journal(worker: WorkerProcess) -> list[dict[str, Any]]:
     return SparkRuntime.read_journal(worker.log_text())
+
+
+def placement(cluster: WorkerCluster, connector: str) -> dict[str, str]:
+    """Where the connector ("C") and its tasks run; empty while no worker knows it yet."""
+    try:
+        return cluster.placement(connector)
+    except (AssertionError, OSError):
+        return {}
 
 
 def commit_times(checkpoint: Path) -> dict[int, float]:
@@ -120,10 +129,7 @@ class Handoffs:
             wait(lambda task=task: len(commit_times(self.checkpoint(task))) >= 3, 300, "batches committed")
 
     def placement(self) -> dict[str, str]:
-        try:
-            return self.cluster.placement(CONNECTOR)
-        except (AssertionError, OSError):
-            return {}
+        return placement(self.cluster, CONNECTOR)
 
     def checkpoint(self, task: int) -> Path:
         return Path(checkpoint_path(self.checkpoints, CONNECTOR, task))

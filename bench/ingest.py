@@ -36,7 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +46,11 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from bench.handoff_gap import measure_handoffs, wait  # noqa: E402
+from bench.handoff_gap import measure_handoffs, placement, steady_stream, wait  # noqa: E402
 from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from tests.support.spark_standalone import spark_standalone  # noqa: E402
+from workers.cluster import WorkerCluster, rest  # noqa: E402
 from workers.connectors.share_handoff import committed_offsets  # noqa: E402
 from workers.connectors.topic_ingest import TopicIngestTask  # noqa: E402
 from workers.plugins import TaskContext  # noqa: E402
@@ -135,15 +136,20 @@ class Direct(Side):
 
 
 def measure(side: Side, base: Path, records: int, run: str, batch: int, first_batch: int) -> dict[str, Any]:
-    """Throughput on a fresh checkpoint; then a start on another, with batches of
-    `first_batch` records (what a moved task finds waiting), timed to its first commit and
-    stopped while its second batch runs (a revocation)."""
+    """Throughput on a fresh checkpoint, then a start (`measure_start`)."""
     asked, output = base / run / "ckpt", base / run / "out"
     checkpoint = side.where(asked)
     started = time.monotonic()
     side.start(asked, output, batch)
     done = wait(lambda: committed(checkpoint) >= records, 600, f"{side.name}: every record")
     side.stop()
+    return {"rows_per_s": records / (done - started), **measure_start(side, base, run, first_batch)}
+
+
+def measure_start(side: Side, base: Path, run: str, first_batch: int) -> dict[str, Any]:
+    """A start on a fresh checkpoint with batches of `first_batch` records (what a moved task
+    finds waiting), timed to its first commit, and stopped while its second batch runs (a
+    revocation)."""
     asked, output = base / run / "ckpt-start", base / run / "out-start"
     checkpoint = side.where(asked)
     assigned = time.monotonic()
@@ -154,11 +160,34 @@ def measure(side: Side, base: Path, records: int, run: str, batch: int, first_ba
     side.stop()
     stopped = wait(lambda: not side.active(), 60, f"{side.name}: the query to stop")
     return {
-        "rows_per_s": records / (done - started),
         "first_batch_s": first - assigned,
         "stop_s": stopped - stop_at,
         "stopped_mid_batch": not (checkpoint / "commits" / "1").exists(),
     }
+
+
+@contextlib.contextmanager
+def busy_workers(
+    base: Path, coordinator: CoordinatorProcess, master: str, extra: dict[str, str]
+) -> Iterator[None]:
+    """Two worker processes on this machine, each running a TopicIngest task over a steady
+    stream, for as long as the block runs."""
+    cluster = WorkerCluster(base / "busy", coordinator, **{
+        "spark.master": master, "spark.session.warmup": "true", "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "1", "spark.driver.memory": "512m",
+        "checkpoint.dir": str(base / "busy" / "checkpoints"), **extra})  # fmt: skip
+    try:
+        with steady_stream(coordinator.bootstrap, 4, 2_000, topic="busy"):
+            workers = [cluster.start("busy-1"), cluster.start("busy-2")]
+            config = {"connector.class": "TopicIngest", "tasks.max": "2", "topics": "busy",
+                      "output.path": str(base / "busy" / "out"), "trigger.interval.ms": "500"}  # fmt: skip
+            rest("POST", f"{workers[0].url}/connectors", {"name": "busy", "config": config})
+            both = {"C", "0", "1"}  # the connector and both tasks running, the tasks apart
+            wait(lambda: set(placement(cluster, "busy")) == both and placement(cluster, "busy")["0"]
+                 != placement(cluster, "busy")["1"], 300, "both busy workers ingesting")  # fmt: skip
+            yield
+    finally:
+        cluster.stop_all()
 
 
 FIGURES = ("rows_per_s", "first_batch_s", "stop_s")
@@ -204,6 +233,9 @@ def readme_block(result: dict[str, Any]) -> str:
         row("assignment -> first committed batch, s", GOALS["first_batch_s"],
             lambda m: column(m, "first_batch_s", "runtime", ".2f")),
         row("same, plain PySpark, s", "", lambda m: column(m, "first_batch_s", "direct", ".2f")),
+        row("assignment -> first committed batch, two busy workers beside, s", GOALS["first_batch_s"],
+            lambda m: column(m, "first_batch_s", "runtime-loaded", ".2f")),
+        row("same, plain PySpark, s", "", lambda m: column(m, "first_batch_s", "direct-loaded", ".2f")),
         row("revocation -> query stopped, s", "", lambda m: column(m, "stop_s", "runtime", ".3f")),
         row("handoff gap, a worker joins, s", GOALS["gap"], lambda m: gap(m, "join")),
         row("handoff gap, a worker leaves (SIGTERM), s", GOALS["gap"], lambda m: gap(m, "leave")),
@@ -308,6 +340,16 @@ def one_master(
                 print(f"{master} round {round_} {side.name:>20}: {figures['rows_per_s']:,.0f} rows/s, "
                       f"first batch {figures['first_batch_s']:.2f} s, stop {figures['stop_s']:.3f} s",
                       flush=True)  # fmt: skip
+        # The start again, with two busy worker processes beside this one.
+        with busy_workers(base, coordinator, master, extra):
+            for round_ in range(args.rounds):
+                order = (direct, runtime) if round_ % 2 == 0 else (runtime, direct)
+                for side in order:
+                    key = "direct" if side is direct else "runtime"
+                    figures = measure_start(side, base, f"{key}-loaded-{round_}", args.first_batch)
+                    results.append({"master": master, "side": f"{key}-loaded", "round": round_, **figures})
+                    print(f"{master} round {round_} {side.name:>20}, two busy workers beside: first batch "
+                          f"{figures['first_batch_s']:.2f} s", flush=True)  # fmt: skip
         assert not runtime.failures, runtime.failures
     finally:
         if runtime is not None:
