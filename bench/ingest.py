@@ -211,7 +211,7 @@ def readme_block(result: dict[str, Any]) -> str:
         return spread([r[key] for r in result["runs"] if r["master"] == master and r["side"] == side], fmt)
 
     def ratio(master: str, key: str) -> str:
-        runs = [r for r in result["runs"] if r["master"] == master]
+        runs = [r for r in result["runs"] if r["master"] == master and key in r]
         by_round = {(r["side"], r["round"]): r[key] for r in runs}
         rounds = sorted({r["round"] for r in runs})
         return spread([by_round["runtime", n] / by_round["direct", n] for n in rounds], ".2f")
