@@ -159,7 +159,6 @@ class Handoffs:
         first = next(e for e in journal(new) if e["query"] == name and e["event"] == "first-batch"
                      and e["at"] >= began)  # fmt: skip
         stopped = max(e["at"] for e in journal(old) if e["query"] == name and e["event"] == "stopped")
-        commits = commit_times(self.checkpoint(task))
         batch = int(first["batch"])
         wait(lambda: batch in commit_times(self.checkpoint(task)), 60, "the first batch's commit")
         commits = commit_times(self.checkpoint(task))

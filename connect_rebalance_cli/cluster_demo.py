@@ -25,6 +25,7 @@ from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from connect_rebalance.properties import read_properties
 from workers.cluster import WorkerCluster, metrics, rest
 from workers.connectors.parquet_output import committed_column
+from workers.spark_runtime import SESSION_STARTING
 
 from . import sample_data
 
@@ -123,7 +124,7 @@ class Demo:
             {
                 self.names.get(t["worker_id"], "-")
                 for _, t in tasks
-                if t["state"] == "UNASSIGNED" and "Spark session is starting" in t.get("trace", "")
+                if t["state"] == "UNASSIGNED" and SESSION_STARTING in t.get("trace", "")
             }
         )
         note = [f"waiting for the Spark session of {', '.join(waiting)}: its tasks start once it is ready"

@@ -56,6 +56,8 @@ DEFAULTS = {
     "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
 }
 JOURNAL = "spark-query"
+# In a task's status while the worker's session starts (`waiting_message`): what to look for.
+SESSION_STARTING = "Spark session is starting"
 # Where this package lives: Spark's Python processes import connectors from here.
 _SOURCE_ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -182,7 +184,7 @@ class SparkRuntime:
 
     def waiting_message(self) -> str:
         """What a task assigned here says while the session is not ready."""
-        return (f"This worker's Spark session is starting (since {_iso(self.state_since)}, spark.master "
+        return (f"This worker's {SESSION_STARTING} (since {_iso(self.state_since)}, spark.master "
                 f"{self.master}); the task starts once it is ready.")  # fmt: skip
 
     def _set_state(self, state: str, error: str = "") -> None:

@@ -25,7 +25,7 @@ import logging
 import threading
 from abc import abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from .plugins import Task, TaskContext
 from .spark_runtime import SparkRuntime, query_name
@@ -37,9 +37,8 @@ CONFLICT_RESTARTS = 3
 
 
 class SparkTask(Task):
-    # stop() bounds its own wait (graceful, then forced) and returns only once the query is
-    # no longer active: the worker waits for it rather than cutting it short.
-    bounded_stop: ClassVar[bool] = True
+    """stop() bounds its own wait (graceful, then forced) and returns only once the query is
+    no longer active: the worker waits for it rather than cutting it short."""
 
     def __init__(self) -> None:
         self.runtime: SparkRuntime | None = None

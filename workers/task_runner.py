@@ -275,9 +275,8 @@ class TaskRunner:
         if isinstance(runner.instance, Task):
             try:
                 if isinstance(runner.instance, SparkTask):
-                    await runner.instance.stop(finish_batch=not at_once)  # bounds its own wait
-                elif getattr(runner.instance, "bounded_stop", False):
-                    await runner.instance.stop()  # returns only once the work has stopped
+                    # Bounds its own wait, and returns only once the query has stopped.
+                    await runner.instance.stop(finish_batch=not at_once)
                 else:
                     await asyncio.wait_for(
                         runner.instance.stop(), self.config.task_shutdown_graceful_timeout_ms / 1000

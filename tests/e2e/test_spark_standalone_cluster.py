@@ -29,7 +29,7 @@ from tests.e2e.test_frozen_spark_workers import (
     start_ingesting,
 )
 from tests.support.group_scenario import wait_until
-from tests.support.spark_cluster import kill_with_jvm, spark_worker_cluster
+from tests.support.spark_cluster import kill_with_jvm, processes, spark_worker_cluster
 from tests.support.spark_standalone import StandaloneCluster, spark_standalone
 
 pytestmark = pytest.mark.e2e
@@ -55,16 +55,7 @@ def executors(spark_cluster: StandaloneCluster) -> dict[str, list[dict[str, Any]
 
 def executor_pids() -> list[int]:
     """Spark executors' processes on this machine (CoarseGrainedExecutorBackend JVMs)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"CoarseGrainedExecutorBackend" in command:
-                pids.append(int(entry.name))
-    return pids
+    return [pid for pid, command in processes("cmdline") if b"CoarseGrainedExecutorBackend" in command]
 
 
 @pytest.mark.timeout(900)

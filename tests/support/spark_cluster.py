@@ -108,18 +108,19 @@ def overlaps(task_runs: dict[str, list[Run]]) -> list[tuple[Run, Run]]:
     return found
 
 
-def children(pid: int) -> list[int]:
-    """The pids whose parent is `pid` (Linux /proc)."""
-    found = []
+def processes(field: str) -> Iterator[tuple[int, bytes]]:
+    """Each live process's pid and its /proc/<pid>/`field` (Linux), skipping those gone meanwhile."""
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                stat = (entry / "stat").read_text()
+                yield int(entry.name), (entry / field).read_bytes()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
+
+
+def children(pid: int) -> list[int]:
+    """The pids whose parent is `pid`."""
+    return [child for child, stat in processes("stat") if int(stat.rsplit(b")", 1)[1].split()[1]) == pid]
 
 
 def descendants(pid: int) -> set[int]:
