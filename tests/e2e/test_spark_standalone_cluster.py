@@ -41,13 +41,24 @@ ON_THE_CLUSTER = {"spark.cores.max": "1", "spark.executor.cores": "1", "spark.ex
 
 
 def executors(spark_cluster: StandaloneCluster) -> dict[str, list[dict[str, Any]]]:
-    """Each running application's executors on the cluster's Spark workers, by app name."""
+    """Each running application's executors on the cluster's Spark workers, by app name.
+
+    A master or Spark worker whose web UI does not answer within its timeout (it shares two cores with a
+    dozen JVMs while executors launch) counts as showing nothing this time; the caller polls.
+    """
     found: dict[str, list[dict[str, Any]]] = {}
-    for worker in spark_cluster.status().get("workers", []):
+    try:
+        workers = spark_cluster.status().get("workers", [])
+    except OSError:
+        return found
+    for worker in workers:
         if worker.get("state") != "ALIVE":
             continue
-        with urllib.request.urlopen(f"{worker['webuiaddress']}/json/", timeout=5) as answer:
-            state = json.loads(answer.read())
+        try:
+            with urllib.request.urlopen(f"{worker['webuiaddress']}/json/", timeout=5) as answer:
+                state = json.loads(answer.read())
+        except OSError:
+            continue
         for executor in state.get("executors", []):
             found.setdefault(executor["appdesc"]["name"], []).append(executor)
     return found
