@@ -95,6 +95,7 @@ class Broker:
         self.advertised_address: tuple[str, int] = config.advertised
         self._lock_fd: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._compaction_wanted = asyncio.Event()  # set by compaction_due: the cleaner runs now
         # The group coordinator's IO edge, attached by whoever serves this broker.
         self.groups: GroupService | None = None
         # SCRAM credentials and ACLs, and the authorizer when authorizer.class.name names one.
@@ -122,9 +123,7 @@ class Broker:
             )
         )
         self._tasks.append(asyncio.create_task(self._flush_scheduler()))
-        self._tasks.append(
-            asyncio.create_task(self._every(self.config.log_cleaner_backoff_ms, self.compact_logs))
-        )
+        self._tasks.append(asyncio.create_task(self._compact_when_due()))
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -150,6 +149,22 @@ class Broker:
                     await done
             except Exception:  # periodic work must not stop; the next round tries again
                 log.exception("periodic %s failed", getattr(work, "__name__", work))
+
+    def compaction_due(self) -> None:
+        """A log is ready for compaction now (`__consumer_offsets`, whose size is what a
+        restart replays, says so as it rolls): the cleaner does not wait out its backoff."""
+        self._compaction_wanted.set()
+
+    async def _compact_when_due(self) -> None:
+        while True:
+            backoff_s = self.config.log_cleaner_backoff_ms / 1000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._compaction_wanted.wait(), backoff_s)
+            self._compaction_wanted.clear()
+            try:
+                await self.compact_logs()
+            except Exception:  # the cleaner must not stop; the next round tries again
+                log.exception("compaction round failed")
 
     def enforce_retention(self) -> None:
         now = now_ms()

@@ -104,7 +104,7 @@ class CoordinatorConfig(BaseModel):
         600000, alias="offsets.retention.check.interval.ms", ge=1
     )
     offset_metadata_max_bytes: int = Field(4096, alias="offset.metadata.max.bytes", ge=0)
-    offsets_topic_segment_bytes: int = Field(104857600, alias="offsets.topic.segment.bytes", ge=1024)
+    offsets_topic_segment_bytes: int = Field(4194304, alias="offsets.topic.segment.bytes", ge=1024)
     # Consumer groups (KIP-848).
     group_consumer_session_timeout_ms: int = Field(45000, alias="group.consumer.session.timeout.ms", ge=1)
     group_consumer_heartbeat_interval_ms: int = Field(

@@ -316,9 +316,57 @@ def encode_record(record: Record) -> tuple[bytes, bytes | None]:
     return bytes(key), bytes(value)
 
 
+_I16 = struct.Struct(">h")
+_OFFSET_HEAD = struct.Struct(">hqih")  # value version, offset, leader epoch, metadata length
+_TIMESTAMPS = struct.Struct(">qq")  # commit and expire timestamps
+
+
+def _string_at(data: bytes, position: int) -> tuple[str, int]:
+    (length,) = _I16.unpack_from(data, position)
+    if length < 0:
+        raise ValueError("a null string where the schema has none")
+    end = position + 2 + length
+    if end > len(data):
+        raise ValueError("a string past the end of the record")
+    return data[position + 2 : end].decode(), end
+
+
+def _decode_offset_commit(key: bytes, value: bytes | None) -> OffsetCommitRecord | None:
+    """A committed offset read without the schema codec, or None for the schema codec to read.
+
+    Committed offsets are nearly every record a start-up replays, and the schema codec spends
+    ten times longer building its message objects than reading these few fields. This reads
+    exactly the bytes of OffsetCommitKey v0-1 and OffsetCommitValue v3 (the version written);
+    anything else (another version, a truncated or over-long record) goes to the schema codec,
+    which decides as before. tests/unit/test_group_record_codec.py checks it against the schema.
+    """
+    try:
+        group, position = _string_at(key, 2)
+        topic, position = _string_at(key, position)
+        if len(key) != position + 4:
+            return None
+        (partition,) = struct.unpack_from(">i", key, position)
+        if value is None:
+            return OffsetCommitRecord(group, topic, partition, None)
+        version, offset, epoch, _ = _OFFSET_HEAD.unpack_from(value)
+        if version != OFFSET_COMMIT_VALUE_VERSION:
+            return None
+        metadata, position = _string_at(value, _OFFSET_HEAD.size - 2)
+        if len(value) != position + _TIMESTAMPS.size:
+            return None
+        committed, expires = _TIMESTAMPS.unpack_from(value, position)
+    except (struct.error, ValueError):
+        return None
+    offset_value = CommittedOffset(offset, epoch, metadata, committed, expires)
+    return OffsetCommitRecord(group, topic, partition, offset_value)
+
+
 def decode_record(key: bytes, value: bytes | None) -> Record:
     (key_version,) = struct.unpack_from(">h", key)
     if key_version in (0, 1):
+        fast = _decode_offset_commit(key, value)
+        if fast is not None:
+            return fast
         k = OffsetCommitKey.decode(key)
         if value is None:
             return OffsetCommitRecord(k.group, k.topic, k.partition, None)

@@ -19,7 +19,13 @@ service is the only thing that feeds it:
 - a timer task sleeps until the core's next deadline and calls `on_timer`;
 - work the core asks for as an effect (a server-side target assignment) runs on a thread of
   its own, off the event loop, and its result goes back to the core as an input;
-- at start-up every record in the internal topic is replayed into a fresh core.
+- at start-up every record in the internal topic is replayed into a fresh core, in the
+  background: the process serves produce, fetch, metadata and admin requests from its first
+  moment, and group requests answer COORDINATOR_LOAD_IN_PROGRESS (which every client
+  retries) until the load is done, as Kafka's coordinator does while it loads a partition.
+  The replay runs on the event loop in slices of a few ms, so the core is only ever touched
+  from the loop and nothing else waits longer than one slice. Members loaded get a full
+  session from the load's end.
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ import collections
 import concurrent.futures
 import contextlib
 import functools
+import gc
 import itertools
 import logging
 import struct
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +56,9 @@ from .storage.record_log import Batch, build_batch, read_records
 log = logging.getLogger(__name__)
 
 INTERNAL_TOPIC = "__consumer_offsets"
+# How long one slice of the start-up replay holds the event loop before it lets requests in.
+LOAD_SLICE_S = 0.005
+LOADING_MESSAGE = "the group coordinator is loading group state after its start"
 
 
 def write_error(exc: Exception) -> tuple[int, str]:
@@ -161,6 +172,11 @@ class GroupService:
         self._unsent: list[_Held] = []  # held outcomes whose batch the writer has not taken yet
         self._writing: asyncio.Future[tuple[int, Exception | None]] | None = None
         self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="group-log")
+        self._load_end = 0  # the internal topic's end at start: the load replays what is before it
+        self._loading: asyncio.Task[None] | None = None
+        self.loaded = False
+        self.load_error: str | None = None  # why the load failed, if it did
+        self._deleted_while_loading: set[str] = set()
 
     def _partition_count(self, topic: str) -> int | None:
         found = self.broker.topics.get(topic)
@@ -169,7 +185,7 @@ class GroupService:
     # -- lifecycle ------------------------------------------------------------------------
 
     def open(self) -> None:
-        """Create the internal topic if needed and replay it into the core."""
+        """Create the internal topic if needed; `start` loads it into the core."""
         topic = self.broker.topics.get(INTERNAL_TOPIC)
         if topic is None:
             topic = self.broker.topics.create(
@@ -182,21 +198,54 @@ class GroupService:
                 },
             )
         self._log = topic.partitions[0]
-        replayed = 0
-        for record in self._read_records():
-            self.core.replay(record)
-            replayed += 1
-        self.core.load_complete(now_ms())
-        log.info("group coordinator loaded %d records, %d groups", replayed, len(self.core.groups))
+        self._load_end = self._log.log_end_offset
 
     def start(self) -> None:
+        """Load group state in the background; the timers run once it is loaded."""
+        self._loading = asyncio.create_task(self._load())
+
+    async def loaded_state(self) -> None:
+        """Wait until group state is loaded (or its load has failed)."""
+        if self._loading is not None:
+            await asyncio.shield(self._loading)
+
+    @property
+    def loading(self) -> bool:
+        return not self.loaded and self.load_error is None
+
+    async def _load(self) -> None:
+        started, replayed = time.monotonic(), 0
+        try:
+            slice_ends = time.perf_counter() + LOAD_SLICE_S
+            for record in self._read_records():
+                self.core.replay(record)
+                replayed += 1
+                if not replayed & 0xFF and time.perf_counter() > slice_ends:
+                    await asyncio.sleep(0)  # requests waiting on the loop are answered here
+                    slice_ends = time.perf_counter() + LOAD_SLICE_S
+            self.core.load_complete(now_ms())
+        except Exception as exc:  # noqa: BLE001 - the process keeps serving data; groups say why
+            self.load_error = f"the group coordinator could not load {INTERNAL_TOPIC}: {exc!r}"
+            log.exception("group coordinator could not load %s", INTERNAL_TOPIC)
+            return
+        self.loaded = True
+        # What the replay made lives as long as the process (see main.announce).
+        gc.freeze()
+        log.info(
+            "group coordinator loaded %d records, %d groups in %.2f s",
+            replayed, len(self.core.groups), time.monotonic() - started,
+        )  # fmt: skip
+        if self._deleted_while_loading:
+            self.topics_deleted(self._deleted_while_loading)
+            self._deleted_while_loading = set()
         self._timer_task = asyncio.create_task(self._run_timers())
 
     async def close(self) -> None:
-        if self._timer_task is not None:
-            self._timer_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._timer_task
+        for task in (self._loading, self._timer_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         self._assignor.shutdown(wait=False, cancel_futures=True)
         while self._writing is not None:  # what was handed to the writer is written before the log closes
             await asyncio.wait([self._writing])
@@ -204,7 +253,7 @@ class GroupService:
 
     def _read_records(self):  # type: ignore[no-untyped-def]
         assert self._log is not None
-        for key, value in read_records(self._log):
+        for key, value in read_records(self._log, self._load_end):
             yield decode_record(key, value)
 
     @property
@@ -233,7 +282,11 @@ class GroupService:
             self._pending.pop(request_id, None)
 
     def topics_deleted(self, topics: set[str]) -> None:
-        """Their offsets are deleted, in order before any later request's records."""
+        """Their offsets are deleted, in order before any later request's records (once
+        loaded, if the topics went while group state was loading)."""
+        if not self.loaded:
+            self._deleted_while_loading |= topics
+            return
         self._apply(self.core.topics_deleted(topics, now_ms()))
 
     def _apply(self, outcome: Outcome, request: GroupRequest | None = None) -> bool:
@@ -319,6 +372,8 @@ class GroupService:
         if count:
             assert self._log is not None
             self._log.wake_waiters()  # long polls on the internal topic (a kcat reading it)
+            if self._log.needs_compaction():  # kept near the live state: a restart replays all of it
+                self.broker.compaction_due()
         if exc is not None:
             failed = sent[count]
             while self._held[-1] is not failed:  # everything held after it was built on it

@@ -16,7 +16,7 @@ from .config import CoordinatorConfig
 from .storage.partition_log import LogSettings
 
 # DescribeConfigs config_type values (KIP-569).
-BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7
+BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
 # DescribeConfigs config_source values.
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
@@ -38,6 +38,13 @@ def _is_int(low: int) -> Callable[[str], bool]:
             return False
 
     return check
+
+
+def _is_ratio(value: str) -> bool:
+    try:
+        return 0.0 <= float(value) <= 1.0
+    except ValueError:
+        return False
 
 
 def _one_of(*choices: str) -> Callable[[str], bool]:
@@ -124,7 +131,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "delete.retention.ms", LONG, lambda c: "86400000", _is_int(0), "accepted for compatibility"
         ),
         TopicConfigDef(
-            "min.cleanable.dirty.ratio", STRING, lambda c: "0.5", lambda v: True, "accepted for compatibility"
+            "min.cleanable.dirty.ratio",
+            DOUBLE,
+            lambda c: "0.5",
+            _is_ratio,
+            "compact once the part written since the last compaction is this share of the sealed log",
         ),
     )
 }
@@ -169,5 +180,6 @@ def log_settings(explicit: dict[str, str], config: CoordinatorConfig) -> LogSett
         flush_ms=int(values["flush.ms"]),
         cleanup_policy=frozenset(values["cleanup.policy"].split(",")),
         delete_retention_ms=int(values["delete.retention.ms"]),
+        min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"]),
         max_message_bytes=int(values["max.message.bytes"]),
     )

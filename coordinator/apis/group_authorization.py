@@ -26,10 +26,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-from connect_rebalance.protocol import codec
 from connect_rebalance.protocol.api_keys import ApiKey
 
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from .group_error_answers import member_error
 from .registry import RequestContext
 
 Core = Callable[[Any], Awaitable[dict[str, Any]]]  # forwards a (possibly trimmed) request to the core
@@ -87,12 +87,7 @@ async def _member_api(ctx: RequestContext, api_key: int, request: Any, core: Cor
             for topic in request.subscribed_topic_names or []:
                 ctx.require(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
     except KafkaApiError as refusal:
-        answer: dict[str, Any] = {"error_code": refusal.code}
-        if "error_message" in codec.response_field_names(api_key):
-            answer["error_message"] = refusal.message
-        if api_key == ApiKey.JOIN_GROUP:
-            answer["member_id"] = request.member_id
-        return answer
+        return member_error(api_key, ctx.version, request, refusal.code, refusal.message)
     return await core(request)
 
 

@@ -1,6 +1,7 @@
 """Group APIs: FindCoordinator is answered here (this node coordinates every group); the
 rest go to the group coordinator core through the group service, once authorized
-(group_authorization.py)."""
+(group_authorization.py) and once group state is loaded after a start (until then they
+answer COORDINATOR_LOAD_IN_PROGRESS; FindCoordinator is answered all along, as Kafka does)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from typing import Any
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
 
+from ..group_service import LOADING_MESSAGE
 from ..security.acls import AclOperation, ResourceType
 from .group_authorization import authorized_call
+from .group_error_answers import error_answer
 from .registry import RequestContext, handles
 
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
@@ -56,10 +59,17 @@ def _forward(api_key: int, min_version: int, max_version: int) -> None:
     async def handler(ctx: RequestContext, request: Any) -> dict[str, Any]:
         groups = ctx.broker.groups
         assert groups is not None, "the group service is not running"
-        if ctx.broker.authorizer is None:  # nothing to check: straight to the group service
+        if ctx.broker.authorizer is None and groups.loaded:  # nothing to check: straight to the service
             return await groups.call(api_key, ctx.version, request, ctx.header.client_id, ctx.client_host)
 
         async def core(body: Any) -> dict[str, Any]:
+            if not groups.loaded:  # what is authorized waits for the load, as Kafka's coordinator has it
+                code, message = (
+                    (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, LOADING_MESSAGE)
+                    if groups.load_error is None
+                    else (ErrorCode.COORDINATOR_NOT_AVAILABLE, groups.load_error)
+                )
+                return error_answer(api_key, ctx.version, body, code, message)
             return await groups.call(api_key, ctx.version, body, ctx.header.client_id, ctx.client_host)
 
         return await authorized_call(ctx, api_key, request, core)

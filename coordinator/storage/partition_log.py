@@ -8,6 +8,7 @@ all-or-nothing per produce request: every batch is validated before any byte is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +23,9 @@ from .producer_state import ProducerStateTable
 from .segment import Segment, segment_name
 
 LEADER_EPOCH = 0
+# Where a compacted partition keeps the offset below which it was compacted, as Kafka's
+# cleaner-offset-checkpoint: a restart does not take the whole log for new data.
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +42,7 @@ class LogSettings:
     max_message_bytes: int
     cleanup_policy: frozenset[str] = frozenset({"delete"})
     delete_retention_ms: int = 86400000
+    min_cleanable_dirty_ratio: float = 0.5
 
     @property
     def compacted(self) -> bool:
@@ -59,7 +64,7 @@ class PartitionLog:
         self.producers = ProducerStateTable()
         self._unflushed_messages = 0
         self._last_flush_ms = now_ms()
-        # Everything below this offset was compacted (in this process's lifetime).
+        # Everything below this offset was compacted; kept in CLEANER_CHECKPOINT across restarts.
         self.cleaned_through = 0
         self._waiters: list[asyncio.Future[None]] = []
         # Held while the segments change or are read: `__consumer_offsets` is appended to by the
@@ -86,6 +91,11 @@ class PartitionLog:
             active = i == len(bases) - 1
             log.segments.append(Segment.load(directory, base, settings.index_interval_bytes, active))
         log._restore_producer_state()
+        checkpoint = directory / CLEANER_CHECKPOINT
+        # A hint: without it (or unreadable) all sealed segments count as new.
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            cleaned = int(read_json(checkpoint)["cleaned_through"])
+            log.cleaned_through = min(cleaned, log.segments[-1].base_offset)  # the segments are the truth
         return log
 
     def close(self) -> None:
@@ -252,7 +262,16 @@ class PartitionLog:
     # -- compaction -----------------------------------------------------------------------
 
     def needs_compaction(self) -> bool:
-        return self.settings.compacted and self.segments[-1].base_offset > self.cleaned_through
+        """Kafka's cleaner rule: compact once the sealed segments written since the last
+        compaction (the dirty part) are at least `min.cleanable.dirty.ratio` of the sealed
+        log. A compaction rewrites the whole log, so it waits for as much new data as the log
+        it rewrites holds, and the log stays within about twice its live records plus the
+        active segment (what `__consumer_offsets`' replay at start-up reads)."""
+        if not self.settings.compacted:
+            return False
+        sealed = self.segments[:-1]
+        dirty = sum(s.size for s in sealed if s.base_offset >= self.cleaned_through)
+        return dirty > 0 and dirty >= self.settings.min_cleanable_dirty_ratio * sum(s.size for s in sealed)
 
     def compact(self, now_ms: int) -> int | None:
         """Rewrite the sealed segments keeping each key's latest record; returns bytes freed,
@@ -335,6 +354,7 @@ class PartitionLog:
                 segment.delete()
         self.segments = survivors + self.segments[len(sealed) :]
         self.cleaned_through = end
+        write_json_atomically(self.directory / CLEANER_CHECKPOINT, {"cleaned_through": end})
         return before - sum(s.size for s in survivors)
 
     # -- reading --------------------------------------------------------------------------

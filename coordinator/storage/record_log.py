@@ -38,17 +38,19 @@ def build_batch(log: PartitionLog, records: list[tuple[bytes, bytes | None]], ti
     return batch
 
 
-def read_records(log: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:
-    """Every record from the log start to its end, as (key, value)."""
+def read_records(log: PartitionLog, end: int | None = None) -> Iterator[tuple[bytes, bytes | None]]:
+    """Every record from the log start to `end` (the log's end when it was asked, if not
+    given), as (key, value)."""
     offset = log.log_start_offset
-    while offset < log.log_end_offset:
+    end = log.log_end_offset if end is None else end
+    while offset < end:
         data = log.read(offset, READ_CHUNK_BYTES)
         position = 0
-        while position < len(data):
+        while position < len(data) and offset < end:
             header = batches.read_header(data, position)
             batch = DefaultRecordBatch(bytearray(data[position : position + header.size]))
             for record in batch:
-                if record.offset >= offset:
+                if offset <= record.offset < end:
                     yield bytes(record.key), None if record.value is None else bytes(record.value)
             position += header.size
             offset = header.next_offset

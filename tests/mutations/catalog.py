@@ -748,6 +748,62 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_task_moved_in_the_middle_of_a_long_batch_is_handed_over_at_that_batchs_commit",
         ),
     ),
+    # -- coordinator restarts ----------------------------------------------------------------
+    Mutation(
+        name="groups-served-half-loaded",
+        breaks="while group state loads after a start, group requests answer COORDINATOR_LOAD_IN_PROGRESS",
+        file="coordinator/apis/groups.py",
+        original="            if not groups.loaded:  # what is authorized waits for the load",
+        replacement="            if False:  # what is authorized waits for the load",
+        tests=(
+            f"{UNIT}/test_frame_fuzz.py::"
+            "test_group_requests_answer_load_in_progress_in_their_own_shape_while_group_state_loads",
+        ),
+    ),
+    Mutation(
+        name="load-holds-the-event-loop",
+        breaks="a restarted coordinator serves data requests while its group state loads",
+        file="coordinator/group_service.py",
+        original="await asyncio.sleep(0)  # requests waiting on the loop are answered here",
+        replacement="pass  # mutation: the load never lets a request in",
+        tests=(
+            f"{INTEGRATION}/test_coordinator_restart.py::"
+            "test_data_is_served_at_once_and_groups_answer_load_in_progress_until_their_state_is_loaded",
+        ),
+    ),
+    Mutation(
+        name="offsets-log-compacted-only-by-the-clock",
+        breaks="what a restart replays stays near the live state, however long the offsets history",
+        file="coordinator/group_service.py",
+        original="                self.broker.compaction_due()",
+        replacement="                pass  # mutation: the cleaner waits out its backoff",
+        tests=(
+            f"{INTEGRATION}/test_coordinator_restart.py::"
+            "test_the_offsets_log_stays_near_its_live_state_however_long_the_history",
+        ),
+    ),
+    Mutation(
+        name="cleaner-checkpoint-forgotten",
+        breaks="a restart does not take the compacted log for new data (the cleaner's checkpoint)",
+        file="coordinator/storage/partition_log.py",
+        original="            log.cleaned_through = min(cleaned, log.segments[-1].base_offset)",
+        replacement="            log.cleaned_through = 0",
+        tests=(
+            f"{UNIT}/test_compaction.py::"
+            "test_a_log_is_compacted_once_its_new_part_is_half_of_it_and_a_reopen_remembers_where_it_was",
+        ),
+    ),
+    Mutation(
+        name="committed-offsets-read-by-hand-wrong",
+        breaks="committed offsets replay exactly as they were written",
+        file="coordinator/group_record_codec.py",
+        original="        committed, expires = _TIMESTAMPS.unpack_from(value, position)",
+        replacement="        expires, committed = _TIMESTAMPS.unpack_from(value, position)",
+        tests=(
+            f"{UNIT}/test_member_record_bytes.py::"
+            "test_committed_offsets_read_by_hand_are_what_the_schema_codec_reads",
+        ),
+    ),
     Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",

@@ -258,3 +258,32 @@ def test_group_records_replay_to_the_same_state_after_compaction(tmp_path: Path)
         k: g.snapshot() for k, g in h.core.groups.items()
     }
     shutil.rmtree(tmp_path)
+
+
+def test_a_log_is_compacted_once_its_new_part_is_half_of_it_and_a_reopen_remembers_where_it_was(
+    tmp_path: Path,
+) -> None:
+    """Kafka's rule (min.cleanable.dirty.ratio 0.5): a compaction rewrites the whole log, so it
+    waits until the sealed segments written since the last one are half of the sealed log;
+    the offset it reached is kept, so a restart does not take the whole log for new data."""
+    log = PartitionLog.open(tmp_path, compacted())
+    for round_ in range(20):
+        put(log, [(f"k{k}".encode(), f"r{round_}".encode() * 10) for k in range(40)])
+    sealed = len(log.segments)
+    while len(log.segments) == sealed:  # the last round sealed too: its keys live on in the sealed part
+        put(log, [(b"other", b"o" * 100)])
+    assert log.needs_compaction()  # nothing compacted yet: all of it is new
+    log.compact(now_ms=2000)
+    assert not log.needs_compaction()
+    clean = sum(s.size for s in log.segments[:-1])
+    assert clean > 0
+    log.close()
+    log = PartitionLog.open(tmp_path, compacted())
+    assert not log.needs_compaction(), "a reopened log took its compacted part for new data"
+    while sum(s.size for s in log.segments[:-1]) < 1.5 * clean:  # new sealed data: under half
+        assert not log.needs_compaction()
+        put(log, [(b"k0", b"later" * 10)])
+    while not log.needs_compaction():
+        put(log, [(b"k0", b"later" * 10)])
+    assert sum(s.size for s in log.segments[:-1]) >= 2 * clean - 1500  # about half of it new, then due
+    log.close()

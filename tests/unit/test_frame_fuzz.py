@@ -17,10 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol import codec
+from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.broker import Broker
 from coordinator.config import CoordinatorConfig
 from coordinator.group_service import GroupService
+from coordinator.groups.coordinator import GROUP_APIS
 from coordinator.server import CoordinatorServer
 from tests.support.frames import captured_frames, request_bytes
 
@@ -30,7 +33,7 @@ FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCh
 
 
 class InProcessServer:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, load_groups: bool = True) -> None:
         self.loop = asyncio.new_event_loop()
         self.broker = Broker(
             CoordinatorConfig.from_settings({"log.dirs": str(data_dir), "listeners": "127.0.0.1:0"})
@@ -38,8 +41,16 @@ class InProcessServer:
         self.broker.open()
         self.broker.groups = GroupService(self.broker)
         self.broker.groups.open()
+        if load_groups:
+            self.loop.run_until_complete(self._load_groups())
         self.server = CoordinatorServer(self.broker)
         self.session = self.server.new_session(self.server.listeners[0], "fuzz", None)
+
+    async def _load_groups(self) -> None:
+        """Group requests reach the core, not the start-up's COORDINATOR_LOAD_IN_PROGRESS."""
+        assert self.broker.groups is not None
+        self.broker.groups.start()
+        await self.broker.groups.loaded_state()
 
     def answer(self, frame: bytes) -> bytes | None:
         """The response frame, b"" for none (acks=0, or a JoinGroup parked for its rebalance),
@@ -58,6 +69,8 @@ class InProcessServer:
         }
 
     def close(self) -> None:
+        assert self.broker.groups is not None
+        self.loop.run_until_complete(self.broker.groups.close())
         self.loop.run_until_complete(self.broker.close())
         self.loop.close()
 
@@ -126,3 +139,40 @@ def test_every_real_frame_gets_an_answer_or_no_response(server: InProcessServer)
         answer = server.answer(frame)
         assert answer is not None, f"{codec.api_name(header.api_key)} v{header.api_version} was refused"
         assert_well_formed(answer)
+
+
+def error_codes(value: object) -> set[int]:
+    """Every error code anywhere in a decoded answer."""
+    if isinstance(value, dict):
+        found = {value["error_code"]} if "error_code" in value else set()
+        return found.union(*(error_codes(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(error_codes(v) for v in value))
+    return set()
+
+
+def test_group_requests_answer_load_in_progress_in_their_own_shape_while_group_state_loads(
+    tmp_path: Path,
+) -> None:
+    """Before group state is loaded, every captured group request (a JoinGroup too: it is not
+    parked) gets its API's answer with COORDINATOR_LOAD_IN_PROGRESS where its clients read
+    errors, and nothing else; a data request is served as usual."""
+    loading = InProcessServer(tmp_path / "data", load_groups=False)
+    try:
+        group_apis = set(GROUP_APIS) | {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE,
+                                        ApiKey.CONNECT_GROUP_HEARTBEAT}  # fmt: skip
+        seen = set()
+        for frame in REAL_FRAMES:
+            header, _ = codec.parse_request_header(frame)
+            answer = loading.answer(frame)
+            assert answer, f"{codec.api_name(header.api_key)} v{header.api_version} got no answer"
+            _, body = codec.decode_response_body(header.api_key, header.api_version, answer[4:])
+            codes = error_codes(codec.response_fields(body))
+            if header.api_key in group_apis:
+                seen.add(header.api_key)
+                assert codes == {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}, codec.api_name(header.api_key)
+            elif header.api_key == ApiKey.METADATA:
+                assert ErrorCode.COORDINATOR_LOAD_IN_PROGRESS not in codes
+        assert {ApiKey.JOIN_GROUP, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.HEARTBEAT} <= seen
+    finally:
+        loading.close()
