@@ -70,7 +70,7 @@ from .assignors import eager_round_robin
 from .leader_planning import LeaderInfo
 from .member_driver import MachineView, MemberDriver, WorkListener
 from .member_machine import Assignment, MemberMachine, Rejoin
-from .session_watch import SessionWatch
+from .session_watch import SESSION_KEEPING_ANSWERS, SessionWatch
 
 log = logging.getLogger(__name__)
 JOIN_VERSION, SYNC_VERSION, HEARTBEAT_VERSION, LEAVE_VERSION = 5, 3, 3, 3
@@ -390,7 +390,7 @@ class ClassicMembership(MachineView):
             await self._close("beats")
             return
         code = answer["error_code"]
-        if code in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
+        if code in SESSION_KEEPING_ANSWERS:
             self._answered(sent)
         if code == ErrorCode.REBALANCE_IN_PROGRESS and not self._joining:
             log.info("%s: the group is rebalancing; rejoining", member)

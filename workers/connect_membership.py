@@ -49,7 +49,7 @@ from connect_rebalance.work import Work, work_of
 
 from .member_driver import MachineView, MemberDriver, WorkListener
 from .member_machine import Assignment, MemberMachine, MemberState, Rejoin
-from .session_watch import SessionWatch
+from .session_watch import SESSION_KEEPING_ANSWERS, SessionWatch
 
 log = logging.getLogger(__name__)
 REJOIN_ERRORS = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH)
@@ -165,6 +165,8 @@ class ConnectMembership(MachineView):
             return 0
         if code in RETRY_ERRORS:
             log.warning("heartbeat: %s: %s; retrying", ErrorCode(code).name, answer["error_message"])
+            if code in SESSION_KEEPING_ANSWERS:  # a coordinator loading after its start
+                self.machine.session.answered(sent_at)
             return 500
         if code != ErrorCode.NONE:
             name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)

@@ -2,7 +2,10 @@
 can expire its session and hand the work to another worker.
 
 The coordinator expires a session `session.timeout.ms` after it handled the last request that
-refreshed it, which it handled no earlier than this worker sent it. So all work is stopped by
+refreshed it, which it handled no earlier than this worker sent it (a coordinator still
+loading group state after a restart refreshes every session at the load's end, later still:
+its COORDINATOR_LOAD_IN_PROGRESS counts as an answer, so a restart shorter than the session
+stops nothing). So all work is stopped by
 `sent + session timeout - safety` (`SessionWatch.deadline`), whatever else is blocked: the
 heartbeat loop, a rebalance round, a frozen process that just resumed. `SessionWatch` holds
 the rule and is pure (the caller passes the clock); the member machine applies it
@@ -12,6 +15,16 @@ the rule and is pure (the caller passes the clock); the member machine applies i
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from connect_rebalance.errors import ErrorCode
+
+# Heartbeat answers that prove the session lasts from the request's send time: a success; a
+# classic group's rebalance under way (the heartbeat still refreshed the session); and a
+# coordinator loading group state after its start, which gives every member it loads a full
+# session from the load's end, and that end comes after it read this request.
+SESSION_KEEPING_ANSWERS = frozenset(
+    {ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+)
 
 
 @dataclass

@@ -7,6 +7,7 @@
   rolls, so what a restart replays does not grow with the history.
 - A kill -9 while `__consumer_offsets` is being compacted loses no acknowledged commit, and the
   next start loads.
+- Workers keep their work through a restart whose load outlasts their watchdog's margin.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from connect_rebalance.errors import ErrorCode
-from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 from tests.support.group_scenario import wait_until
@@ -32,6 +33,8 @@ from tests.support.offset_history import (
     offsets_read_back_wrong,
     write_history,
 )
+from tests.support.verifiable_records import runs_by_task, written_since
+from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
 
 pytestmark = pytest.mark.integration
 LOADED = re.compile(r"group coordinator loaded (\d+) records")
@@ -158,3 +161,50 @@ def test_a_kill9_while_the_offsets_log_is_compacted_loses_no_acknowledged_commit
     lost = {g: (n, found[g]) for g, n in seen.items() if min(found[g].values(), default=-1) < n}
     assert not lost, f"acknowledged commits lost (group: acknowledged, found): {list(lost.items())[:3]}"
     assert len(seen) == GROUPS
+
+
+def test_workers_keep_their_work_through_a_restart_whose_load_outlasts_their_watchdog(tmp_path: Path) -> None:
+    """A restarted coordinator answering COORDINATOR_LOAD_IN_PROGRESS will give every member a
+    full session from its load's end: the workers' watchdogs count that answer, so a load
+    longer than the watchdog's margin (4 s of a 6 s session) stops nothing."""
+    session_ms = 6000
+    settings = {**connect_timings(session_ms), "offsets.topic.segment.bytes": "104857600"}  # one long segment
+    coordinator = CoordinatorProcess(tmp_path / "data", settings).start()
+    cluster = WorkerCluster(tmp_path, coordinator)
+    try:
+        asyncio.run(write_history(coordinator.bootstrap, 1_000_000))
+        w1, _ = (cluster.start(n) for n in ("w1", "w2"))
+        source = {
+            "connector.class": "VerifiableSource",
+            "topic": "seq-out",
+            "tasks.max": "2",
+            "throughput": "20",
+        }
+        assert rest("POST", f"{w1.url}/connectors", {"name": "seq", "config": source})[0] == 201
+        wait_until(lambda: cluster.balanced("seq", 3), 60, "the connector and its tasks running")
+        before = {w.worker_id: stops(w.url, "seq") for w in cluster.running()}
+        starts = len(replayed_per_start(coordinator))
+        coordinator.kill()
+        killed = time.monotonic()
+        coordinator.start()
+        wait_until(lambda: len(replayed_per_start(coordinator)) > starts, 120, "group state loaded")
+        outage = time.monotonic() - killed
+        restarted_ms = time.time() * 1000
+
+        def both_writing() -> bool:
+            return written_since(runs_by_task(coordinator.bootstrap, "seq-out"), restarted_ms) == {0, 1}
+
+        wait_until(both_writing, 60, "both tasks writing after the load")
+        after = {w.worker_id: stops(w.url, "seq") for w in cluster.running()}
+        zombie_stops = sum(
+            metrics(w.url).get("connect_worker_zombie_stops_total", 0) for w in cluster.running()
+        )
+    finally:
+        cluster.stop_all()
+        coordinator.kill()
+    assert outage > 4, (
+        f"group state was back after {outage:.1f} s, inside the watchdog's margin: nothing was checked"
+    )
+    assert (after, zombie_stops) == (before, 0), (
+        f"work stopped across a {outage:.1f} s restart: {before} -> {after}"
+    )

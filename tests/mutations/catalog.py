@@ -805,6 +805,32 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="loading-answer-not-counted-by-the-watchdog",
+        breaks="workers keep their work through a coordinator restart shorter than their session",
+        file="workers/session_watch.py",
+        original="ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}",
+        replacement="ErrorCode.REBALANCE_IN_PROGRESS}",
+        tests=(
+            f"{INTEGRATION}/test_coordinator_restart.py::"
+            "test_workers_keep_their_work_through_a_restart_whose_load_outlasts_their_watchdog",
+        ),
+    ),
+    Mutation(
+        name="coordinator-outage-stops-the-work",
+        breaks="a coordinator restart that running work never notices",
+        file="workers/connect_membership.py",
+        original="""            log.warning("heartbeat to %s failed: %s", self.bootstrap, exc)
+            self.machine.unreachable()""",
+        replacement="""            log.warning("heartbeat to %s failed: %s", self.bootstrap, exc)
+            await self.work.carry_out(self.machine.fenced(time.monotonic()))""",
+        tests=(
+            "tests/e2e/test_coordinator_restart.py::"
+            "test_a_coordinator_killed_and_restarted_under_a_long_history_stops_no_task_and_revokes_no_partition",
+            f"{INTEGRATION}/test_coordinator_restart.py::"
+            "test_workers_keep_their_work_through_a_restart_whose_load_outlasts_their_watchdog",
+        ),
+    ),
+    Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
         file="workers/leader_duties.py",
