@@ -167,6 +167,7 @@ class ConnectMembership(MachineView):
             log.warning("heartbeat: %s: %s; retrying", ErrorCode(code).name, answer["error_message"])
             if code in SESSION_KEEPING_ANSWERS:  # a coordinator loading after its start
                 self.machine.session.answered(sent_at)
+            self._full = self._full or "url" in fields  # a full heartbeat not taken goes again
             return 500
         if code != ErrorCode.NONE:
             name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
@@ -181,7 +182,6 @@ class ConnectMembership(MachineView):
                 for k in ("member_epoch", "error_code", "session_timeout_ms", "heartbeat_interval_ms")
             },
         )
-        self._full = False
         field, given = answer["assignment"], None
         if field is not None:
             given = Assignment(
@@ -214,6 +214,9 @@ class ConnectMembership(MachineView):
             )
             if self.epoch == 0:
                 fields["owned"] = frozenset()
+            # Taken by this heartbeat: a full one asked for while it is on its way (a watchdog
+            # stop while the coordinator is frozen) is sent after it, not lost with its answer.
+            self._full = False
         if self.state == MemberState.UNJOINED:
             self.machine.state = MemberState.JOINING
         return fields

@@ -35,6 +35,7 @@ from tests.support.offset_history import (
 )
 from tests.support.verifiable_records import runs_by_task, written_since
 from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
+from workers.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 LOADED = re.compile(r"group coordinator loaded (\d+) records")
@@ -44,6 +45,18 @@ ALL_TOPICS = {
     "allow_auto_topic_creation": False,
     "include_topic_authorized_operations": False,
 }
+
+
+def run_source(cluster: WorkerCluster, worker: WorkerProcess) -> None:
+    """A VerifiableSource with 2 tasks (topic seq-out), running and spread over the workers."""
+    source = {"connector.class": "VerifiableSource", "topic": "seq-out", "tasks.max": "2", "throughput": "20"}
+    assert rest("POST", f"{worker.url}/connectors", {"name": "seq", "config": source})[0] == 201
+    wait_until(lambda: cluster.balanced("seq", 3), 60, "the connector and its tasks running")
+
+
+def zombie_stops(cluster: WorkerCluster) -> list[float]:
+    """Each worker's watchdog stops, from its own /metrics (the coordinator may be frozen)."""
+    return [metrics(w.url).get("connect_worker_zombie_stops_total", 0) for w in cluster.running()]
 
 
 def offsets_dir(coordinator: CoordinatorProcess) -> Path:
@@ -174,14 +187,7 @@ def test_workers_keep_their_work_through_a_restart_whose_load_outlasts_their_wat
     try:
         asyncio.run(write_history(coordinator.bootstrap, 1_000_000))
         w1, _ = (cluster.start(n) for n in ("w1", "w2"))
-        source = {
-            "connector.class": "VerifiableSource",
-            "topic": "seq-out",
-            "tasks.max": "2",
-            "throughput": "20",
-        }
-        assert rest("POST", f"{w1.url}/connectors", {"name": "seq", "config": source})[0] == 201
-        wait_until(lambda: cluster.balanced("seq", 3), 60, "the connector and its tasks running")
+        run_source(cluster, w1)
         before = {w.worker_id: stops(w.url, "seq") for w in cluster.running()}
         starts = len(replayed_per_start(coordinator))
         coordinator.kill()
@@ -196,15 +202,45 @@ def test_workers_keep_their_work_through_a_restart_whose_load_outlasts_their_wat
 
         wait_until(both_writing, 60, "both tasks writing after the load")
         after = {w.worker_id: stops(w.url, "seq") for w in cluster.running()}
-        zombie_stops = sum(
-            metrics(w.url).get("connect_worker_zombie_stops_total", 0) for w in cluster.running()
-        )
+        stopped = sum(zombie_stops(cluster))
     finally:
         cluster.stop_all()
         coordinator.kill()
     assert outage > 4, (
         f"group state was back after {outage:.1f} s, inside the watchdog's margin: nothing was checked"
     )
-    assert (after, zombie_stops) == (before, 0), (
+    assert (after, stopped) == (before, 0), (
         f"work stopped across a {outage:.1f} s restart: {before} -> {after}"
     )
+
+
+def test_workers_stopped_by_their_watchdog_while_the_coordinator_froze_get_their_work_back_on_resume(
+    tmp_path: Path,
+) -> None:
+    """The coordinator freezes (SIGSTOP) with heartbeats on their way, past the watchdog's
+    margin (4 s of a 6 s session) but not past the session: each worker stops its work once,
+    and when the coordinator resumes and answers the heartbeats that were on their way (which
+    find nothing to change), the full heartbeat each watchdog asked for still goes and the
+    work runs again."""
+    coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(6000)).start()
+    cluster = WorkerCluster(tmp_path, coordinator)
+    try:
+        w1, _ = (cluster.start(n) for n in ("w1", "w2"))
+        run_source(cluster, w1)
+        coordinator.pause()
+        frozen = time.monotonic()
+        try:
+            wait_until(lambda: zombie_stops(cluster) == [1, 1], 5, "every worker's watchdog to stop its work")
+            assert time.monotonic() - frozen < 5.0, "the session could have expired: nothing is checked"
+        finally:
+            coordinator.resume()
+        resumed = time.monotonic()
+        while not cluster.balanced("seq", 3) and time.monotonic() < resumed + 30:
+            time.sleep(0.2)  # polling the statuses until the deadline
+        back = cluster.balanced("seq", 3)
+        stopped = zombie_stops(cluster)
+    finally:
+        cluster.stop_all()
+        coordinator.kill()
+    assert back, "the work did not run again within 30 s of the coordinator's resume"
+    assert stopped == [1, 1], f"watchdog stops per worker: {stopped}"

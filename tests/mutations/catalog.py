@@ -831,6 +831,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="full-heartbeat-lost-with-an-older-answer",
+        breaks="a worker stopped by its watchdog while the coordinator froze gets its work back on resume",
+        file="workers/connect_membership.py",
+        original='        field, given = answer["assignment"], None',
+        replacement="        self._full = False  # mutation: any answer clears it\n"
+        '        field, given = answer["assignment"], None',
+        tests=(
+            f"{INTEGRATION}/test_coordinator_restart.py::"
+            "test_workers_stopped_by_their_watchdog_while_the_coordinator_froze_get_their_work_back_on_resume",
+        ),
+    ),
+    Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
         file="workers/leader_duties.py",
