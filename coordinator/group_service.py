@@ -187,16 +187,17 @@ class GroupService:
     def open(self) -> None:
         """Create the internal topic if needed; `start` loads it into the core."""
         topic = self.broker.topics.get(INTERNAL_TOPIC)
+        segment_bytes = {"segment.bytes": str(self.broker.config.offsets_topic_segment_bytes)}
         if topic is None:
             topic = self.broker.topics.create(
                 INTERNAL_TOPIC,
                 1,
-                {
-                    "cleanup.policy": "compact",
-                    "segment.bytes": str(self.broker.config.offsets_topic_segment_bytes),
-                    "max.message.bytes": str(16 * 1024 * 1024),
-                },
+                {"cleanup.policy": "compact", **segment_bytes, "max.message.bytes": str(16 * 1024 * 1024)},
             )
+        elif topic.configs.get("segment.bytes") != segment_bytes["segment.bytes"]:
+            # The setting as it is now, not as it was when the topic was made: a data directory
+            # from before the 4 MiB default gets segments a start can replay quickly.
+            topic = self.broker.topics.update_configs(INTERNAL_TOPIC, segment_bytes)
         self._log = topic.partitions[0]
         self._load_end = self._log.log_end_offset
 

@@ -158,6 +158,17 @@ class TopicStore:
         self._add(topic)
         return topic
 
+    def update_configs(self, name: str, configs: dict[str, str]) -> Topic:
+        """Set explicit configs of an existing topic (over the ones it has), durably, and apply
+        them to its partitions' logs from their next append."""
+        topic = self.topics[name]
+        topic.configs = {**topic.configs, **configs}
+        write_json_atomically(topic.directory / "topic.json", topic.describe())
+        settings = self._settings_for(topic.configs)
+        for partition in topic.partitions:
+            partition.settings = settings
+        return topic
+
     def check_partition_increase(self, name: str, total: int) -> Topic:
         topic = self._existing_user_topic(name)
         if not len(topic.partitions) < total <= MAX_PARTITIONS:

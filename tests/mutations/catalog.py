@@ -843,6 +843,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="offsets-topic-keeps-its-first-segment-size",
+        breaks="an existing data directory's __consumer_offsets takes the segment size set now",
+        file="coordinator/group_service.py",
+        original='        elif topic.configs.get("segment.bytes") != segment_bytes["segment.bytes"]:',
+        replacement="        elif False:",
+        tests=(
+            f"{UNIT}/test_offsets_topic_settings.py::"
+            "test_the_offsets_topic_takes_the_segment_size_set_at_each_start",
+        ),
+    ),
+    Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
         file="workers/leader_duties.py",
