@@ -47,7 +47,9 @@ RETRIABLE = {
     ErrorCode.REQUEST_TIMED_OUT, ErrorCode.KAFKA_STORAGE_ERROR,
 }  # fmt: skip
 DELIVERY_TIMEOUT_S = 60.0  # as Kafka's producer: give up on a request after this long
-RETRY_BACKOFF_S = 0.1
+# As Kafka's producer (retry.backoff.ms, retry.backoff.max.ms, KIP-580): the wait before a
+# retry doubles from 0.1 s up to 1 s, so an outage (a coordinator restarting) is not hammered.
+RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S = 0.1, 1.0
 REQUEST_TIMEOUT_S = 30.0
 # How long a stopping run waits for its last write to be answered, counted from when it was
 # sent: an answer that takes longer means the coordinator is not answering (a partition, a
@@ -206,8 +208,9 @@ class TaskOutput:
             raise
 
     async def _deliver_once(self, records: Sequence[Outgoing]) -> None:
-        deadline = time.monotonic() + DELIVERY_TIMEOUT_S
+        started = time.monotonic()
         batches = await self._batches(records)
+        retries = 0
         while True:
             try:
                 answer = await self.connection.request(ApiKey.PRODUCE, PRODUCE_VERSION, _produce(batches))
@@ -216,10 +219,14 @@ class TaskOutput:
                 retry = f"{exc}"
             if retry is None:
                 break
-            if time.monotonic() > deadline:
+            if time.monotonic() > started + DELIVERY_TIMEOUT_S:
                 raise OutputError(f"{self.fence}: not written within {DELIVERY_TIMEOUT_S:.0f} s: {retry}")
-            log.info("%s: retrying a write: %s", self.fence, retry)
-            await asyncio.sleep(RETRY_BACKOFF_S)
+            # Said once per write that has to wait, not once per retry.
+            (log.debug if retries else log.info)("%s: retrying a write: %s", self.fence, retry)
+            await asyncio.sleep(min(RETRY_BACKOFF_S * 2 ** min(retries, 10), RETRY_BACKOFF_MAX_S))
+            retries += 1
+        if retries:
+            log.info("%s: written after %d retries (%.1f s)", self.fence, retries, time.monotonic() - started)
         for (topic, partition), (count, _) in batches.items():
             self._sequences[(topic, partition)] = self._sequences.get((topic, partition), 0) + count
 

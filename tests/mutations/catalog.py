@@ -854,6 +854,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="write-retries-hammer-an-outage",
+        breaks="a task's write retries back off as Kafka's producer does while the coordinator is away",
+        file="workers/fenced_output.py",
+        original="await asyncio.sleep(min(RETRY_BACKOFF_S * 2 ** min(retries, 10), RETRY_BACKOFF_MAX_S))",
+        replacement="await asyncio.sleep(RETRY_BACKOFF_S)",
+        tests=(
+            f"{UNIT}/test_fenced_output_retries.py::"
+            "test_a_write_the_coordinator_does_not_take_is_retried_with_a_doubling_wait_up_to_a_second",
+        ),
+    ),
+    Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
         file="workers/leader_duties.py",
