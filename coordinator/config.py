@@ -22,6 +22,7 @@ from pydantic import (
 
 from connect_rebalance.properties import ConfigError
 
+from .connection_limits import parse_overrides
 from .groups.settings import GroupSettings
 from .security.listeners import (
     DEFAULT_PROTOCOL_MAP,
@@ -81,6 +82,10 @@ class CoordinatorConfig(BaseModel):
     message_max_bytes: int = Field(1048588, alias="message.max.bytes", ge=0)
     socket_request_max_bytes: int = Field(104857600, alias="socket.request.max.bytes", ge=1024)
     connections_max_idle_ms: int = Field(600000, alias="connections.max.idle.ms", ge=1)
+    # Connection limits (connection_limits.py): over them a new connection is closed at once.
+    max_connections: int = Field(2**31 - 1, alias="max.connections", ge=0)
+    max_connections_per_ip: int = Field(2**31 - 1, alias="max.connections.per.ip", ge=0)
+    max_connections_per_ip_overrides: str = Field("", alias="max.connections.per.ip.overrides")
     # Not a Kafka setting: the event loop every connection is served on (coordinator/event_loop.py).
     event_loop: str = Field("uvloop", alias="event.loop")
     log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14)
@@ -232,6 +237,12 @@ class CoordinatorConfig(BaseModel):
             name = cls.model_fields[info.field_name or ""].alias
             raise ValueError(f"{name} must be bidirectional, upgrade, downgrade or disabled; got {value!r}")
         return policy
+
+    @field_validator("max_connections_per_ip_overrides")
+    @classmethod
+    def _overrides(cls, value: str) -> str:
+        parse_overrides(value)  # its ValueError names the entry
+        return value
 
     @field_validator("listener_security_protocol_map")
     @classmethod

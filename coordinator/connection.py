@@ -32,6 +32,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .connection_limits import ConnectionLimits
 from .turns import Turns
 
 log = logging.getLogger(__name__)
@@ -51,9 +52,12 @@ class Connection(asyncio.Protocol):
         turns: Turns,
         max_request_bytes: int,
         idle_timeout: float,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self._answer, self._new_session, self._tasks, self._turns = answer, new_session, tasks, turns
         self._max_request_bytes, self._idle_timeout = max_request_bytes, idle_timeout
+        self._limits = limits
+        self._counted_host: str | None = None  # the address `limits` counts this connection under
         self._buffer = bytearray()
         self._start = 0  # where the next frame begins in the buffer
         self._out: list[bytes] = []
@@ -68,6 +72,14 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport: asyncio.Transport = transport  # type: ignore[assignment]
+        if self._limits is not None:
+            peer = transport.get_extra_info("peername")
+            host = str(peer[0]) if peer else "unknown"
+            if not self._limits.admit(host):
+                self._gone = True
+                transport.abort()  # nothing read, nothing answered: the client connects again later
+                return
+            self._counted_host = host
         self._loop = asyncio.get_running_loop()
         self._session = self._new_session(transport)
         self._last_active = self._loop.time()
@@ -89,6 +101,9 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._gone = True
+        if self._counted_host is not None and self._limits is not None:
+            self._limits.release(self._counted_host)
+            self._counted_host = None
         self._wake()
         self._writable()
 

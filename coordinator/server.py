@@ -35,6 +35,7 @@ from .apis.cluster import advertised_api_versions
 from .apis.registry import CloseConnection
 from .broker import Broker
 from .connection import Connection
+from .connection_limits import ConnectionLimits, parse_overrides
 from .security.listeners import Listener
 from .security.sasl import PRE_AUTHENTICATION_APIS, AuthenticationFailed, SaslState, store_lookup
 from .security.session import Session
@@ -53,11 +54,16 @@ class CoordinatorServer:
         self._servers: list[asyncio.base_events.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._turns = Turns()  # the event loop's time shared among the connections
+        config = broker.config
+        self.limits = ConnectionLimits(
+            config.max_connections,
+            config.max_connections_per_ip,
+            parse_overrides(config.max_connections_per_ip_overrides),
+        )
         # Per listener name: the port bound and the address advertised to its clients.
         self.ports: dict[str, int] = {}
         self.advertised: dict[str, tuple[str, int]] = {}
         # TLS contexts are built before anything listens, so bad key material stops the start.
-        config = broker.config
         self._tls = {
             listener.name: server_context(tls_settings(config, listener.name), f"listener {listener.name}")
             for listener in self.listeners
@@ -102,7 +108,7 @@ class CoordinatorServer:
 
         return Connection(
             self.answer, session_of, self._connections, self._turns,
-            config.socket_request_max_bytes, config.connections_max_idle_ms / 1000,
+            config.socket_request_max_bytes, config.connections_max_idle_ms / 1000, self.limits,
         )  # fmt: skip
 
     def listener_urls(self) -> list[str]:

@@ -864,6 +864,31 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_write_the_coordinator_does_not_take_is_retried_with_a_doubling_wait_up_to_a_second",
         ),
     ),
+    # -- resource limits ---------------------------------------------------------------------
+    Mutation(
+        name="max-connections-not-enforced",
+        breaks="max.connections refuses the next connection while the open ones are served",
+        file="coordinator/connection_limits.py",
+        original="        elif self.count >= self.total:",
+        replacement="        elif False:",
+        tests=(
+            f"{INTEGRATION}/test_connection_limits.py::"
+            "test_a_connection_past_max_connections_is_closed_while_the_open_ones_are_served",
+            f"{UNIT}/test_connection_limits.py::"
+            "test_connections_are_limited_per_address_with_overrides_and_in_all",
+        ),
+    ),
+    Mutation(
+        name="refused-connections-never-released",
+        breaks="once connections end, new ones are taken again",
+        file="coordinator/connection.py",
+        original="            self._limits.release(self._counted_host)",
+        replacement="            pass  # mutation: the slot stays taken",
+        tests=(
+            f"{INTEGRATION}/test_connection_limits.py::"
+            "test_a_connection_past_max_connections_is_closed_while_the_open_ones_are_served",
+        ),
+    ),
     Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
