@@ -195,8 +195,12 @@ class PartitionLog:
             return
         too_big = active.size + incoming_bytes > self.settings.segment_bytes
         too_old = now_ms - active.created_at * 1000 > self.settings.segment_ms
-        if not (too_big or too_old):
-            return
+        if too_big or too_old:
+            self._roll()
+
+    def _roll(self) -> None:
+        """Seal the active segment and start the next one at the log's end."""
+        active = self.segments[-1]
         active.seal()
         next_base = active.next_offset
         # The snapshot comes first: a crash between the two leaves a snapshot for a
@@ -240,13 +244,19 @@ class PartitionLog:
 
     def _enforce_retention(self, now_ms: int) -> int:
         deleted = 0
-        while "delete" in self.settings.cleanup_policy and len(self.segments) > 1:
+        while "delete" in self.settings.cleanup_policy:
             oldest = self.segments[0]
             expired = (
                 self.settings.retention_ms >= 0
                 and oldest.max_timestamp >= 0
                 and now_ms - oldest.max_timestamp > self.settings.retention_ms
             )
+            if len(self.segments) == 1:
+                if not (expired and oldest.size):
+                    break
+                # Every record is past retention.ms, the active segment's too: as Kafka does,
+                # roll it, so that it can go like any sealed one (the log keeps its end offset).
+                self._roll()
             oversize = (
                 self.settings.retention_bytes >= 0
                 and self.size_bytes - oldest.size >= self.settings.retention_bytes

@@ -890,6 +890,19 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="active-segment-outlives-retention",
+        breaks="a topic left alone past retention.ms is emptied, its active segment's records too",
+        file="coordinator/storage/partition_log.py",
+        original="                if not (expired and oldest.size):",
+        replacement="                if True:",
+        tests=(
+            f"{INTEGRATION}/test_retention.py::"
+            "test_a_topic_left_alone_past_retention_ms_is_emptied_and_keeps_its_offsets",
+            f"{UNIT}/test_partition_log.py::"
+            "test_time_retention_takes_the_active_segment_too_once_every_record_in_it_is_past_retention",
+        ),
+    ),
+    Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
         file="workers/leader_duties.py",

@@ -178,3 +178,22 @@ def test_a_partition_is_due_for_fsync_only_with_unflushed_writes_older_than_flus
     every_message = PartitionLog.open(tmp_path / "each", settings(flush_messages=1, flush_ms=10**9))
     append_values(every_message, [b"b"])
     assert not every_message.flush_due(now_ms=10**13), "flush.messages=1 fsyncs before acknowledging"
+
+
+def test_time_retention_takes_the_active_segment_too_once_every_record_in_it_is_past_retention(
+    tmp_path: Path,
+) -> None:
+    """As Kafka: a partition nobody wrote to for longer than retention.ms ends up empty (its
+    active segment is rolled, then deleted), keeps its end offset, and takes writes on from there."""
+    log = PartitionLog.open(tmp_path, settings(retention_ms=1000))
+    log.append(batches.split_batches(make_batch([b"a", b"b", b"c"], timestamps=[5000, 5001, 5002])), now_ms=0)
+    assert log.enforce_retention(now_ms=5002 + 999) == 0, "a record still within retention.ms went"
+    assert read_all_values(log) == [b"a", b"b", b"c"]
+    assert log.enforce_retention(now_ms=5002 + 1001) == 1
+    assert (log.log_start_offset, log.log_end_offset) == (3, 3)
+    assert read_all_values(log) == []
+    assert log.enforce_retention(now_ms=10**9) == 0  # nothing left to delete, nothing rolled
+    assert append_values(log, [b"d"]) == 3 and read_all_values(log) == [b"d"]
+    log.close()
+    reopened = PartitionLog.open(tmp_path, settings(retention_ms=1000))
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (3, 4)
