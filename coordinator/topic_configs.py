@@ -125,7 +125,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             STRING,
             lambda c: "CreateTime",
             _one_of("CreateTime", "LogAppendTime"),
-            "record timestamps are the producer's",
+            "the producer's timestamps, or the time the coordinator appended each batch",
         ),
         TopicConfigDef(
             "delete.retention.ms", LONG, lambda c: "86400000", _is_int(0), "accepted for compatibility"
@@ -181,5 +181,6 @@ def log_settings(explicit: dict[str, str], config: CoordinatorConfig) -> LogSett
         cleanup_policy=frozenset(values["cleanup.policy"].split(",")),
         delete_retention_ms=int(values["delete.retention.ms"]),
         min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"]),
+        log_append_time=values["message.timestamp.type"] == "LogAppendTime",
         max_message_bytes=int(values["max.message.bytes"]),
     )

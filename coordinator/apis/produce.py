@@ -40,7 +40,8 @@ def _append(
     for _, header in incoming:
         ctx.broker.fences.check(header.producer_id, header.producer_epoch)
     result = partition.append(incoming, now_ms())
-    return {"base_offset": result.base_offset, "log_start_offset": result.log_start_offset}
+    return {"base_offset": result.base_offset, "log_start_offset": result.log_start_offset,
+            "log_append_time_ms": result.log_append_time_ms}  # fmt: skip
 
 
 @handles(ApiKey.PRODUCE, 3, 11)

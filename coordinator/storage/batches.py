@@ -2,7 +2,9 @@
 
 The coordinator stores batches exactly as clients sent them. Only the base offset
 (bytes 0-7) and the partition leader epoch (bytes 12-15) are rewritten; the CRC32C covers
-bytes 21 onwards, so it stays valid and consumers can check it. Records are decoded only
+bytes 21 onwards, so it stays valid and consumers can check it. A topic with
+`message.timestamp.type=LogAppendTime` also gets the timestamp type and max timestamp
+stamped, and the CRC computed again. Records are decoded only
 where an answer needs a single record (ListOffsets by timestamp).
 """
 
@@ -120,6 +122,20 @@ def split_batches(records: bytes | bytearray | memoryview) -> list[tuple[bytearr
     if not batches:
         raise KafkaApiError(ErrorCode.CORRUPT_MESSAGE, "produce request carries no record batch")
     return batches
+
+
+LOG_APPEND_TIME = 0x08  # attributes bit 3: the batch's timestamps are the broker's append time
+_ATTRIBUTES_AT, _CRC_AT, _MAX_TIMESTAMP_AT = 21, 17, 35
+
+
+def set_log_append_time(batch: bytearray, now_ms: int) -> None:
+    """Stamp the batch with the broker's append time, as Kafka does for a topic with
+    `message.timestamp.type=LogAppendTime`: the timestamp type bit and the max timestamp
+    (which consumers read as every record's timestamp), then the CRC, which covers both."""
+    (attributes,) = struct.unpack_from(">h", batch, _ATTRIBUTES_AT)
+    struct.pack_into(">h", batch, _ATTRIBUTES_AT, attributes | LOG_APPEND_TIME)
+    struct.pack_into(">q", batch, _MAX_TIMESTAMP_AT, now_ms)
+    struct.pack_into(">I", batch, _CRC_AT, crc32c.crc32c(memoryview(batch)[_ATTRIBUTES_AT:]))
 
 
 def assign_offset(batch: bytearray, base_offset: int, leader_epoch: int) -> None:

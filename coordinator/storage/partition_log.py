@@ -43,6 +43,7 @@ class LogSettings:
     cleanup_policy: frozenset[str] = frozenset({"delete"})
     delete_retention_ms: int = 86400000
     min_cleanable_dirty_ratio: float = 0.5
+    log_append_time: bool = False  # message.timestamp.type=LogAppendTime
 
     @property
     def compacted(self) -> bool:
@@ -54,6 +55,7 @@ class AppendResult:
     base_offset: int
     log_start_offset: int
     duplicate: bool = False
+    log_append_time_ms: int = -1  # the time stamped on the batches (LogAppendTime), else -1
 
 
 class PartitionLog:
@@ -180,6 +182,8 @@ class PartitionLog:
         for batch, header in incoming:
             base = self.log_end_offset
             batches.assign_offset(batch, base, LEADER_EPOCH)
+            if self.settings.log_append_time:
+                batches.set_log_append_time(batch, now_ms)
             stored = batches.read_header(batch)
             self._maybe_roll(stored.size, now_ms)
             self.segments[-1].append(batch, stored)
@@ -187,7 +191,8 @@ class PartitionLog:
             self._unflushed_messages += header.records_count
         if self._unflushed_messages >= self.settings.flush_messages:
             self.flush()
-        return AppendResult(first_offset, self.log_start_offset)
+        stamped = now_ms if self.settings.log_append_time else -1
+        return AppendResult(first_offset, self.log_start_offset, log_append_time_ms=stamped)
 
     def _maybe_roll(self, incoming_bytes: int, now_ms: int) -> None:
         active = self.segments[-1]

@@ -903,6 +903,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="log-append-time-not-stamped",
+        breaks="a LogAppendTime topic's records carry the time the coordinator appended them",
+        file="coordinator/storage/partition_log.py",
+        original="""            if self.settings.log_append_time:
+                batches.set_log_append_time(batch, now_ms)""",
+        replacement="""            if False:
+                batches.set_log_append_time(batch, now_ms)""",
+        tests=(
+            f"{INTEGRATION}/test_log_append_time.py::"
+            "test_a_log_append_time_topic_stamps_records_with_the_append_time",
+        ),
+    ),
+    Mutation(
+        name="log-append-time-leaves-the-crc-stale",
+        breaks="a batch stamped with the append time still passes its CRC check",
+        file="coordinator/storage/batches.py",
+        original="_CRC_AT, crc32c.crc32c(memoryview(batch)[_ATTRIBUTES_AT:]))",
+        replacement="_CRC_AT, crc32c.crc32c(memoryview(batch)[_ATTRIBUTES_AT:_ATTRIBUTES_AT]))  # mutation",
+        tests=(
+            f"{UNIT}/test_partition_log.py::"
+            "test_a_log_append_time_partition_stamps_its_batches_and_keeps_their_crc_valid",
+        ),
+    ),
+    Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
         file="workers/leader_duties.py",

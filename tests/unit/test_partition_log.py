@@ -3,6 +3,7 @@ rebuilds, timestamp lookups, retention and idempotent-producer state across rest
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -197,3 +198,17 @@ def test_time_retention_takes_the_active_segment_too_once_every_record_in_it_is_
     log.close()
     reopened = PartitionLog.open(tmp_path, settings(retention_ms=1000))
     assert (reopened.log_start_offset, reopened.log_end_offset) == (3, 4)
+
+
+def test_a_log_append_time_partition_stamps_its_batches_and_keeps_their_crc_valid(tmp_path: Path) -> None:
+    from kafka.record.default_records import DefaultRecordBatch
+
+    log = PartitionLog.open(tmp_path, dataclasses.replace(settings(), log_append_time=True))
+    stamped = make_batch([b"a", b"b"], timestamps=[1000, 1001])
+    result = log.append(batches.split_batches(stamped), now_ms=77_000)
+    assert result.log_append_time_ms == 77_000
+    stored = bytearray(log.read(0, 1 << 20))
+    header = batches.read_header(stored)
+    assert batches.crc_is_valid(stored, 0, header), "the stamped batch's CRC does not match"
+    read = DefaultRecordBatch(stored)
+    assert read.timestamp_type == 1 and [r.timestamp for r in read] == [77_000, 77_000]
