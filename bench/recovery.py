@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.default_records import DefaultRecordBatch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -44,6 +44,7 @@ from bench.readme_table import publish  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol.api_keys import ApiKey  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
+from tests.support.batches import make_batch  # noqa: E402
 from tests.support.offset_history import create_topic, offsets_read_back_wrong, write_history  # noqa: E402
 
 DATA_TOPIC, PROBE_GROUP = "data", "probe-group"
@@ -71,18 +72,13 @@ async def join_probe_member(client: ProtocolClient) -> tuple[str, int]:
     return member, generation
 
 
-def one_record(value: bytes) -> bytes:
-    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 20)
-    builder.append(0, int(time.time() * 1000), None, value, [])
-    return bytes(builder.build())
-
-
 async def produce_and_fetch(client: ProtocolClient) -> bool:
     """A Produce (acks=all) to the data topic, then a Fetch that reads it back."""
     value = b"after-restart-%d" % time.monotonic_ns()
+    batch = make_batch([value], [int(time.time() * 1000)])
     answer = await client.request(ApiKey.PRODUCE, 9, {
         "transactional_id": None, "acks": -1, "timeout_ms": 10000,
-        "topic_data": [{"name": DATA_TOPIC, "partition_data": [{"index": 0, "records": one_record(value)}]}],
+        "topic_data": [{"name": DATA_TOPIC, "partition_data": [{"index": 0, "records": batch}]}],
     })  # fmt: skip
     produced = answer["responses"][0]["partition_responses"][0]
     if produced["error_code"] != 0:

@@ -123,7 +123,11 @@ class Broker:
             )
         )
         self._tasks.append(asyncio.create_task(self._flush_scheduler()))
-        self._tasks.append(asyncio.create_task(self._compact_when_due()))
+        self._tasks.append(
+            asyncio.create_task(
+                self._every(self.config.log_cleaner_backoff_ms, self.compact_logs, self._compaction_wanted)
+            )
+        )
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -140,9 +144,15 @@ class Broker:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    async def _every(self, interval_ms: int, work) -> None:  # type: ignore[no-untyped-def]
+    async def _every(self, interval_ms: int, work, wake: asyncio.Event | None = None) -> None:  # type: ignore[no-untyped-def]
+        """Run `work` every `interval_ms`, or as soon as `wake` is set."""
         while True:
-            await asyncio.sleep(interval_ms / 1000)
+            if wake is None:
+                await asyncio.sleep(interval_ms / 1000)
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), interval_ms / 1000)
+                wake.clear()
             try:
                 done = work()
                 if done is not None:  # work that runs off the event loop
@@ -154,17 +164,6 @@ class Broker:
         """A log is ready for compaction now (`__consumer_offsets`, whose size is what a
         restart replays, says so as it rolls): the cleaner does not wait out its backoff."""
         self._compaction_wanted.set()
-
-    async def _compact_when_due(self) -> None:
-        while True:
-            backoff_s = self.config.log_cleaner_backoff_ms / 1000
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._compaction_wanted.wait(), backoff_s)
-            self._compaction_wanted.clear()
-            try:
-                await self.compact_logs()
-            except Exception:  # the cleaner must not stop; the next round tries again
-                log.exception("compaction round failed")
 
     def enforce_retention(self) -> None:
         now = now_ms()

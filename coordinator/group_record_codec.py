@@ -338,7 +338,7 @@ def _decode_offset_commit(key: bytes, value: bytes | None) -> OffsetCommitRecord
     ten times longer building its message objects than reading these few fields. This reads
     exactly the bytes of OffsetCommitKey v0-1 and OffsetCommitValue v3 (the version written);
     anything else (another version, a truncated or over-long record) goes to the schema codec,
-    which decides as before. tests/unit/test_group_record_codec.py checks it against the schema.
+    which decides as before. tests/unit/test_member_record_bytes.py checks it against the schema.
     """
     try:
         group, position = _string_at(key, 2)

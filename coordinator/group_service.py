@@ -210,10 +210,6 @@ class GroupService:
         if self._loading is not None:
             await asyncio.shield(self._loading)
 
-    @property
-    def loading(self) -> bool:
-        return not self.loaded and self.load_error is None
-
     async def _load(self) -> None:
         started, replayed = time.monotonic(), 0
         try:

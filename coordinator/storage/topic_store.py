@@ -146,7 +146,7 @@ class TopicStore:
         try:
             for p in range(partitions):
                 topic.partitions.append(PartitionLog.open(directory / str(p), settings))
-            write_json_atomically(directory / "topic.json", {**topic.describe(), "partitions": partitions})
+            self._write_meta(topic)
             fsync_dir(self.topics_dir)
         except OSError as exc:
             for partition in topic.partitions:
@@ -163,11 +163,16 @@ class TopicStore:
         them to its partitions' logs from their next append."""
         topic = self.topics[name]
         topic.configs = {**topic.configs, **configs}
-        write_json_atomically(topic.directory / "topic.json", topic.describe())
+        self._write_meta(topic)
         settings = self._settings_for(topic.configs)
         for partition in topic.partitions:
             partition.settings = settings
         return topic
+
+    @staticmethod
+    def _write_meta(topic: Topic) -> None:
+        """topic.json: name, id, partition count and explicit configs, what `open` reads."""
+        write_json_atomically(topic.directory / "topic.json", topic.describe())
 
     def check_partition_increase(self, name: str, total: int) -> Topic:
         topic = self._existing_user_topic(name)
@@ -185,7 +190,7 @@ class TopicStore:
         for p in range(len(topic.partitions), total):
             topic.partitions.append(PartitionLog.open(topic.directory / str(p), settings))
         self.version += 1
-        write_json_atomically(topic.directory / "topic.json", topic.describe())
+        self._write_meta(topic)
         return topic
 
     def _existing_user_topic(self, name: str) -> Topic:
