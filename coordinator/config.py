@@ -94,6 +94,9 @@ class CoordinatorConfig(BaseModel):
     log_retention_bytes: int = Field(-1, alias="log.retention.bytes", ge=-1)
     log_retention_check_interval_ms: int = Field(300000, alias="log.retention.check.interval.ms", ge=1)
     log_index_interval_bytes: int = Field(4096, alias="log.index.interval.bytes", ge=0)
+    # Each new segment holds segment.bytes of disk from the start (Linux fallocate, keeping the
+    # file's size), so its appends succeed on a full disk. __consumer_offsets always does.
+    log_preallocate: bool = Field(False, alias="log.preallocate")
     # Durability: every acknowledged write has reached the operating system, so a killed
     # coordinator loses nothing. These two add fsync for machine crashes (docs/operations.md).
     log_flush_interval_messages: int = Field(LONG_MAX, alias="log.flush.interval.messages", ge=1)

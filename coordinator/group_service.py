@@ -78,6 +78,11 @@ def write_error(exc: Exception) -> tuple[int, str]:
         )
     if isinstance(exc, struct.error | ValueError | OverflowError):
         return ErrorCode.UNKNOWN_SERVER_ERROR, f"the group coordinator cannot store this change: {exc}"
+    if isinstance(exc, KafkaApiError) and exc.code == ErrorCode.KAFKA_STORAGE_ERROR:
+        return (
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            f"the group coordinator could not write {INTERNAL_TOPIC}: {exc.message}",
+        )
     if isinstance(exc, OSError):
         return (
             ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -187,17 +192,17 @@ class GroupService:
     def open(self) -> None:
         """Create the internal topic if needed; `start` loads it into the core."""
         topic = self.broker.topics.get(INTERNAL_TOPIC)
-        segment_bytes = {"segment.bytes": str(self.broker.config.offsets_topic_segment_bytes)}
+        # Applied at every start, not only when the topic is made: a data directory from before the
+        # 4 MiB default gets segments a start can replay quickly. preallocate: the group state
+        # keeps a segment of disk for itself, so groups go on forming and committing while the
+        # users' topics have filled the disk.
+        kept = {"segment.bytes": str(self.broker.config.offsets_topic_segment_bytes), "preallocate": "true"}
         if topic is None:
             topic = self.broker.topics.create(
-                INTERNAL_TOPIC,
-                1,
-                {"cleanup.policy": "compact", **segment_bytes, "max.message.bytes": str(16 * 1024 * 1024)},
+                INTERNAL_TOPIC, 1, {"cleanup.policy": "compact", **kept, "max.message.bytes": str(16 << 20)}
             )
-        elif topic.configs.get("segment.bytes") != segment_bytes["segment.bytes"]:
-            # The setting as it is now, not as it was when the topic was made: a data directory
-            # from before the 4 MiB default gets segments a start can replay quickly.
-            topic = self.broker.topics.update_configs(INTERNAL_TOPIC, segment_bytes)
+        elif any(topic.configs.get(name) != value for name, value in kept.items()):
+            topic = self.broker.topics.update_configs(INTERNAL_TOPIC, kept)
         self._log = topic.partitions[0]
         self._load_end = self._log.log_end_offset
 
@@ -388,7 +393,8 @@ class GroupService:
 
     def _take_back(self, outcome: Outcome, request_id: int | None, exc: Exception) -> None:
         code, message = write_error(exc)
-        if outcome.records:
+        storage = isinstance(exc, KafkaApiError) and exc.code == ErrorCode.KAFKA_STORAGE_ERROR
+        if outcome.records and not storage:  # a failing disk is said by the log's OutageLog, once
             log.error("group coordinator could not write %d record(s): %s", len(outcome.records), message)
         self.core.write_failed(outcome, self._api_of, code, message, now_ms(), request_id)
 

@@ -131,6 +131,13 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "delete.retention.ms", LONG, lambda c: "86400000", _is_int(0), "accepted for compatibility"
         ),
         TopicConfigDef(
+            "preallocate",
+            BOOLEAN,
+            lambda c: str(c.log_preallocate).lower(),
+            _one_of("true", "false"),
+            "each new segment holds segment.bytes of disk from the start, for appends on a full disk",
+        ),
+        TopicConfigDef(
             "min.cleanable.dirty.ratio",
             DOUBLE,
             lambda c: "0.5",
@@ -182,5 +189,6 @@ def log_settings(explicit: dict[str, str], config: CoordinatorConfig) -> LogSett
         delete_retention_ms=int(values["delete.retention.ms"]),
         min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"]),
         log_append_time=values["message.timestamp.type"] == "LogAppendTime",
+        preallocate=values["preallocate"] == "true",
         max_message_bytes=int(values["max.message.bytes"]),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -19,9 +20,11 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from . import batches, compaction
 from .batches import BatchHeader
 from .files import read_json, write_json_atomically
-from .producer_state import ProducerStateTable
-from .segment import Segment, segment_name
+from .outage_log import OutageLog
+from .producer_state import ProducerEntry, ProducerStateTable
+from .segment import Segment, SegmentMark, segment_name
 
+log = logging.getLogger(__name__)
 LEADER_EPOCH = 0
 # Where a compacted partition keeps the offset below which it was compacted, as Kafka's
 # cleaner-offset-checkpoint: a restart does not take the whole log for new data.
@@ -44,10 +47,25 @@ class LogSettings:
     delete_retention_ms: int = 86400000
     min_cleanable_dirty_ratio: float = 0.5
     log_append_time: bool = False  # message.timestamp.type=LogAppendTime
+    preallocate: bool = False  # each new segment holds segment.bytes of disk for its appends
+
+    @property
+    def segment_reserve(self) -> int:
+        return self.segment_bytes if self.preallocate else 0
 
     @property
     def compacted(self) -> bool:
         return "compact" in self.cleanup_policy
+
+
+@dataclass(frozen=True, slots=True)
+class _UndoPoint:
+    """What an append changes, as it was before: a write the disk refuses is taken back whole."""
+
+    segments: int
+    active: SegmentMark
+    producers: dict[int, ProducerEntry | None]
+    unflushed_messages: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +95,7 @@ class PartitionLog:
         # closing the log waits for it, and retention does not delete segments meanwhile.
         self._cleaning = threading.Lock()
         self._closing = threading.Event()  # set by `close`: a compaction under way gives way
+        self.writes = OutageLog(log, f"appends to {directory.parent.name}-{directory.name}")
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -87,11 +106,15 @@ class PartitionLog:
         compaction.repair_interrupted(directory)
         bases = sorted(int(p.stem) for p in directory.glob("*.log"))
         if not bases:
-            log.segments.append(Segment.create(directory, 0, settings.index_interval_bytes))
+            log.segments.append(
+                Segment.create(directory, 0, settings.index_interval_bytes, settings.segment_reserve)
+            )
             return log
         for i, base in enumerate(bases):
             active = i == len(bases) - 1
-            log.segments.append(Segment.load(directory, base, settings.index_interval_bytes, active))
+            log.segments.append(
+                Segment.load(directory, base, settings.index_interval_bytes, active, settings.segment_reserve)
+            )
         log._restore_producer_state()
         checkpoint = directory / CLEANER_CHECKPOINT
         # A hint: without it (or unreadable) all sealed segments count as new.
@@ -172,27 +195,62 @@ class PartitionLog:
             duplicate = self.producers.check(incoming[0][1])
             if duplicate is not None:
                 return AppendResult(duplicate.base_offset, self.log_start_offset, duplicate=True)
-        else:
-            for _, header in incoming:
-                if self.producers.check(header) is not None:
+        first_offset = self.log_end_offset
+        undo = self._undo_point(incoming)
+        try:
+            for batch, header in incoming:
+                # Several batches of a request are checked in turn, each against the sequences
+                # of those before it, as Kafka does; one refused takes the request back whole.
+                if len(incoming) > 1 and self.producers.check(header) is not None:
                     raise KafkaApiError(
                         ErrorCode.DUPLICATE_SEQUENCE_NUMBER, "a duplicate batch inside a multi-batch request"
                     )
-        first_offset = self.log_end_offset
-        for batch, header in incoming:
-            base = self.log_end_offset
-            batches.assign_offset(batch, base, LEADER_EPOCH)
-            if self.settings.log_append_time:
-                batches.set_log_append_time(batch, now_ms)
-            stored = batches.read_header(batch)
-            self._maybe_roll(stored.size, now_ms)
-            self.segments[-1].append(batch, stored)
-            self.producers.record(header, base)
-            self._unflushed_messages += header.records_count
-        if self._unflushed_messages >= self.settings.flush_messages:
-            self.flush()
+                base = self.log_end_offset
+                batches.assign_offset(batch, base, LEADER_EPOCH)
+                if self.settings.log_append_time:
+                    batches.set_log_append_time(batch, now_ms)
+                stored = batches.read_header(batch)
+                self._maybe_roll(stored.size, now_ms)
+                self.segments[-1].append(batch, stored)
+                self.producers.record(header, base)
+                self._unflushed_messages += header.records_count
+            if self._unflushed_messages >= self.settings.flush_messages:
+                self.flush()
+        except KafkaApiError:
+            self._take_back(undo)
+            raise
+        except OSError as exc:
+            self._take_back(undo)
+            self.writes.failed(str(exc))
+            raise KafkaApiError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"the coordinator could not write this partition's log: {exc}"
+            ) from exc
+        self.writes.succeeded()
         stamped = now_ms if self.settings.log_append_time else -1
         return AppendResult(first_offset, self.log_start_offset, log_append_time_ms=stamped)
+
+    def _undo_point(self, incoming: list[tuple[bytearray, BatchHeader]]) -> _UndoPoint:
+        producers = {h.producer_id: self.producers.entries.get(h.producer_id) for _, h in incoming}
+        return _UndoPoint(
+            len(self.segments),
+            self.segments[-1].mark(),
+            {pid: entry.copy() if entry is not None else None for pid, entry in producers.items()},
+            self._unflushed_messages,
+        )
+
+    def _take_back(self, undo: _UndoPoint) -> None:
+        """Put the log back as it was before a failed append: segments rolled by it deleted, the
+        active one cut back to its old end, the producers' sequences as they were."""
+        while len(self.segments) > undo.segments:
+            with contextlib.suppress(OSError):
+                self.segments.pop().delete()
+        self.segments[-1].rollback(undo.active)
+        for pid, entry in undo.producers.items():
+            if entry is None:
+                self.producers.entries.pop(pid, None)
+            else:
+                self.producers.entries[pid] = entry
+        self._unflushed_messages = undo.unflushed_messages
 
     def _maybe_roll(self, incoming_bytes: int, now_ms: int) -> None:
         active = self.segments[-1]
@@ -214,7 +272,11 @@ class PartitionLog:
         for older in self.directory.glob("*.producers.json"):  # only the newest is ever read
             if older.name != self._snapshot_path(next_base).name:
                 older.unlink()
-        self.segments.append(Segment.create(self.directory, next_base, self.settings.index_interval_bytes))
+        self.segments.append(
+            Segment.create(
+                self.directory, next_base, self.settings.index_interval_bytes, self.settings.segment_reserve
+            )
+        )
 
     def flush(self) -> None:
         self.begin_flush().flush()

@@ -42,6 +42,9 @@ class ProducerEntry:
     def last_sequence(self) -> int:
         return self.batches[-1].last_sequence if self.batches else -1
 
+    def copy(self) -> ProducerEntry:
+        return ProducerEntry(self.epoch, deque(self.batches, maxlen=CACHED_BATCHES))
+
 
 class ProducerStateTable:
     def __init__(self) -> None:

@@ -14,6 +14,7 @@ acknowledgement, a `kill -9` can only leave a partial tail, never damage acknowl
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import mmap
 import os
@@ -22,10 +23,12 @@ import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import batches
 from .batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from .files import reserve_blocks
 
 log = logging.getLogger(__name__)
 _INDEX_ENTRY = struct.Struct(">IIq")
@@ -34,6 +37,17 @@ NO_TIMESTAMP = -1
 
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentMark:
+    """Where a segment's end was before a write: a write that fails goes back to it."""
+
+    size: int
+    next_offset: int
+    max_timestamp: int
+    index_entries: int
+    bytes_since_index: int
 
 
 class Segment:
@@ -54,18 +68,28 @@ class Segment:
         self._index_max_ts_before = array("q")
         self._bytes_since_index = 0
         self._index_file = None
+        # The index file no longer matches the entries in memory (a failed write was undone):
+        # sealing writes it whole instead of appending to it.
+        self._index_stale = False
+        self._reserved = False  # disk given to the file past its end (`reserve`)
 
     # -- opening --------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, index_interval: int) -> Segment:
+    def create(cls, directory: Path, base_offset: int, index_interval: int, reserve: int = 0) -> Segment:
+        """`reserve`: bytes of disk to hold for this segment's appends from the start
+        (`preallocate`)."""
         segment = cls(directory, base_offset, index_interval)
         segment._open_index_for_append(truncate=True)
+        segment.reserve(reserve)
         return segment
 
     @classmethod
-    def load(cls, directory: Path, base_offset: int, index_interval: int, active: bool) -> Segment:
-        """Open an existing segment; the active one (or one with a bad index) is recovered."""
+    def load(
+        cls, directory: Path, base_offset: int, index_interval: int, active: bool, reserve: int = 0
+    ) -> Segment:
+        """Open an existing segment; the active one (or one with a bad index) is recovered, and
+        is given what is left of its `reserve`."""
         segment = cls(directory, base_offset, index_interval)
         segment.created_at = os.stat(segment.log_path).st_mtime
         if active or not segment._load_index():
@@ -74,7 +98,15 @@ class Segment:
                 log.warning("recovered %s: truncated %d bytes of torn or corrupt tail", segment.log_path, cut)
         if active:
             segment._open_index_for_append(truncate=False)
+            segment.reserve(reserve - segment.size)
         return segment
+
+    def reserve(self, length: int) -> None:
+        """Hold `length` bytes of disk past the end for the appends to come, so that they still
+        succeed once the disk is full: the internal topic's group state keeps being written while
+        the users' topics fill the disk (KAFKA_STORAGE_ERROR for them)."""
+        if length > 0 and reserve_blocks(self._fd, self.size, length):
+            self._reserved = True
 
     def _load_index(self) -> bool:
         """Trust the index of a sealed segment if it is consistent with the log's size."""
@@ -150,12 +182,15 @@ class Segment:
     def _open_index_for_append(self, truncate: bool) -> None:
         self._index_file = open(self.index_path, "wb" if truncate else "ab")  # noqa: SIM115
 
-    def _rewrite_index(self) -> None:
+    def _rewrite_index(self, durable: bool = False) -> None:
         with open(self.index_path, "wb") as handle:
             for offset, position, max_ts in zip(
                 self._index_offsets, self._index_positions, self._index_max_ts_before, strict=True
             ):
                 handle.write(_INDEX_ENTRY.pack(offset - self.base_offset, position, max_ts))
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
 
     def _append_index_entry(self, offset: int, position: int, max_ts_before: int, write: bool) -> None:
         self._index_offsets.append(offset)
@@ -175,6 +210,8 @@ class Segment:
     # -- writing --------------------------------------------------------------------------
 
     def append(self, batch: bytes | bytearray, header: BatchHeader) -> None:
+        """Write one batch at the end. An OSError (a full disk) may leave part of it past `size`:
+        the caller undoes the write with `rollback`."""
         view = memoryview(batch)
         written = 0
         while written < len(view):
@@ -183,14 +220,42 @@ class Segment:
         self.size += len(view)
         self._note_batch(header, position)
 
+    def mark(self) -> SegmentMark:
+        return SegmentMark(
+            self.size, self.next_offset, self.max_timestamp, len(self._index_offsets), self._bytes_since_index
+        )
+
+    def rollback(self, mark: SegmentMark) -> None:
+        """Undo the appends since `mark`: the file is cut back to its size then, so no part of a
+        failed write stays past the end, and the index drops the entries made since."""
+        os.ftruncate(self._fd, mark.size)
+        self.size = mark.size
+        self.next_offset = mark.next_offset
+        self.max_timestamp = mark.max_timestamp
+        self._bytes_since_index = mark.bytes_since_index
+        for column in (self._index_offsets, self._index_positions, self._index_max_ts_before):
+            del column[mark.index_entries :]
+        if self._index_file is not None:
+            with contextlib.suppress(OSError):  # its buffer may hold a write that failed
+                self._index_file.close()
+            self._index_file = None
+        self._index_stale = True
+
     def flush(self) -> None:
         """fsync the log. The active segment's index needs none: recovery rebuilds it."""
         os.fsync(self._fd)
 
     def seal(self) -> None:
-        """The segment stops being active: make it and its index durable."""
+        """The segment stops being active: make it and its index durable, and give back the
+        disk reserved past its end."""
         self.flush()
-        if self._index_file is not None:
+        if self._reserved:
+            os.ftruncate(self._fd, self.size)
+            self._reserved = False
+        if self._index_stale:
+            self._rewrite_index(durable=True)
+            self._index_stale = False
+        elif self._index_file is not None:
             self._index_file.flush()
             os.fsync(self._index_file.fileno())
             self._index_file.close()

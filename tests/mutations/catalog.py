@@ -846,8 +846,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="offsets-topic-keeps-its-first-segment-size",
         breaks="an existing data directory's __consumer_offsets takes the segment size set now",
         file="coordinator/group_service.py",
-        original='        elif topic.configs.get("segment.bytes") != segment_bytes["segment.bytes"]:',
-        replacement="        elif False:",
+        original="        elif any(topic.configs.get(name) != value for name, value in kept.items()):",
+        replacement="        elif False:  # mutation",
         tests=(
             f"{UNIT}/test_offsets_topic_settings.py::"
             "test_the_offsets_topic_takes_the_segment_size_set_at_each_start",
@@ -906,10 +906,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="log-append-time-not-stamped",
         breaks="a LogAppendTime topic's records carry the time the coordinator appended them",
         file="coordinator/storage/partition_log.py",
-        original="""            if self.settings.log_append_time:
-                batches.set_log_append_time(batch, now_ms)""",
-        replacement="""            if False:
-                batches.set_log_append_time(batch, now_ms)""",
+        original="""                if self.settings.log_append_time:
+                    batches.set_log_append_time(batch, now_ms)""",
+        replacement="""                if False:  # mutation
+                    batches.set_log_append_time(batch, now_ms)""",
         tests=(
             f"{INTEGRATION}/test_log_append_time.py::"
             "test_a_log_append_time_topic_stamps_records_with_the_append_time",
@@ -924,6 +924,69 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             f"{UNIT}/test_partition_log.py::"
             "test_a_log_append_time_partition_stamps_its_batches_and_keeps_their_crc_valid",
+        ),
+    ),
+    # -- a full disk ------------------------------------------------------------------------
+    Mutation(
+        name="refused-append-not-taken-back",
+        breaks="a produce the disk refuses part-way leaves nothing of itself in the log",
+        file="coordinator/storage/partition_log.py",
+        original="            self._take_back(undo)\n            self.writes.failed(str(exc))",
+        replacement="            self.writes.failed(str(exc))  # mutation: not taken back",
+        tests=(
+            f"{UNIT}/test_storage_errors.py::test_a_request_the_disk_refuses_part_way_is_taken_back_whole",
+        ),
+    ),
+    Mutation(
+        name="refused-roll-leaves-its-segment",
+        breaks="a segment rolled by a refused produce is not left behind",
+        file="coordinator/storage/partition_log.py",
+        original="        while len(self.segments) > undo.segments:",
+        replacement="        while False:  # mutation",
+        tests=(
+            f"{UNIT}/test_storage_errors.py::"
+            "test_a_roll_made_by_a_refused_request_is_undone_and_the_segments_stay_sound",
+        ),
+    ),
+    Mutation(
+        name="refused-batch-keeps-its-sequence",
+        breaks="a producer's retry of a batch the disk refused is appended, not refused",
+        file="coordinator/storage/partition_log.py",
+        original="        for pid, entry in undo.producers.items():",
+        replacement="        for pid, entry in {}.items():  # mutation",
+        tests=(f"{UNIT}/test_storage_errors.py::test_a_refused_request_leaves_no_producer_sequence_behind",),
+    ),
+    Mutation(
+        name="storage-error-closes-the-connection",
+        breaks="a full disk answers KAFKA_STORAGE_ERROR per partition and keeps the connection",
+        file="coordinator/storage/partition_log.py",
+        original="        except OSError as exc:\n            self._take_back(undo)",
+        replacement="        except KeyError as exc:  # mutation\n            self._take_back(undo)",
+        tests=(
+            f"{INTEGRATION}/test_full_disk.py::"
+            "test_a_full_disk_answers_storage_errors_keeps_what_it_acknowledged_and_recovers",
+        ),
+    ),
+    Mutation(
+        name="group-state-without-a-disk-reserve",
+        breaks="consumer groups form and commit while the users' topics have filled the disk",
+        file="coordinator/group_service.py",
+        original='str(self.broker.config.offsets_topic_segment_bytes), "preallocate": "true"}',
+        replacement='str(self.broker.config.offsets_topic_segment_bytes), "preallocate": "false"}',
+        tests=(
+            f"{INTEGRATION}/test_full_disk.py::"
+            "test_a_full_disk_answers_storage_errors_keeps_what_it_acknowledged_and_recovers",
+        ),
+    ),
+    Mutation(
+        name="disk-outage-logged-per-failure",
+        breaks="a full disk is logged once per partition and state change, not once per request",
+        file="coordinator/storage/outage_log.py",
+        original="            if self.failing:\n                return\n",
+        replacement="            if False:  # mutation\n                return\n",
+        tests=(
+            f"{INTEGRATION}/test_full_disk.py::"
+            "test_a_full_disk_answers_storage_errors_keeps_what_it_acknowledged_and_recovers",
         ),
     ),
     Mutation(
