@@ -10,7 +10,8 @@ connection, as Kafka's broker does.
 Each connection (connection.py) answers its requests strictly in order, one at a time, as
 Kafka's broker does, and writes pipelined answers together. What this layer guarantees:
 - a frame larger than `socket.request.max.bytes`, a header that does not parse, a body that
-  does not decode, an unknown API key or an unadvertised version closes that connection
+  does not decode or states counts over the decoder's limits (decoder_limits.py), an
+  unknown API key or an unadvertised version closes that connection, with a log line
   (ApiVersions excepted: KIP-511 answers v0 with UNSUPPORTED_VERSION and our ranges);
 - a handler that fails unexpectedly is logged with its request and the connection closed;
   no other connection notices, and handlers validate before they change state;
@@ -45,6 +46,9 @@ from .turns import Turns
 log = logging.getLogger(__name__)
 
 CLOSE = None  # _answer() returns None to close the connection, b"" to send nothing
+# Frames from this size are decoded on a thread, so that the other connections are served
+# meanwhile: a frame of small elements decodes at several microseconds per element.
+DECODE_ON_A_THREAD_BYTES = 1 << 20
 
 
 class CoordinatorServer:
@@ -190,7 +194,10 @@ class CoordinatorServer:
             )
             return CLOSE
         try:
-            request = codec.decode_request_body(header, frame, body_offset)
+            if len(frame) < DECODE_ON_A_THREAD_BYTES:
+                request = codec.decode_request_body(header, frame, body_offset)
+            else:  # a frame this size can hold millions of elements: seconds of decoding
+                request = await asyncio.to_thread(codec.decode_request_body, header, frame, body_offset)
         except FrameError as exc:
             log.warning("%s (client %r): %s; closing", client_host, header.client_id, exc)
             return CLOSE

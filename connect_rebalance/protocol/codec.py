@@ -13,6 +13,8 @@ Rules this module keeps:
 - Responses are framed here: header v0 (correlation id) or v1 (plus empty tagged fields)
   for flexible versions; ApiVersions always answers with header v0.
 - It never decides what the server supports; `coordinator.apis` does.
+- A count in a frame builds nothing over Kafka's limits (decoder_limits.py, installed here):
+  such a request is a FrameError, and the connection is closed.
 - The hottest messages (the group heartbeats, ApiVersions) and the largest answer
   (ConsumerGroupDescribe) are read or written by hand-written codecs (hot_messages.py) when
   their shape allows, with the same results;
@@ -31,7 +33,7 @@ from typing import Any
 
 from connect_rebalance.protocol.api_keys import ApiKey
 
-from . import hot_messages
+from . import decoder_limits, hot_messages
 
 with warnings.catch_warnings():
     # kafka-python loads each schema with importlib.resources.read_text, which warns on 3.11+.
@@ -45,6 +47,7 @@ with warnings.catch_warnings():
         importlib.import_module(_module.name)
     # The project's own API schemas register themselves on import.
     importlib.import_module("connect_rebalance.protocol.messages")
+decoder_limits.install()  # before any decoder is compiled
 
 
 class FrameError(ValueError):
@@ -184,6 +187,8 @@ def decode_request_body(header: RequestHeader, frame: bytes | memoryview, offset
     cls = _REQUESTS[header.api_key]
     try:
         return cls.decode(memoryview(frame)[offset:], version=header.api_version)
+    except decoder_limits.DecodeLimitError as exc:
+        raise FrameError(f"{api_name(header.api_key)} v{header.api_version} refused: {exc}") from exc
     except Exception as exc:  # the generated decoders raise struct/Value/Index/Unicode errors
         raise FrameError(
             f"{api_name(header.api_key)} v{header.api_version} body does not decode: {exc!r}"

@@ -116,6 +116,8 @@ def _array(buf: bytes, pos: int, item: Reader) -> tuple[list[Any] | None, int]:
         pos += 1
     if count == 0:
         return None, pos
+    if count - 1 > len(buf) - pos:
+        raise _NotHot  # more elements than bytes: the schema codec refuses it (decoder_limits.py)
     items = []
     for _ in range(count - 1):
         value, pos = item(buf, pos)

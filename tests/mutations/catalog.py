@@ -989,6 +989,34 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_full_disk_answers_storage_errors_keeps_what_it_acknowledged_and_recovers",
         ),
     ),
+    # -- the decoder's limits -------------------------------------------------------------
+    Mutation(
+        name="array-counts-unchecked",
+        breaks="an array count over the decoder's limits is refused before anything is built",
+        file="connect_rebalance/protocol/decoder_limits.py",
+        original='f"{indent}if {n} > _MAX_ARRAY or {n} > len(data) - pos: _array_too_long',
+        replacement='f"{indent}if False: _array_too_long',
+        tests=(
+            f"{INTEGRATION}/test_decoder_limits.py::"
+            "test_counts_over_the_decoders_limits_are_refused_before_anything_is_built"
+            "[an array over 1,000,000 elements]",
+            f"{INTEGRATION}/test_decoder_limits.py::"
+            "test_counts_over_the_decoders_limits_are_refused_before_anything_is_built"
+            "[an array claiming more elements than bytes]",
+        ),
+    ),
+    Mutation(
+        name="tagged-field-count-unchecked",
+        breaks="more than 10,000 tagged fields in one struct are refused before they are read",
+        file="connect_rebalance/protocol/decoder_limits.py",
+        original="        if count > MAX_TAGGED_FIELDS:",
+        replacement="        if False:  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_decoder_limits.py::"
+            "test_counts_over_the_decoders_limits_are_refused_before_anything_is_built"
+            "[10,001 tagged fields in one struct]",
+        ),
+    ),
     Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
