@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import select
 import signal
 import subprocess
@@ -41,10 +42,13 @@ class CoordinatorProcess:
         overrides: dict[str, str] | None = None,
         log_path: Path | None = None,
         code_dir: Path | None = None,
+        open_files_limit: int | None = None,
     ):
-        """`code_dir`: run the coordinator of another checkout (a bench's "before"), not this one."""
+        """`code_dir`: run the coordinator of another checkout (a bench's "before"), not this one.
+        `open_files_limit`: the process's `ulimit -n` (soft and hard), as an operator would set it."""
         self.data_dir = Path(data_dir)
         self.code_dir = code_dir
+        self.open_files_limit = open_files_limit
         self.overrides = dict(overrides or {})
         self.log_path = log_path or self.data_dir.parent / f"{self.data_dir.name}-coordinator.log"
         self.port = 0
@@ -85,7 +89,9 @@ class CoordinatorProcess:
         for name, value in settings.items():
             command += ["-o", f"{name}={value}"]
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child from here on
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file, cwd=self.code_dir)
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=log_file, cwd=self.code_dir, preexec_fn=self._limits
+        )
         log_file.close()
         deadline = time.monotonic() + timeout
         line = b""
@@ -106,6 +112,11 @@ class CoordinatorProcess:
                 break
         self.kill()
         raise RuntimeError(f"coordinator did not start: {line!r}\n{self.log_path.read_text()[-3000:]}")
+
+    def _limits(self) -> None:
+        """In the child, before it runs the coordinator."""
+        if self.open_files_limit is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files_limit, self.open_files_limit))
 
     def kill(self) -> None:
         """SIGKILL: no flush, no clean shutdown."""

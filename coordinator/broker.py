@@ -236,5 +236,5 @@ def _fsync_segments(segments: list[Segment]) -> None:
         try:
             segment.flush()
         except OSError as exc:
-            if exc.errno != errno.EBADF:  # EBADF: rolled and closed, or its topic deleted, meanwhile
+            if exc.errno not in (errno.EBADF, errno.ENOENT):  # closed, or its topic deleted, meanwhile
                 log.error("fsync of %s failed: %s", segment.log_path, exc)

@@ -74,7 +74,8 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             configs = validate_topic_configs({c.name: c.value for c in spec.configs})
             broker.topics.check_new_topic(spec.name, partitions)
             if not request.validate_only:
-                result["topic_id"] = broker.topics.create(spec.name, partitions, configs).topic_id
+                topic = await broker.topics.create_off_loop(spec.name, partitions, configs)
+                result["topic_id"] = topic.topic_id
             result.update(
                 num_partitions=partitions,
                 replication_factor=1,
@@ -141,7 +142,7 @@ async def create_partitions(ctx: RequestContext, request: Any) -> dict[str, Any]
             for assignment in spec.assignments or []:
                 _check_replicas(ctx, list(assignment.broker_ids))
             if not request.validate_only:
-                broker.topics.add_partitions(spec.name, spec.count)
+                await broker.topics.add_partitions(spec.name, spec.count)
         except KafkaApiError as exc:
             result.update(error_code=exc.code, error_message=exc.message)
         results.append(result)

@@ -5,7 +5,11 @@
 (batch base offset - segment base, file position, largest timestamp before that batch).
 The largest-timestamp-so-far column is monotonic, so one index serves lookups by offset
 and by timestamp. The index is a cache: it is rebuilt from the log whenever it is missing,
-inconsistent, or belongs to the active segment after a restart.
+inconsistent, or belongs to the active segment after a restart, so only sealing writes it
+(the active segment's entries are kept in memory).
+
+The log file is opened only while it is read or written, through `open_files.FILES`: a
+partition costs no descriptor while nobody uses it.
 
 Recovery reads the log from the start, checks each batch's length, magic, offsets and
 CRC, and truncates at the first torn or corrupt batch: with writes completed before an
@@ -14,7 +18,6 @@ acknowledgement, a `kill -9` can only leave a partial tail, never damage acknowl
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import mmap
 import os
@@ -23,12 +26,14 @@ import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import batches
 from .batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from .files import reserve_blocks
+from .open_files import FILES, closed_error
 
 log = logging.getLogger(__name__)
 _INDEX_ENTRY = struct.Struct(">IIq")
@@ -58,8 +63,8 @@ class Segment:
         self.log_path = directory / f"{segment_name(base_offset)}.log"
         self.index_path = directory / f"{segment_name(base_offset)}.index"
         self.index_interval = index_interval
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        self.size = 0
+        self._closed = False
         self.next_offset = base_offset
         self.max_timestamp = NO_TIMESTAMP
         self.created_at = time.time()
@@ -67,11 +72,13 @@ class Segment:
         self._index_positions = array("q")
         self._index_max_ts_before = array("q")
         self._bytes_since_index = 0
-        self._index_file = None
-        # The index file no longer matches the entries in memory (a failed write was undone):
-        # sealing writes it whole instead of appending to it.
-        self._index_stale = False
         self._reserved = False  # disk given to the file past its end (`reserve`)
+
+    def _file(self) -> AbstractContextManager[int]:
+        """The log file's descriptor for the duration of a `with`."""
+        if self._closed:
+            raise closed_error(self.log_path)
+        return FILES.use(self.log_path)
 
     # -- opening --------------------------------------------------------------------------
 
@@ -80,7 +87,8 @@ class Segment:
         """`reserve`: bytes of disk to hold for this segment's appends from the start
         (`preallocate`)."""
         segment = cls(directory, base_offset, index_interval)
-        segment._open_index_for_append(truncate=True)
+        os.close(os.open(segment.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644))
+        segment.index_path.unlink(missing_ok=True)  # an index left by an earlier segment here
         segment.reserve(reserve)
         return segment
 
@@ -91,13 +99,15 @@ class Segment:
         """Open an existing segment; the active one (or one with a bad index) is recovered, and
         is given what is left of its `reserve`."""
         segment = cls(directory, base_offset, index_interval)
-        segment.created_at = os.stat(segment.log_path).st_mtime
+        stat = os.stat(segment.log_path)
+        segment.size, segment.created_at = stat.st_size, stat.st_mtime
         if active or not segment._load_index():
             cut = segment.recover()
             if cut:
                 log.warning("recovered %s: truncated %d bytes of torn or corrupt tail", segment.log_path, cut)
+            if not active:  # the active segment's index is written when it is sealed
+                segment._rewrite_index()
         if active:
-            segment._open_index_for_append(truncate=False)
             segment.reserve(reserve - segment.size)
         return segment
 
@@ -105,8 +115,9 @@ class Segment:
         """Hold `length` bytes of disk past the end for the appends to come, so that they still
         succeed once the disk is full: the internal topic's group state keeps being written while
         the users' topics fill the disk (KAFKA_STORAGE_ERROR for them)."""
-        if length > 0 and reserve_blocks(self._fd, self.size, length):
-            self._reserved = True
+        if length > 0:
+            with self._file() as fd:
+                self._reserved = reserve_blocks(fd, self.size, length)
 
     def _load_index(self) -> bool:
         """Trust the index of a sealed segment if it is consistent with the log's size."""
@@ -120,14 +131,15 @@ class Segment:
         for rel, position, max_ts in _INDEX_ENTRY.iter_unpack(raw):
             if position <= last_position or position >= self.size:
                 return False
-            self._append_index_entry(self.base_offset + rel, position, max_ts, write=False)
+            self._append_index_entry(self.base_offset + rel, position, max_ts)
             last_position = position
         self.max_timestamp = self._index_max_ts_before[-1]
         # The tail past the last index entry tells next_offset and the max timestamp.
         return self._scan(self._index_positions[-1], validate=False, truncate=False)
 
     def recover(self) -> int:
-        """Rebuild the index from the log, truncating a torn or corrupt tail; returns bytes cut."""
+        """Rebuild the index (in memory) from the log, truncating a torn or corrupt tail;
+        returns bytes cut."""
         self._index_offsets = array("q")
         self._index_positions = array("q")
         self._index_max_ts_before = array("q")
@@ -136,21 +148,20 @@ class Segment:
         self.next_offset = self.base_offset
         before = self.size
         self._scan(0, validate=True, truncate=True)
-        self._rewrite_index()
         return before - self.size
 
     def _scan(self, start: int, validate: bool, truncate: bool) -> bool:
         """Walk batches from `start` to the end of the file, indexing any not yet indexed."""
         if self.size == 0:
             return True
-        with mmap.mmap(self._fd, self.size, access=mmap.ACCESS_READ) as view:
+        with self._file() as fd, mmap.mmap(fd, self.size, access=mmap.ACCESS_READ) as view:
             pos = start
             while pos < self.size:
                 header = self._valid_header_at(view, pos, validate)
                 if header is None:
                     if not truncate:
                         return False
-                    os.ftruncate(self._fd, pos)
+                    os.ftruncate(fd, pos)
                     self.size = pos
                     break
                 if not self._index_positions or pos > self._index_positions[-1]:
@@ -179,9 +190,6 @@ class Segment:
 
     # -- index ----------------------------------------------------------------------------
 
-    def _open_index_for_append(self, truncate: bool) -> None:
-        self._index_file = open(self.index_path, "wb" if truncate else "ab")  # noqa: SIM115
-
     def _rewrite_index(self, durable: bool = False) -> None:
         with open(self.index_path, "wb") as handle:
             for offset, position, max_ts in zip(
@@ -192,16 +200,14 @@ class Segment:
                 handle.flush()
                 os.fsync(handle.fileno())
 
-    def _append_index_entry(self, offset: int, position: int, max_ts_before: int, write: bool) -> None:
+    def _append_index_entry(self, offset: int, position: int, max_ts_before: int) -> None:
         self._index_offsets.append(offset)
         self._index_positions.append(position)
         self._index_max_ts_before.append(max_ts_before)
-        if write and self._index_file is not None:
-            self._index_file.write(_INDEX_ENTRY.pack(offset - self.base_offset, position, max_ts_before))
 
     def _note_batch(self, header: BatchHeader, position: int) -> None:
         if not self._index_positions or self._bytes_since_index >= self.index_interval:
-            self._append_index_entry(header.base_offset, position, self.max_timestamp, write=True)
+            self._append_index_entry(header.base_offset, position, self.max_timestamp)
             self._bytes_since_index = 0
         self._bytes_since_index += header.size
         self.next_offset = header.next_offset
@@ -214,8 +220,9 @@ class Segment:
         the caller undoes the write with `rollback`."""
         view = memoryview(batch)
         written = 0
-        while written < len(view):
-            written += os.pwrite(self._fd, view[written:], self.size + written)
+        with self._file() as fd:
+            while written < len(view):
+                written += os.pwrite(fd, view[written:], self.size + written)
         position = self.size
         self.size += len(view)
         self._note_batch(header, position)
@@ -228,46 +235,33 @@ class Segment:
     def rollback(self, mark: SegmentMark) -> None:
         """Undo the appends since `mark`: the file is cut back to its size then, so no part of a
         failed write stays past the end, and the index drops the entries made since."""
-        os.ftruncate(self._fd, mark.size)
+        with self._file() as fd:
+            os.ftruncate(fd, mark.size)
         self.size = mark.size
         self.next_offset = mark.next_offset
         self.max_timestamp = mark.max_timestamp
         self._bytes_since_index = mark.bytes_since_index
         for column in (self._index_offsets, self._index_positions, self._index_max_ts_before):
             del column[mark.index_entries :]
-        if self._index_file is not None:
-            with contextlib.suppress(OSError):  # its buffer may hold a write that failed
-                self._index_file.close()
-            self._index_file = None
-        self._index_stale = True
 
     def flush(self) -> None:
         """fsync the log. The active segment's index needs none: recovery rebuilds it."""
-        os.fsync(self._fd)
+        with self._file() as fd:
+            os.fsync(fd)
 
     def seal(self) -> None:
         """The segment stops being active: make it and its index durable, and give back the
         disk reserved past its end."""
-        self.flush()
-        if self._reserved:
-            os.ftruncate(self._fd, self.size)
-            self._reserved = False
-        if self._index_stale:
-            self._rewrite_index(durable=True)
-            self._index_stale = False
-        elif self._index_file is not None:
-            self._index_file.flush()
-            os.fsync(self._index_file.fileno())
-            self._index_file.close()
-            self._index_file = None
+        with self._file() as fd:
+            if self._reserved:
+                os.ftruncate(fd, self.size)
+                self._reserved = False
+            os.fsync(fd)
+        self._rewrite_index(durable=True)
 
     def close(self) -> None:
-        if self._index_file is not None:
-            self._index_file.close()
-            self._index_file = None
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._closed = True
+        FILES.forget(self.log_path)
 
     def delete(self) -> None:
         self.close()
@@ -277,7 +271,8 @@ class Segment:
     # -- reading --------------------------------------------------------------------------
 
     def _header_at(self, position: int) -> BatchHeader:
-        return batches.read_header(os.pread(self._fd, HEADER_SIZE, position))
+        with self._file() as fd:
+            return batches.read_header(os.pread(fd, HEADER_SIZE, position))
 
     def position_of(self, offset: int) -> int | None:
         """File position of the batch containing `offset`, or None if past this segment."""
@@ -314,11 +309,13 @@ class Segment:
 
     def read_batch(self, position: int) -> bytes:
         header = self._header_at(position)
-        return os.pread(self._fd, header.size, position)
+        with self._file() as fd:
+            return os.pread(fd, header.size, position)
 
     def read(self, position: int, max_bytes: int) -> bytes:
         """Whole batches from `position`, up to `max_bytes`, but at least one batch (KIP-74)."""
-        chunk = os.pread(self._fd, max(max_bytes, LOG_OVERHEAD), position)
+        with self._file() as fd:
+            chunk = os.pread(fd, max(max_bytes, LOG_OVERHEAD), position)
         end = 0
         while end + LOG_OVERHEAD <= len(chunk):
             (length,) = struct.unpack_from(">i", chunk, end + 8)

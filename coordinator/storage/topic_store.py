@@ -9,6 +9,7 @@ it, so a crash never leaves half a topic behind.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 import uuid
@@ -74,6 +75,8 @@ class TopicStore:
         self.deleted_dir = root / "deleted"
         self._settings_for = settings_for
         self.topics: dict[str, Topic] = {}
+        # Names whose files are being made on a thread (`create_off_loop`): taken until then.
+        self._creating: set[str] = set()
         self._by_id: dict[uuid.UUID, Topic] = {}
         # Bumped whenever a topic appears, disappears or grows: readers of the metadata (the
         # group coordinator's subscriptions) know at a glance whether to look again.
@@ -120,11 +123,11 @@ class TopicStore:
 
     def check_new_topic(self, name: str, partitions: int) -> None:
         validate_topic_name(name)
-        if name in self.topics:
+        if name in self.topics or name in self._creating:
             raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         if "." in name or "_" in name:  # metric names cannot tell the two apart: Kafka refuses
             unified = name.replace(".", "_")
-            for existing in self.topics:
+            for existing in (*self.topics, *self._creating):
                 if existing.replace(".", "_") == unified:
                     raise KafkaApiError(
                         ErrorCode.INVALID_TOPIC_EXCEPTION,
@@ -137,7 +140,27 @@ class TopicStore:
             )
 
     def create(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
+        """Make a topic at once, for a few partitions (auto-creation, the internal topic)."""
         self.check_new_topic(name, partitions)
+        topic = self._make(name, partitions, configs)
+        self._add(topic)
+        return topic
+
+    async def create_off_loop(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
+        """Make a topic with its files made on a thread: 10,000 partitions are 10,000
+        directories and files, which would hold every other client up meanwhile. The name is
+        taken from the start; the topic is seen, whole, once its files are all made."""
+        self.check_new_topic(name, partitions)
+        self._creating.add(name)
+        try:
+            topic = await asyncio.to_thread(self._make, name, partitions, configs)
+        finally:
+            self._creating.discard(name)
+        self._add(topic)
+        return topic
+
+    def _make(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
+        """The topic's directory, partitions and topic.json (written last: what `open` trusts)."""
         directory = self.topics_dir / name
         shutil.rmtree(directory, ignore_errors=True)  # left by a create that failed part-way
         directory.mkdir(parents=True)
@@ -155,7 +178,6 @@ class TopicStore:
             raise KafkaApiError(
                 ErrorCode.KAFKA_STORAGE_ERROR, f"cannot create topic {name!r}: {exc}"
             ) from exc
-        self._add(topic)
         return topic
 
     def update_configs(self, name: str, configs: dict[str, str]) -> Topic:
@@ -184,11 +206,19 @@ class TopicStore:
             )
         return topic
 
-    def add_partitions(self, name: str, total: int) -> Topic:
+    async def add_partitions(self, name: str, total: int) -> Topic:
+        """Grow a topic, its new partitions' files made on a thread (see `create_off_loop`)."""
         topic = self.check_partition_increase(name, total)
         settings = self._settings_for(topic.configs)
-        for p in range(len(topic.partitions), total):
-            topic.partitions.append(PartitionLog.open(topic.directory / str(p), settings))
+        first = len(topic.partitions)
+        added = await asyncio.to_thread(
+            lambda: [PartitionLog.open(topic.directory / str(p), settings) for p in range(first, total)]
+        )
+        if len(topic.partitions) != first or self.topics.get(name) is not topic:  # changed meanwhile
+            for partition in added:
+                partition.close()
+            raise KafkaApiError(ErrorCode.INVALID_PARTITIONS, f"topic {name!r} changed while it was growing")
+        topic.partitions.extend(added)
         self.version += 1
         self._write_meta(topic)
         return topic

@@ -989,6 +989,29 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_full_disk_answers_storage_errors_keeps_what_it_acknowledged_and_recovers",
         ),
     ),
+    # -- partitions at scale ----------------------------------------------------------------
+    Mutation(
+        name="every-partition-holds-its-files",
+        breaks="a coordinator with ulimit -n 4096 serves 10,000 partitions",
+        file="coordinator/storage/open_files.py",
+        original="        while len(self._open) > self.capacity:",
+        replacement="        while False:  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_partitions_at_scale.py::"
+            "test_a_topic_of_10000_partitions_is_created_while_a_group_heartbeats_and_probes_stay_fast",
+        ),
+    ),
+    Mutation(
+        name="topic-files-made-on-the-event-loop",
+        breaks="other clients are answered at once while a topic of 10,000 partitions is made",
+        file="coordinator/storage/topic_store.py",
+        original="            topic = await asyncio.to_thread(self._make, name, partitions, configs)",
+        replacement="            topic = self._make(name, partitions, configs)  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_partitions_at_scale.py::"
+            "test_a_topic_of_10000_partitions_is_created_while_a_group_heartbeats_and_probes_stay_fast",
+        ),
+    ),
     # -- the decoder's limits -------------------------------------------------------------
     Mutation(
         name="array-counts-unchecked",
