@@ -72,6 +72,21 @@ def positive_int(value: str) -> str | None:
         return "must be a positive integer"
 
 
+# The most tasks a connector may ask for: each task is a Spark streaming query on some worker
+# (each with its threads, buffers and checkpoint), so more would not run on any cluster this
+# runtime serves, and tasks.max=100000 took a worker to 550 MB before one of them started.
+MAX_TASKS = 1000
+
+
+def task_count(value: str) -> str | None:
+    try:
+        if 1 <= int(value) <= MAX_TASKS:
+            return None
+    except ValueError:
+        pass
+    return f"must be an integer from 1 to {MAX_TASKS:,} (each task is a Spark streaming query)"
+
+
 def non_negative_int(value: str) -> str | None:
     try:
         return None if int(value) >= 0 else "must be a non-negative integer"
@@ -85,7 +100,7 @@ COMMON_CONFIG = [
     ),
     ConfigDef("connector.class", required=True, documentation="The connector plugin."),
     ConfigDef(
-        "tasks.max", "INT", default="1", validate=positive_int, documentation="Maximum number of tasks."
+        "tasks.max", "INT", default="1", validate=task_count, documentation="Maximum number of tasks."
     ),
 ]
 

@@ -16,6 +16,7 @@ from connect_rebalance.protocol.api_keys import ApiKey
 
 from ..security.acls import AclOperation, ResourceType
 from ..storage.partition_log import LEADER_EPOCH, PartitionLog
+from ..turns import Slices
 from .registry import RequestContext, handles
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = (
@@ -47,18 +48,21 @@ def _resolve_topic(ctx: RequestContext, name: str | None, topic_id: Any) -> str:
     return name
 
 
-def _read_partitions(
+async def _read_partitions(
     ctx: RequestContext, request: Any
-) -> tuple[list[dict[str, Any]], int, bool, list[PartitionLog]]:
-    """One pass over the requested partitions: (responses, bytes read, any error, logs)."""
+) -> tuple[list[dict[str, Any]], int, bool, list[tuple[PartitionLog, int]]]:
+    """One pass over the requested partitions: (responses, bytes read, any error, and each log
+    read with its end offset when it was read)."""
     budget = request.max_bytes if ctx.version >= 3 else 2**31 - 1
     total = 0
     any_error = False
-    logs: list[PartitionLog] = []
+    logs: list[tuple[PartitionLog, int]] = []
     responses = []
+    slices = Slices()
     for topic in request.topics:
         partitions = []
         for fetch in topic.partitions:
+            await slices.pause()
             answer: dict[str, Any] = {
                 "partition_index": fetch.partition,
                 "error_code": 0,
@@ -79,7 +83,7 @@ def _read_partitions(
                     last_stable_offset=log.high_watermark,
                     log_start_offset=log.log_start_offset,
                 )
-                logs.append(log)
+                logs.append((log, log.log_end_offset))
                 limit = min(fetch.partition_max_bytes, budget - total)
                 if limit > 0 or total == 0:
                     data = log.read(fetch.fetch_offset, max(limit, 1))
@@ -105,13 +109,15 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
     while True:
-        # No await separates the read from registering the waits, so no append can slip
-        # in between: the event loop runs one coroutine at a time.
-        responses, total, any_error, logs = _read_partitions(ctx, request)
+        responses, total, any_error, logs = await _read_partitions(ctx, request)
         remaining = deadline - loop.time()
         if total >= request.min_bytes or any_error or remaining <= 0 or not logs:
             break
-        waits = [(log, log.wait_for_append()) for log in logs]
+        if any(log.log_end_offset != end for log, end in logs):
+            continue  # appended to while the pass went on (it gave the loop turns): read again
+        # No await separates that check from registering the waits, so no append can slip
+        # in between: the event loop runs one coroutine at a time.
+        waits = [(log, log.wait_for_append()) for log, _ in logs]
         try:
             await asyncio.wait([w for _, w in waits], timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
         finally:

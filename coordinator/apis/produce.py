@@ -18,6 +18,7 @@ from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..storage import batches
 from ..storage.partition_log import now_ms
 from ..storage.topic_store import INTERNAL_TOPICS
+from ..turns import Slices
 from .registry import CloseConnection, RequestContext, handles
 
 VALID_ACKS = (-1, 0, 1)
@@ -54,9 +55,11 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     elif request.transactional_id is not None:
         refuse = KafkaApiError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_TRANSACTIONS)
     responses = []
+    slices = Slices()
     for topic in request.topic_data:
         partitions = []
         for data in topic.partition_data:
+            await slices.pause()
             answer: dict[str, Any] = {"index": data.index, "error_code": 0, "base_offset": -1}
             try:
                 if refuse is not None:

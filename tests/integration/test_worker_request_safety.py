@@ -245,3 +245,22 @@ def test_the_root_resource_reports_the_kafka_cluster_id(worker: tuple[WorkerClus
     known = admin.list_topics(timeout=30).cluster_id
     info = KafkaConnect(url=w1.url).get_cluster_info()
     assert known and info["kafka_cluster_id"] == known and info["version"]
+
+
+def test_tasks_max_past_the_cap_is_refused_naming_the_setting_and_nothing_is_created(
+    worker: tuple[WorkerCluster, WorkerProcess],
+) -> None:
+    _, w1 = worker
+    huge = {**source("huge"), "config": {**source("huge")["config"], "tasks.max": "100000"}}
+    code, body = raw("POST", f"{w1.url}/connectors", json.dumps(huge).encode())
+    assert code == 400 and body["error_code"] == 400, body
+    assert "tasks.max" in body["message"] and "from 1 to 1,000" in body["message"], body
+    code, body = raw("PUT", f"{w1.url}/connectors/huge/config", json.dumps(huge["config"]).encode())
+    assert code == 400 and "tasks.max" in body["message"], body
+    assert rest("GET", f"{w1.url}/connectors")[1] == []
+    # The cap itself is accepted (validated only: a thousand tasks would start).
+    most = {**huge["config"], "tasks.max": "1000", "name": "huge"}
+    code, body = raw(
+        "PUT", f"{w1.url}/connector-plugins/VerifiableSource/config/validate", json.dumps(most).encode()
+    )
+    assert code == 200 and body["error_count"] == 0, body

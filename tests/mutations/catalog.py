@@ -1012,6 +1012,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_topic_of_10000_partitions_is_created_while_a_group_heartbeats_and_probes_stay_fast",
         ),
     ),
+    Mutation(
+        name="tasks-max-uncapped",
+        breaks="a connector asking for more tasks than any cluster could run is refused, naming tasks.max",
+        file="workers/plugins.py",
+        original="        if 1 <= int(value) <= MAX_TASKS:",
+        replacement="        if 1 <= int(value):  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_worker_request_safety.py::"
+            "test_tasks_max_past_the_cap_is_refused_naming_the_setting_and_nothing_is_created",
+        ),
+    ),
     # -- the decoder's limits -------------------------------------------------------------
     Mutation(
         name="array-counts-unchecked",
