@@ -88,7 +88,9 @@ class Broker:
         self.data_dir = Path(config.log_dirs)
         self.node_id = config.node_id
         self.cluster_id = ""
-        self.topics = TopicStore(self.data_dir, lambda explicit: log_settings(explicit, config))
+        self.topics = TopicStore(
+            self.data_dir, lambda explicit: log_settings(explicit, config), config.max_broker_partitions
+        )
         self.producer_ids: ProducerIdAllocator | None = None
         self.fences: ProducerFences | None = None  # fenced producers' epochs (InitFencedProducer)
         # What Metadata tells clients to connect to; the server fills in a port bound as 0.

@@ -94,6 +94,10 @@ class CoordinatorConfig(BaseModel):
     log_retention_bytes: int = Field(-1, alias="log.retention.bytes", ge=-1)
     log_retention_check_interval_ms: int = Field(300000, alias="log.retention.check.interval.ms", ge=1)
     log_index_interval_bytes: int = Field(4096, alias="log.index.interval.bytes", ge=0)
+    # The partitions all topics may hold (KIP-578's name): past it CreateTopics, CreatePartitions
+    # and auto-creation are refused with POLICY_VIOLATION. 200,000 is twice what is measured
+    # (bench/partitions.py); each partition costs memory and start-up time, not descriptors.
+    max_broker_partitions: int = Field(200000, alias="max.broker.partitions", ge=1)
     # Each new segment holds segment.bytes of disk from the start (Linux fallocate, keeping the
     # file's size), so its appends succeed on a full disk. __consumer_offsets always does.
     log_preallocate: bool = Field(False, alias="log.preallocate")

@@ -69,14 +69,21 @@ class Topic:
 
 
 class TopicStore:
-    def __init__(self, root: Path, settings_for: Callable[[dict[str, str]], LogSettings]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        settings_for: Callable[[dict[str, str]], LogSettings],
+        max_partitions: int = 2**31 - 1,
+    ) -> None:
+        """`max_partitions`: `max.broker.partitions`, what the topics may hold in all."""
         self.root = root
+        self.max_partitions = max_partitions
         self.topics_dir = root / "topics"
         self.deleted_dir = root / "deleted"
         self._settings_for = settings_for
         self.topics: dict[str, Topic] = {}
         # Names whose files are being made on a thread (`create_off_loop`): taken until then.
-        self._creating: set[str] = set()
+        self._creating: dict[str, int] = {}  # name -> its partitions
         self._by_id: dict[uuid.UUID, Topic] = {}
         # Bumped whenever a topic appears, disappears or grows: readers of the metadata (the
         # group coordinator's subscriptions) know at a glance whether to look again.
@@ -138,6 +145,20 @@ class TopicStore:
                 ErrorCode.INVALID_PARTITIONS,
                 f"number of partitions must be 1..{MAX_PARTITIONS}, not {partitions}",
             )
+        self._check_room(partitions)
+
+    def partition_count(self) -> int:
+        """Partitions the topics hold, and those being made."""
+        return sum(len(t.partitions) for t in self.topics.values()) + sum(self._creating.values())
+
+    def _check_room(self, more: int) -> None:
+        held = self.partition_count()
+        if held + more > self.max_partitions:
+            raise KafkaApiError(
+                ErrorCode.POLICY_VIOLATION,
+                f"{more} more partitions would make {held + more}, over max.broker.partitions="
+                f"{self.max_partitions}",
+            )
 
     def create(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
         """Make a topic at once, for a few partitions (auto-creation, the internal topic)."""
@@ -151,11 +172,11 @@ class TopicStore:
         directories and files, which would hold every other client up meanwhile. The name is
         taken from the start; the topic is seen, whole, once its files are all made."""
         self.check_new_topic(name, partitions)
-        self._creating.add(name)
+        self._creating[name] = partitions
         try:
             topic = await asyncio.to_thread(self._make, name, partitions, configs)
         finally:
-            self._creating.discard(name)
+            del self._creating[name]
         self._add(topic)
         return topic
 
@@ -204,6 +225,7 @@ class TopicStore:
                 f"topic {name!r} has {len(topic.partitions)} partitions; the new count must be larger "
                 f"and at most {MAX_PARTITIONS}, not {total}",
             )
+        self._check_room(total - len(topic.partitions))
         return topic
 
     async def add_partitions(self, name: str, total: int) -> Topic:

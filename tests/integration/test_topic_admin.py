@@ -257,3 +257,32 @@ def test_auto_create_can_be_disabled(tmp_path) -> None:
         assert "never-created" not in listed
     finally:
         process.kill()
+
+
+def test_max_broker_partitions_refuses_creations_and_growth_past_it_with_policy_violation(tmp_path) -> None:
+    process = CoordinatorProcess(tmp_path / "data", {"max.broker.partitions": "30"}).start()
+    try:
+        b = process.bootstrap
+        # __consumer_offsets holds 1 of the 30.
+        outcome = create(b, NewTopic("first", 20, 1))
+        refused = create(b, NewTopic("second", 10, 1))
+        fits = create(b, NewTopic("second", 9, 1))
+        try:
+            list(admin(b).create_partitions([NewPartitions("first", 21)]).values())[0].result(30)
+            grown: KafkaException | None = None
+        except KafkaException as exc:
+            grown = exc
+        listed = admin(b).list_topics(timeout=10).topics
+    finally:
+        process.kill()
+    assert outcome == {"first": None} and fits == {"second": None}
+    code, message = error_of(refused["second"])
+    assert code == ErrorCode.POLICY_VIOLATION and "max.broker.partitions=30" in message, message
+    assert grown is not None, "CreatePartitions past max.broker.partitions was taken"
+    assert (
+        grown.args[0].code() == ErrorCode.POLICY_VIOLATION and "max.broker.partitions" in grown.args[0].str()
+    )
+    assert {name: len(t.partitions) for name, t in listed.items() if not name.startswith("__")} == {
+        "first": 20,
+        "second": 9,
+    }

@@ -1023,6 +1023,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_tasks_max_past_the_cap_is_refused_naming_the_setting_and_nothing_is_created",
         ),
     ),
+    Mutation(
+        name="max-broker-partitions-not-enforced",
+        breaks="partitions past max.broker.partitions are refused with POLICY_VIOLATION",
+        file="coordinator/storage/topic_store.py",
+        original="        if held + more > self.max_partitions:",
+        replacement="        if False:  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_topic_admin.py::"
+            "test_max_broker_partitions_refuses_creations_and_growth_past_it_with_policy_violation",
+        ),
+    ),
     # -- the decoder's limits -------------------------------------------------------------
     Mutation(
         name="array-counts-unchecked",
