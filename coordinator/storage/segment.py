@@ -314,8 +314,11 @@ class Segment:
 
     def read(self, position: int, max_bytes: int) -> bytes:
         """Whole batches from `position`, up to `max_bytes`, but at least one batch (KIP-74)."""
+        # What the segment holds past `position`, not what was asked: a client may ask for
+        # 2 GiB a partition, and pread allocates the whole size before it reads.
+        wanted = min(max(max_bytes, LOG_OVERHEAD), self.size - position)
         with self._file() as fd:
-            chunk = os.pread(fd, max(max_bytes, LOG_OVERHEAD), position)
+            chunk = os.pread(fd, wanted, position)
         end = 0
         while end + LOG_OVERHEAD <= len(chunk):
             (length,) = struct.unpack_from(">i", chunk, end + 8)

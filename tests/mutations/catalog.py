@@ -1034,6 +1034,14 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_max_broker_partitions_refuses_creations_and_growth_past_it_with_policy_violation",
         ),
     ),
+    Mutation(
+        name="fetch-buffer-sized-by-the-request",
+        breaks="a fetch allocates what the log holds, not the 2 GiB a client may ask for",
+        file="coordinator/storage/segment.py",
+        original="        wanted = min(max(max_bytes, LOG_OVERHEAD), self.size - position)",
+        replacement="        wanted = max(max_bytes, LOG_OVERHEAD)  # mutation",
+        tests=(f"{UNIT}/test_partition_log.py::test_a_read_allocates_what_the_log_holds_not_what_was_asked",),
+    ),
     # -- the decoder's limits -------------------------------------------------------------
     Mutation(
         name="array-counts-unchecked",

@@ -213,3 +213,18 @@ def test_a_log_append_time_partition_stamps_its_batches_and_keeps_their_crc_vali
     assert batches.crc_is_valid(stored, 0, header), "the stamped batch's CRC does not match"
     read = DefaultRecordBatch(stored)
     assert read.timestamp_type == 1 and [r.timestamp for r in read] == [77_000, 77_000]
+
+
+def test_a_read_allocates_what_the_log_holds_not_what_was_asked(tmp_path: Path) -> None:
+    import tracemalloc
+
+    log = PartitionLog.open(tmp_path, settings(segment_bytes=1 << 20))
+    append_values(log, [b"small"] * 10)
+    tracemalloc.start()
+    try:
+        data = log.read(0, 2**31 - 1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(data) == log.segments[-1].size
+    assert peak < 1 << 20, f"a read of {len(data)} bytes allocated {peak:,} bytes at its peak"
