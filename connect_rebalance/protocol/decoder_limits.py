@@ -7,6 +7,11 @@ gigabytes, and minutes of the event loop. As Kafka does, an array of more than 1
 elements or of more elements than bytes left in the frame (each takes at least one byte),
 and a struct with more than 10,000 tagged fields, are refused before the first element is read.
 
+They also take what Kafka's refuse: a null (-1) for a field the schema says is never null
+(Kafka: "non-nullable field was serialized as null"), which the handlers would then trip
+over, and a string or bytes longer than what is left of the frame, which they cut short
+silently. Both are refused here, naming the field.
+
 The same decoders copy the rest of the frame for every struct that carries tagged fields
 (`BytesIO(bytes(data[pos:]))`), which makes a frame of many small tagged structs cost time
 quadratic in its size; tagged fields are read in place here instead.
@@ -23,6 +28,7 @@ import re
 from typing import Any
 
 from kafka.protocol.schemas.fields.array import ArrayField
+from kafka.protocol.schemas.fields.simple import SimpleField
 from kafka.protocol.schemas.fields.struct import StructField
 from kafka.protocol.schemas.fields.struct_array import StructArrayField
 
@@ -32,6 +38,14 @@ MAX_TAGGED_FIELDS = 10_000
 
 class DecodeLimitError(ValueError):
     """A count in the frame is over a limit; nothing was built for it."""
+
+
+def _null_in(field: str) -> None:
+    raise DecodeLimitError(f"{field} is null, which its schema does not allow")
+
+
+def _runs_past(field: str, length: int, remaining: int) -> None:
+    raise DecodeLimitError(f"{field} of {length} bytes runs past the {remaining} bytes left in the frame")
 
 
 def _array_too_long(count: int, remaining: int) -> None:
@@ -78,13 +92,24 @@ def _spliced(original: Any, rewrite: Any) -> Any:
     def emit_decode_from(self: Any, ctx: Any, var_name: str, indent: str, *args: Any, **kwargs: Any) -> None:
         start = len(ctx.lines)
         original(self, ctx, var_name, indent, *args, **kwargs)
-        rewrite(ctx, start, indent)
+        rewrite(self, ctx, start, indent, kwargs.get("version", args[0] if args else None))
 
     return emit_decode_from
 
 
-def _guard_array(ctx: Any, start: int, indent: str) -> None:
-    """Before the array's loop (`if <n> == -1:` at the array's own indent), refuse its count."""
+def _refuse_null(field: Any, ctx: Any, at: int, version: int | None) -> None:
+    """`ctx.lines[at]` is `<var> = None`: a field that is never null refuses it instead."""
+    if version is None or field.nullable_for_version_q(version):
+        return
+    line = ctx.lines[at]
+    assert line.strip().endswith("= None"), line
+    ctx.globs["_null_in"] = _null_in
+    ctx.lines[at] = f"{line[: len(line) - len(line.lstrip())]}_null_in({field.name!r})"
+
+
+def _guard_array(field: Any, ctx: Any, start: int, indent: str, version: int | None) -> None:
+    """Before the array's loop (`if <n> == -1:` at the array's own indent), refuse its count,
+    and a null where the schema allows none."""
     null_check = re.compile(re.escape(indent) + r"if (_n\d+) == -1:")
     for i in range(start, len(ctx.lines)):
         found = null_check.fullmatch(ctx.lines[i])
@@ -92,6 +117,7 @@ def _guard_array(ctx: Any, start: int, indent: str) -> None:
             n = found[1]
             ctx.globs["_array_too_long"] = _array_too_long
             ctx.globs["_MAX_ARRAY"] = MAX_ARRAY_ELEMENTS
+            _refuse_null(field, ctx, i + 1, version)
             ctx.lines.insert(
                 i,
                 f"{indent}if {n} > _MAX_ARRAY or {n} > len(data) - pos: _array_too_long({n}, len(data) - pos)",  # noqa: E501
@@ -102,10 +128,27 @@ def _guard_array(ctx: Any, start: int, indent: str) -> None:
     )
 
 
+def _guard_string_or_bytes(field: Any, ctx: Any, start: int, indent: str, version: int | None) -> None:
+    """Strings and bytes (`if <ln> < 0:` after their length): a null where the schema allows
+    none, and a length past the end of the frame, are refused. Other simple fields have no such
+    line and are left as they are."""
+    null_check = re.compile(re.escape(indent) + r"if (_ln\d+) < 0:")
+    for i in range(start, len(ctx.lines)):
+        found = null_check.fullmatch(ctx.lines[i])
+        if found:
+            ln = found[1]
+            ctx.globs["_runs_past"] = _runs_past
+            _refuse_null(field, ctx, i + 1, version)
+            ctx.lines.insert(
+                i, f"{indent}if {ln} > len(data) - pos: _runs_past({field.name!r}, {ln}, len(data) - pos)"
+            )
+            return
+
+
 _COPY = re.compile(r"(\s*)(_bio\d+) = _BytesIO\(bytes\(data\[pos:\]\)\)")
 
 
-def _read_tags_in_place(ctx: Any, start: int, indent: str) -> None:
+def _read_tags_in_place(struct: Any, ctx: Any, start: int, indent: str, version: int | None) -> None:
     for i in range(start, len(ctx.lines)):
         found = _COPY.fullmatch(ctx.lines[i])
         if found:
@@ -122,4 +165,5 @@ def install() -> None:
     for cls in (ArrayField, StructArrayField):
         cls.emit_decode_from = _spliced(cls.emit_decode_from, _guard_array)
         cls._decode_limits = True
+    SimpleField.emit_decode_from = _spliced(SimpleField.emit_decode_from, _guard_string_or_bytes)
     StructField._emit_tagged_decode = _spliced(StructField._emit_tagged_decode, _read_tags_in_place)

@@ -1059,6 +1059,16 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="nulls-taken-where-the-schema-forbids",
+        breaks="a null in a field that is never null is refused, naming it, as Kafka refuses it",
+        file="connect_rebalance/protocol/decoder_limits.py",
+        original="    if version is None or field.nullable_for_version_q(version):",
+        replacement="    if True:  # mutation",
+        tests=(
+            f"{UNIT}/test_decoder_limits.py::test_a_null_where_the_schema_allows_none_is_refused_naming_the_field",
+        ),
+    ),
+    Mutation(
         name="tagged-field-count-unchecked",
         breaks="more than 10,000 tagged fields in one struct are refused before they are read",
         file="connect_rebalance/protocol/decoder_limits.py",

@@ -58,3 +58,19 @@ def test_tagged_fields_of_nested_structs_are_read_where_they_are() -> None:
     assert [t.name for t in request.topics] == ["t", "t"]  # type: ignore[attr-defined]
     assert request.topics[0].unknown_tags == {"_7": b"ab"}  # type: ignore[attr-defined]
     assert request.allow_auto_topic_creation is True  # type: ignore[attr-defined]
+
+
+def test_a_null_where_the_schema_allows_none_is_refused_naming_the_field() -> None:
+    # OffsetCommit v8 (flexible): group, generation, member, instance id (nullable), then topics.
+    head = b"\x02g" + b"\x00\x00\x00\x01" + b"\x02m" + b"\x00"
+    with pytest.raises(FrameError, match="topics is null, which its schema does not allow"):
+        decode(ApiKey.OFFSET_COMMIT, 8, head + b"\x00" + b"\x00")
+    with pytest.raises(FrameError, match="group_id is null"):
+        decode(ApiKey.OFFSET_COMMIT, 8, b"\x00" + head[2:] + b"\x01" + b"\x00")
+    committed = decode(ApiKey.OFFSET_COMMIT, 8, head + b"\x01" + b"\x00")  # null instance id: allowed
+    assert committed.group_instance_id is None and committed.topics == []  # type: ignore[attr-defined]
+
+
+def test_a_string_longer_than_the_frame_is_refused_not_cut_short() -> None:
+    with pytest.raises(FrameError, match="groups of 9 bytes runs past the 3 bytes left"):
+        decode(ApiKey.DESCRIBE_GROUPS, 5, b"\x02" + b"\x0a" + b"abc")
