@@ -60,13 +60,22 @@ def test_tagged_fields_of_nested_structs_are_read_where_they_are() -> None:
     assert request.allow_auto_topic_creation is True  # type: ignore[attr-defined]
 
 
+def refusal(api_key: int, version: int, body: bytes) -> str | None:
+    """Why the decoder refused the body, or None if it decoded."""
+    try:
+        decode(api_key, version, body)
+    except FrameError as exc:
+        return str(exc)
+    return None
+
+
 def test_a_null_where_the_schema_allows_none_is_refused_naming_the_field() -> None:
     # OffsetCommit v8 (flexible): group, generation, member, instance id (nullable), then topics.
     head = b"\x02g" + b"\x00\x00\x00\x01" + b"\x02m" + b"\x00"
-    with pytest.raises(FrameError, match="topics is null, which its schema does not allow"):
-        decode(ApiKey.OFFSET_COMMIT, 8, head + b"\x00" + b"\x00")
-    with pytest.raises(FrameError, match="group_id is null"):
-        decode(ApiKey.OFFSET_COMMIT, 8, b"\x00" + head[2:] + b"\x01" + b"\x00")
+    null_topics = refusal(ApiKey.OFFSET_COMMIT, 8, head + b"\x00" + b"\x00")
+    assert null_topics and "topics is null, which its schema does not allow" in null_topics, null_topics
+    null_group = refusal(ApiKey.OFFSET_COMMIT, 8, b"\x00" + head[2:] + b"\x01" + b"\x00")
+    assert null_group and "group_id is null" in null_group, null_group
     committed = decode(ApiKey.OFFSET_COMMIT, 8, head + b"\x01" + b"\x00")  # null instance id: allowed
     assert committed.group_instance_id is None and committed.topics == []  # type: ignore[attr-defined]
 
