@@ -18,9 +18,16 @@ running; handler failures (requests that raised inside the coordinator: its log'
 "failed; closing" lines, each a bug); resident memory at the start, after the first 10% and at
 the end.
 
-    python bench/fuzz.py [--frames 1000000] [--connections 8] [--seed 1] [--update-readme]
+Then a worker's REST API: schemathesis generates requests for every route from the OpenAPI
+document the worker serves, valid by it and not (tests/support/rest_fuzz.py), `--rest-examples`
+per route, in rounds; reported are the statuses, 5xx answers, error bodies that are not Kafka
+Connect's, statuses the document does not list, and the worker's memory after each round.
 
-Not part of CI: tests/unit/test_frame_fuzz.py runs a small slice of the same kinds in-process.
+    python bench/fuzz.py [--frames 1000000] [--connections 8] [--seed 1]
+                         [--rest-examples 1000] [--update-readme]
+
+Not part of CI: tests/unit/test_frame_fuzz.py runs a small slice of the same frames in-process,
+and tests/integration/test_rest_fuzz.py a slice of the REST run.
 Saves bench/results/fuzz.json.
 """
 
@@ -45,8 +52,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.readme_table import publish  # noqa: E402
-from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
+from connect_rebalance.processes import CoordinatorProcess, connect_timings  # noqa: E402
 from tests.support.frames import captured_frames, request_bytes  # noqa: E402
+from tests.support.rest_fuzz import RestFuzzResult, fuzz_rest  # noqa: E402
+from tests.support.worker_cluster import WorkerCluster  # noqa: E402
 
 ANSWER_WAIT_S = 2.0
 KINDS = ("random", "mutated", "truncated", "oversized")
@@ -188,6 +197,35 @@ def fuzz_wire(frames_total: int, connections: int, seed: int, base: Path) -> dic
     }  # fmt: skip
 
 
+def fuzz_worker_rest(examples: int, base: Path, rounds: int = 5) -> dict[str, Any]:
+    """`examples` generated requests per route, in `rounds`, the worker's RSS after each."""
+    base.mkdir(parents=True)
+    coordinator = CoordinatorProcess(base / "data", connect_timings(3000)).start()
+    cluster = WorkerCluster(base, coordinator)
+    total = RestFuzzResult()
+    started = time.monotonic()
+    try:
+        worker = cluster.start("w1")
+        assert worker.process is not None
+        memory = [rss_mb(worker.process.pid)]
+        for _ in range(rounds):
+            part = fuzz_rest(worker.url, max(1, examples // rounds))
+            total.requests += part.requests
+            total.statuses.update(part.statuses)
+            total.server_errors += part.server_errors
+            total.not_kafka_connect_errors += part.not_kafka_connect_errors
+            total.undocumented += part.undocumented
+            memory.append(rss_mb(worker.process.pid))
+            print(f"REST: {total.requests:,} requests, worker RSS {memory[-1]:.0f} MB", flush=True)
+        running = worker.process.poll() is None
+        tracebacks = worker.log_text().count("Traceback")
+    finally:
+        cluster.stop_all()
+        coordinator.kill()
+    return {**total.summary(), "seconds": round(time.monotonic() - started), "worker_still_running": running,
+            "worker_tracebacks": tracebacks, "worker_rss_mb": [round(mb) for mb in memory]}  # fmt: skip
+
+
 def _failure_kinds(log_text: str) -> list[str]:
     """Each traceback as `API: the innermost frame of the project's code: the exception`."""
     kinds = []
@@ -219,6 +257,18 @@ def readme_block(results: dict[str, Any]) -> str:
         f"| resident memory: start / after 10% / end | flat after warm-up | {rss['start']} / "
         f"{rss['after_10_percent']} / {rss['end']} MB |",
     ]
+    rest = results.get("rest")
+    if rest:
+        statuses = ", ".join(f"{count:,} × {status}" for status, count in rest["statuses"].items())
+        lines += [
+            f"| generated requests to the worker's REST API (every route) | — | {rest['requests']:,} in "
+            f"{rest['seconds']} s ({statuses}) |",
+            f"| 5xx answers, errors not in Kafka Connect's shape, undocumented statuses | 0, 0, 0 | "
+            f"{rest['server_errors']}, {rest['error_bodies_not_kafka_connects']}, "
+            f"{len(rest['undocumented_statuses'])} |",
+            f"| worker resident memory after each fifth | flat | "
+            f"{' / '.join(str(mb) for mb in rest['worker_rss_mb'][1:])} MB |",
+        ]
     return "\n".join(lines)
 
 
@@ -229,13 +279,17 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rest-examples", type=int, default=1000, help="per route; 0 skips the REST run")
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args()
     results: dict[str, Any] = {"machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
                                "date": datetime.now().strftime("%Y-%m-%d")}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="fuzz-bench-") as tmp:
         results["wire"] = fuzz_wire(args.frames, args.connections, args.seed, Path(tmp))
-    print({k: v for k, v in results["wire"].items() if k != "memory"})
+        print({k: v for k, v in results["wire"].items() if k != "memory"})
+        if args.rest_examples:
+            results["rest"] = fuzz_worker_rest(args.rest_examples, Path(tmp) / "rest")
+            print(results["rest"])
     print(publish("fuzz", results, args.update_readme))
 
 

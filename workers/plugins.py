@@ -99,9 +99,7 @@ COMMON_CONFIG = [
         "name", required=True, documentation="Globally unique name of the connector.", validate=name_problem
     ),
     ConfigDef("connector.class", required=True, documentation="The connector plugin."),
-    ConfigDef(
-        "tasks.max", "INT", default="1", validate=task_count, documentation="Maximum number of tasks."
-    ),
+    ConfigDef("tasks.max", "INT", default="1", validate=task_count, documentation="Maximum number of tasks."),
 ]
 
 

@@ -22,6 +22,7 @@ from yarl import URL
 from connect_rebalance import __version__
 from connect_rebalance.prometheus import Exposition
 
+from . import openapi
 from .config_state import PAUSED, STARTED, STOPPED
 from .connector_names import java_trim, name_problem
 from .herder import Herder
@@ -42,7 +43,7 @@ INITIAL_STATES = {"RUNNING": STARTED, "PAUSED": PAUSED, "STOPPED": STOPPED}
 # A request that needs the cluster's state, made while the worker is still reading it (its REST
 # port answers first), waits this long for the start, as Kafka Connect queues it; then 503.
 STARTUP_WAIT_S = 60.0
-ANSWERED_WHILE_STARTING = frozenset({"/", "/health", "/metrics"})
+ANSWERED_WHILE_STARTING = frozenset({"/", "/health", "/metrics", "/openapi.json"})
 
 
 class RestError(Exception):
@@ -112,6 +113,7 @@ class RestApi:
             web.get("/", self.root),
             web.get("/health", self.health),
             web.get("/metrics", self.metrics),
+            web.get("/openapi.json", self.openapi),
             web.get("/connectors", self.list_connectors),
             web.post("/connectors", self.create_connector),
             web.get("/connectors/{name}", self.get_connector),
@@ -246,6 +248,10 @@ class RestApi:
         """Prometheus text: rebalances, connectors and tasks started and stopped, per connector."""
         text = metrics_text(self.herder.figures())
         return web.Response(text=text, content_type=Exposition.CONTENT_TYPE)
+
+    async def openapi(self, request: web.Request) -> web.Response:
+        """The API as an OpenAPI document (openapi.py), for generated clients and fuzzers."""
+        return web.json_response(openapi.document())
 
     async def list_connectors(self, request: web.Request) -> web.Response:
         names = self.herder.connectors()

@@ -1042,6 +1042,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="        wanted = max(max_bytes, LOG_OVERHEAD)  # mutation",
         tests=(f"{UNIT}/test_partition_log.py::test_a_read_allocates_what_the_log_holds_not_what_was_asked",),
     ),
+    Mutation(
+        name="rest-config-shape-unchecked",
+        breaks="a REST request with a config that is not a JSON object gets a 400, never a 500",
+        file="workers/rest.py",
+        original='        if not isinstance(config, dict):\n            raise RestError(400, "Connector',
+        replacement='        if False:  # mutation\n            raise RestError(400, "Connector',
+        tests=(
+            f"{INTEGRATION}/test_rest_fuzz.py::"
+            "test_generated_requests_to_every_route_get_kafka_connect_answers_and_never_a_5xx",
+        ),
+    ),
     # -- the decoder's limits -------------------------------------------------------------
     Mutation(
         name="array-counts-unchecked",
