@@ -88,6 +88,7 @@ class CoordinatorProcess:
             settings["listeners"] = ",".join(self.listener_urls)
         for name, value in settings.items():
             command += ["-o", f"{name}={value}"]
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child from here on
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=log_file, cwd=self.code_dir, preexec_fn=self._limits
