@@ -235,7 +235,8 @@ def encode_response_frame(api_key: int, version: int, correlation_id: int, body:
     payload = body.encode() if not isinstance(body, bytes | bytearray) else body
     flexible_header = api_key != ApiKey.API_VERSIONS and is_flexible(api_key, version)
     header = struct.pack(">i", correlation_id) + (b"\x00" if flexible_header else b"")
-    return struct.pack(">i", len(header) + len(payload)) + header + payload
+    # One copy of the payload (a Fetch answer's is its records), not one per concatenation.
+    return b"".join((struct.pack(">i", len(header) + len(payload)), header, payload))
 
 
 def encode_answer(api_key: int, version: int, correlation_id: int, fields: dict[str, Any]) -> bytes:

@@ -312,19 +312,21 @@ class Segment:
         with self._file() as fd:
             return os.pread(fd, header.size, position)
 
-    def read(self, position: int, max_bytes: int) -> bytes:
+    def read(self, position: int, max_bytes: int) -> bytes | bytearray:
         """Whole batches from `position`, up to `max_bytes`, but at least one batch (KIP-74)."""
         # What the segment holds past `position`, not what was asked: a client may ask for
-        # 2 GiB a partition, and pread allocates the whole size before it reads.
+        # 2 GiB a partition, and a read buffer is allocated whole before it is read into.
         wanted = min(max(max_bytes, LOG_OVERHEAD), self.size - position)
+        chunk = bytearray(wanted)
         with self._file() as fd:
-            chunk = os.pread(fd, wanted, position)
+            got = os.preadv(fd, [chunk], position)
         end = 0
-        while end + LOG_OVERHEAD <= len(chunk):
+        while end + LOG_OVERHEAD <= got:
             (length,) = struct.unpack_from(">i", chunk, end + 8)
-            if end + LOG_OVERHEAD + length > len(chunk):
+            if end + LOG_OVERHEAD + length > got:
                 break
             end += LOG_OVERHEAD + length
         if end == 0:
             return self.read_batch(position)
-        return chunk[:end]
+        del chunk[end:]  # a partial batch at the end goes without copying the rest
+        return chunk
