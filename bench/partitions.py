@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -254,7 +255,10 @@ def readme_block(results: dict[str, Any]) -> str:
 
 
 def _created(row: dict[str, Any]) -> str:
-    return str(row.get("failed") or f"{row['partitions']:,} in {row['create_s']} s")
+    if "failed" in row:  # "after N partitions: CreateTopics ...: [Errno 24] Too many open files: '<path>'"
+        reason = re.search(r"\[Errno \d+\][^:']*", row["failed"])
+        return f"failed {row['failed'].split(':')[0]}: {reason[0].strip() if reason else row['failed']}"
+    return f"{row['partitions']:,} in {row['create_s']} s"
 
 
 def _produced(row: dict[str, Any]) -> str:
