@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
 from .config import CoordinatorConfig
+from .storage import batches
 from .storage.partition_log import LogSettings
 
 # DescribeConfigs config_type values (KIP-569).
@@ -117,8 +118,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "compression.type",
             STRING,
             lambda c: "producer",
-            _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
-            "batches are stored as the producer compressed them",
+            _one_of(*batches.CODECS),
+            "the codec batches are stored with; producer: as the producer compressed them",
         ),
         TopicConfigDef(
             "message.timestamp.type",
@@ -190,5 +191,6 @@ def log_settings(explicit: dict[str, str], config: CoordinatorConfig) -> LogSett
         min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"]),
         log_append_time=values["message.timestamp.type"] == "LogAppendTime",
         preallocate=values["preallocate"] == "true",
+        compression=batches.CODECS[values["compression.type"]],
         max_message_bytes=int(values["max.message.bytes"]),
     )

@@ -4,8 +4,9 @@ The coordinator stores batches exactly as clients sent them. Only the base offse
 (bytes 0-7) and the partition leader epoch (bytes 12-15) are rewritten; the CRC32C covers
 bytes 21 onwards, so it stays valid and consumers can check it. A topic with
 `message.timestamp.type=LogAppendTime` also gets the timestamp type and max timestamp
-stamped, and the CRC computed again. Records are decoded only
-where an answer needs a single record (ListOffsets by timestamp).
+stamped, and the CRC computed again. Records are decoded only where an answer needs a
+single record (ListOffsets by timestamp), and where a topic's `compression.type` names a codec
+other than the batch's: then the batch is rewritten with the topic's codec, as Kafka does.
 """
 
 from __future__ import annotations
@@ -136,6 +137,32 @@ def set_log_append_time(batch: bytearray, now_ms: int) -> None:
     struct.pack_into(">h", batch, _ATTRIBUTES_AT, attributes | LOG_APPEND_TIME)
     struct.pack_into(">q", batch, _MAX_TIMESTAMP_AT, now_ms)
     struct.pack_into(">I", batch, _CRC_AT, crc32c.crc32c(memoryview(batch)[_ATTRIBUTES_AT:]))
+
+
+# compression.type's names -> the codec in a batch's attributes; "producer" (None) keeps the batch's.
+CODECS = {"producer": None, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def recompress(batch: bytearray, header: BatchHeader, codec: int) -> bytearray:
+    """The batch's records in a batch compressed with `codec` (0: none), as Kafka rewrites a
+    batch whose codec is not its topic's `compression.type`: offsets deltas, timestamps, keys,
+    values and headers as they were, the producer's id, epoch and sequence kept, and a new CRC.
+    INVALID_RECORD if the records do not decode (a client may send any bytes under a valid CRC)."""
+    from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(
+        CURRENT_MAGIC, codec, header.is_transactional, header.producer_id, header.producer_epoch,
+        header.base_sequence, batch_size=1 << 30,
+    )  # fmt: skip
+    try:
+        for record in DefaultRecordBatch(bytes(batch)):
+            builder.append(record.offset - header.base_offset, record.timestamp, record.key, record.value,
+                           record.headers)  # fmt: skip
+        rewritten = bytearray(builder.build())
+    except Exception as exc:  # noqa: BLE001 - whatever the records' bytes make the decoder raise
+        raise KafkaApiError(ErrorCode.INVALID_RECORD, f"the batch's records do not decode: {exc!r}") from exc
+    struct.pack_into(">q", rewritten, 0, header.base_offset)
+    return rewritten
 
 
 def assign_offset(batch: bytearray, base_offset: int, leader_epoch: int) -> None:

@@ -48,6 +48,7 @@ class LogSettings:
     min_cleanable_dirty_ratio: float = 0.5
     log_append_time: bool = False  # message.timestamp.type=LogAppendTime
     preallocate: bool = False  # each new segment holds segment.bytes of disk for its appends
+    compression: int | None = None  # compression.type's codec; None ("producer"): the batch's own
 
     @property
     def segment_reserve(self) -> int:
@@ -206,6 +207,9 @@ class PartitionLog:
                         ErrorCode.DUPLICATE_SEQUENCE_NUMBER, "a duplicate batch inside a multi-batch request"
                     )
                 base = self.log_end_offset
+                codec = self.settings.compression
+                if codec is not None and header.compression != codec:
+                    batch = batches.recompress(batch, header, codec)
                 batches.assign_offset(batch, base, LEADER_EPOCH)
                 if self.settings.log_append_time:
                     batches.set_log_append_time(batch, now_ms)

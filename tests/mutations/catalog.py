@@ -1053,6 +1053,16 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_generated_requests_to_every_route_get_kafka_connect_answers_and_never_a_5xx",
         ),
     ),
+    Mutation(
+        name="topic-compression-type-ignored",
+        breaks="a topic's compression.type is the codec its batches are stored with",
+        file="coordinator/storage/partition_log.py",
+        original="                if codec is not None and header.compression != codec:",
+        replacement="                if False:  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_topic_compression.py::test_a_topics_compression_type_is_applied_to_what_producers_send",
+        ),
+    ),
     # -- the decoder's limits -------------------------------------------------------------
     Mutation(
         name="array-counts-unchecked",

@@ -228,3 +228,20 @@ def test_a_read_allocates_what_the_log_holds_not_what_was_asked(tmp_path: Path) 
         tracemalloc.stop()
     assert len(data) == log.segments[-1].size
     assert peak < 1 << 20, f"a read of {len(data)} bytes allocated {peak:,} bytes at its peak"
+
+
+@pytest.mark.parametrize(("codec", "sent_with"), [(1, 0), (0, 4), (3, 2)])
+def test_a_topic_compression_type_rewrites_batches_of_another_codec(
+    tmp_path: Path, codec: int, sent_with: int
+) -> None:
+    log = PartitionLog.open(tmp_path, dataclasses.replace(settings(), compression=codec))
+    values = [b"value-%d" % i * 20 for i in range(50)]
+    sent = batches.split_batches(
+        make_batch(values, producer_id=9, producer_epoch=2, base_sequence=0, compression=sent_with)
+    )
+    log.append(sent, now_ms=0)
+    stored = batches.read_header(log.read(0, 1 << 20))
+    assert stored.compression == codec, f"stored with codec {stored.compression}, the topic says {codec}"
+    assert (stored.producer_id, stored.producer_epoch, stored.base_sequence) == (9, 2, 0)
+    assert batches.crc_is_valid(log.read(0, 1 << 20), 0, stored)
+    assert read_all_values(log) == values
