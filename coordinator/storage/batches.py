@@ -118,11 +118,58 @@ def split_batches(records: bytes | bytearray | memoryview) -> list[tuple[bytearr
             )
         if header.is_control:
             raise KafkaApiError(ErrorCode.INVALID_RECORD, "clients may not produce control batches")
-        batches.append((bytearray(view[pos : pos + header.size]), header))
+        batch = bytearray(view[pos : pos + header.size])
+        if header.compression == 0:
+            problem = records_problem(batch, header)
+            if problem is not None:
+                raise KafkaApiError(ErrorCode.INVALID_RECORD, problem)
+        batches.append((batch, header))
         pos += header.size
     if not batches:
         raise KafkaApiError(ErrorCode.CORRUPT_MESSAGE, "produce request carries no record batch")
     return batches
+
+
+def records_problem(batch: bytearray, header: BatchHeader) -> str | None:
+    """What is wrong with an uncompressed batch's records, or None, as Kafka checks them before
+    it appends: as many records as the header says, their offset deltas 0, 1, 2, ... and their
+    lengths filling the batch exactly. Only each record's length and offset delta are decoded
+    (the varints inline: this runs for every record produced)."""
+    at, end = HEADER_SIZE, len(batch)
+    try:
+        for expected in range(header.records_count):
+            # The record's length, a zigzag varint.
+            byte = batch[at]
+            at += 1
+            raw, shift = byte & 0x7F, 7
+            while byte & 0x80:
+                byte = batch[at]
+                at += 1
+                raw |= (byte & 0x7F) << shift
+                shift += 7
+            length, start = (raw >> 1) ^ -(raw & 1), at
+            at += 1  # attributes; then the timestamp delta, skipped
+            while batch[at] & 0x80:
+                at += 1
+            at += 1
+            byte = batch[at]  # the offset delta
+            at += 1
+            raw, shift = byte & 0x7F, 7
+            while byte & 0x80:
+                byte = batch[at]
+                at += 1
+                raw |= (byte & 0x7F) << shift
+                shift += 7
+            if (raw >> 1) ^ -(raw & 1) != expected:
+                return f"record {expected} of the batch has offset delta {(raw >> 1) ^ -(raw & 1)}"
+            if length < 0 or start + length > end:
+                return f"record {expected} of the batch runs past its end"
+            at = start + length
+    except IndexError:
+        return "the batch's records run past its end"
+    if at != end:
+        return f"the batch's {header.records_count} records end {end - at} bytes before the batch does"
+    return None
 
 
 LOG_APPEND_TIME = 0x08  # attributes bit 3: the batch's timestamps are the broker's append time

@@ -1063,6 +1063,18 @@ MUTATIONS: tuple[Mutation, ...] = (
             f"{INTEGRATION}/test_topic_compression.py::test_a_topics_compression_type_is_applied_to_what_producers_send",
         ),
     ),
+    Mutation(
+        name="batch-records-not-walked",
+        breaks="an uncompressed batch whose records do not match its header is refused, as Kafka refuses it",
+        file="coordinator/storage/batches.py",
+        original="        if header.compression == 0:\n            problem = records_problem(batch, header)",
+        replacement="        if False:  # mutation\n            problem = records_problem(batch, header)",
+        tests=(
+            f"{UNIT}/test_batch_records_walk.py::"
+            "test_records_whose_offset_deltas_skip_or_repeat_are_refused_under_a_valid_crc",
+            f"{UNIT}/test_batch_records_walk.py::test_records_that_do_not_fill_the_batch_are_refused",
+        ),
+    ),
     # -- the decoder's limits -------------------------------------------------------------
     Mutation(
         name="array-counts-unchecked",
