@@ -27,7 +27,6 @@ segments or the merged one, never both and never neither.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,12 +59,29 @@ class Abandoned(Exception):
     gives way at its next hand-over instead of making the close wait for it."""
 
 
-def _give_way(closing: threading.Event | None) -> None:
+class Closing:
+    """Set once, when the log closes; read by a compaction on its own thread. A bare flag, not
+    a threading.Event (whose Condition and lock cost 30 µs to make, once per partition at
+    start-up): nothing ever waits on it."""
+
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
+
+
+def _give_way(closing: Closing | None) -> None:
     if closing is not None and closing.is_set():
         raise Abandoned
 
 
-def _records(segment: Segment, closing: threading.Event | None):  # type: ignore[no-untyped-def]
+def _records(segment: Segment, closing: Closing | None):  # type: ignore[no-untyped-def]
     _give_way(closing)
     position = 0
     yield_at = time.perf_counter() + YIELD_EVERY_S
@@ -81,7 +97,7 @@ def _records(segment: Segment, closing: threading.Event | None):  # type: ignore
             yield_at = time.perf_counter() + YIELD_EVERY_S
 
 
-def latest_offsets(segments: list[Segment], closing: threading.Event | None = None) -> dict[bytes, int]:
+def latest_offsets(segments: list[Segment], closing: Closing | None = None) -> dict[bytes, int]:
     latest: dict[bytes, int] = {}
     for segment in segments:
         for _, record in _records(segment, closing):
@@ -95,7 +111,7 @@ def surviving_records(
     latest: dict[bytes, int],
     now_ms: int,
     delete_retention_ms: int,
-    closing: threading.Event | None = None,
+    closing: Closing | None = None,
 ) -> list[KeptRecord]:
     kept = []
     for header, record in _records(segment, closing):
@@ -170,6 +186,10 @@ def finish_replacement(staged: Path) -> None:
     (directory / f"{_name(base)}.index").unlink(missing_ok=True)
     os.replace(staged, directory / f"{_name(base)}.log")
     fsync_dir(directory)
+
+
+# In the name of every file an interrupted compaction leaves (`.log.cleaning`, `.log.cleaned-<end>`).
+INTERRUPTED = ".log.clean"
 
 
 def repair_interrupted(directory: Path) -> None:

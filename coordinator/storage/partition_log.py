@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -95,17 +96,25 @@ class PartitionLog:
         # Held by a compaction from start to end (it reads sealed segments without `lock`):
         # closing the log waits for it, and retention does not delete segments meanwhile.
         self._cleaning = threading.Lock()
-        self._closing = threading.Event()  # set by `close`: a compaction under way gives way
+        self._closing = compaction.Closing()  # set by `close`: a compaction under way gives way
         self.writes = OutageLog(log, f"appends to {directory.parent.name}-{directory.name}")
 
     # -- lifecycle ------------------------------------------------------------------------
 
     @classmethod
     def open(cls, directory: Path, settings: LogSettings) -> PartitionLog:
-        directory.mkdir(parents=True, exist_ok=True)
+        """The partition's log from its directory (made if missing). One listing of the
+        directory tells everything else: a start opens every partition, 100,000 of them."""
+        try:
+            names = set(os.listdir(directory))
+        except FileNotFoundError:
+            directory.mkdir(parents=True)
+            names = set()
         log = cls(directory, settings)
-        compaction.repair_interrupted(directory)
-        bases = sorted(int(p.stem) for p in directory.glob("*.log"))
+        if any(compaction.INTERRUPTED in name for name in names):
+            compaction.repair_interrupted(directory)
+            names = set(os.listdir(directory))
+        bases = sorted(int(name[:-4]) for name in names if name.endswith(".log"))
         if not bases:
             log.segments.append(
                 Segment.create(directory, 0, settings.index_interval_bytes, settings.segment_reserve)
@@ -116,12 +125,12 @@ class PartitionLog:
             log.segments.append(
                 Segment.load(directory, base, settings.index_interval_bytes, active, settings.segment_reserve)
             )
-        log._restore_producer_state()
-        checkpoint = directory / CLEANER_CHECKPOINT
+        log._restore_producer_state(names)
         # A hint: without it (or unreadable) all sealed segments count as new.
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            cleaned = int(read_json(checkpoint)["cleaned_through"])
-            log.cleaned_through = min(cleaned, log.segments[-1].base_offset)  # the segments are the truth
+            if CLEANER_CHECKPOINT in names:
+                cleaned = int(read_json(directory / CLEANER_CHECKPOINT)["cleaned_through"])
+                log.cleaned_through = min(cleaned, log.segments[-1].base_offset)  # the segments are the truth
         return log
 
     def close(self) -> None:
@@ -153,10 +162,12 @@ class PartitionLog:
     def _snapshot_path(self, offset: int) -> Path:
         return self.directory / f"{segment_name(offset)}.producers.json"
 
-    def _restore_producer_state(self) -> None:
+    def _restore_producer_state(self, names: set[str]) -> None:
+        """From the active segment's snapshot (if `names`, the directory's files, has it) and
+        the batches after it."""
         active = self.segments[-1]
         snapshot = self._snapshot_path(active.base_offset)
-        if snapshot.exists():
+        if snapshot.name in names:
             self.producers = ProducerStateTable.from_json(read_json(snapshot))
             replay = [active]
         else:

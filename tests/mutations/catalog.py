@@ -65,7 +65,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="producer-state-not-restored",
         breaks="an idempotent producer's retry after a restart is not stored twice",
         file="coordinator/storage/partition_log.py",
-        original="        log._restore_producer_state()\n",
+        original="        log._restore_producer_state(names)\n",
         replacement="        pass  # mutation: producer state forgotten on restart\n",
         tests=(
             f"{UNIT}/test_partition_log.py::test_idempotent_duplicates_and_sequence_gaps_survive_restart",
