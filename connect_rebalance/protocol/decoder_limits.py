@@ -107,22 +107,29 @@ def _refuse_null(field: Any, ctx: Any, at: int, version: int | None) -> None:
     ctx.lines[at] = f"{line[: len(line) - len(line.lstrip())]}_null_in({field.name!r})"
 
 
+def _first_line(ctx: Any, start: int, pattern: re.Pattern[str]) -> tuple[int, re.Match[str]] | None:
+    """The first line emitted from `start` on that `pattern` matches whole, with its index."""
+    for i in range(start, len(ctx.lines)):
+        found = pattern.fullmatch(ctx.lines[i])
+        if found:
+            return i, found
+    return None
+
+
 def _guard_array(field: Any, ctx: Any, start: int, indent: str, version: int | None) -> None:
     """Before the array's loop (`if <n> == -1:` at the array's own indent), refuse its count,
     and a null where the schema allows none."""
-    null_check = re.compile(re.escape(indent) + r"if (_n\d+) == -1:")
-    for i in range(start, len(ctx.lines)):
-        found = null_check.fullmatch(ctx.lines[i])
-        if found:
-            n = found[1]
-            ctx.globs["_array_too_long"] = _array_too_long
-            ctx.globs["_MAX_ARRAY"] = MAX_ARRAY_ELEMENTS
-            _refuse_null(field, ctx, i + 1, version)
-            ctx.lines.insert(
-                i,
-                f"{indent}if {n} > _MAX_ARRAY or {n} > len(data) - pos: _array_too_long({n}, len(data) - pos)",  # noqa: E501
-            )
-            return
+    located = _first_line(ctx, start, re.compile(re.escape(indent) + r"if (_n\d+) == -1:"))
+    if located is not None:
+        i, n = located[0], located[1][1]
+        ctx.globs["_array_too_long"] = _array_too_long
+        ctx.globs["_MAX_ARRAY"] = MAX_ARRAY_ELEMENTS
+        _refuse_null(field, ctx, i + 1, version)
+        ctx.lines.insert(
+            i,
+            f"{indent}if {n} > _MAX_ARRAY or {n} > len(data) - pos: _array_too_long({n}, len(data) - pos)",  # noqa: E501
+        )
+        return
     raise ImportError(
         "kafka-python's array decoder changed: connect_rebalance.protocol.decoder_limits needs updating"
     )
@@ -132,29 +139,26 @@ def _guard_string_or_bytes(field: Any, ctx: Any, start: int, indent: str, versio
     """Strings and bytes (`if <ln> < 0:` after their length): a null where the schema allows
     none, and a length past the end of the frame, are refused. Other simple fields have no such
     line and are left as they are."""
-    null_check = re.compile(re.escape(indent) + r"if (_ln\d+) < 0:")
-    for i in range(start, len(ctx.lines)):
-        found = null_check.fullmatch(ctx.lines[i])
-        if found:
-            ln = found[1]
-            ctx.globs["_runs_past"] = _runs_past
-            _refuse_null(field, ctx, i + 1, version)
-            ctx.lines.insert(
-                i, f"{indent}if {ln} > len(data) - pos: _runs_past({field.name!r}, {ln}, len(data) - pos)"
-            )
-            return
+    located = _first_line(ctx, start, re.compile(re.escape(indent) + r"if (_ln\d+) < 0:"))
+    if located is not None:
+        i, ln = located[0], located[1][1]
+        ctx.globs["_runs_past"] = _runs_past
+        _refuse_null(field, ctx, i + 1, version)
+        ctx.lines.insert(
+            i, f"{indent}if {ln} > len(data) - pos: _runs_past({field.name!r}, {ln}, len(data) - pos)"
+        )
 
 
 _COPY = re.compile(r"(\s*)(_bio\d+) = _BytesIO\(bytes\(data\[pos:\]\)\)")
 
 
 def _read_tags_in_place(struct: Any, ctx: Any, start: int, indent: str, version: int | None) -> None:
-    for i in range(start, len(ctx.lines)):
-        found = _COPY.fullmatch(ctx.lines[i])
-        if found:
-            ctx.globs["_TagReader"] = _TagReader
-            ctx.lines[i] = f"{found[1]}{found[2]} = _TagReader(data, pos)"
-            return
+    located = _first_line(ctx, start, _COPY)
+    if located is not None:
+        i, found = located
+        ctx.globs["_TagReader"] = _TagReader
+        ctx.lines[i] = f"{found[1]}{found[2]} = _TagReader(data, pos)"
+        return
     raise ImportError("kafka-python's tagged-field decoder changed: decoder_limits needs updating")
 
 
