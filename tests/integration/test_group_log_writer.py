@@ -396,7 +396,9 @@ def with_a_held_compaction(
         latest: dict[bytes, bytes] = {}
         for n in range(500):  # ten keys rewritten: 1 KiB segments seal, and compaction starts
             pairs = [(b"key-%d" % (n % 10), b"value-%d" % n)]
-            assert produce(conn, "changelog", pairs) == ErrorCode.NONE
+            filled = pool.submit(produce, conn, "changelog", pairs)  # the compaction may start
+            until(filled.done, "a produce is answered while the topic may be compacted", 5.0)  # meanwhile
+            assert filled.result() == ErrorCode.NONE
             latest.update(pairs)
             if cleaner.running.is_set():
                 break
