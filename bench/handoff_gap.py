@@ -7,9 +7,10 @@ times. For each move, from the moved task's checkpoint and the workers' query jo
 - gap: from the old owner's last committed batch to the new owner's first (the commit
   files' times), the time the task's partitions were read by nobody;
 - stop: from the old owner's stop of the query (its journal) back to its last commit, and
-  the start: from the new owner's start of the query to its first commit;
-- of the start: until the first batch's trigger (the query's initialisation: its planner
-  process, the checkpoint read), and the first batch itself;
+  the start: from the new owner's start of the query (a prepared one's release, its journal
+  `starting`; workers/warm_handoff.py) to its first commit;
+- of the start: until the first batch's trigger (the checkpoint read; for a query not
+  prepared, also its planner process and its source), and the first batch itself;
 - the steady interval between two commits of the task before the move, for scale.
 
 Used by bench/ingest.py, which runs it for each Spark master.

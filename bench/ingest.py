@@ -216,10 +216,10 @@ def readme_block(result: dict[str, Any]) -> str:
         rounds = sorted({r["round"] for r in runs})
         return spread([by_round["runtime", n] / by_round["direct", n] for n in rounds], ".2f")
 
-    def gap(master: str, kind: str, key: str = "gap_s") -> str:
-        return spread(
-            [h[key] for h in result["handoffs"] if h["master"] == master and h["kind"] == kind], ".2f"
-        )
+    def gap(master: str, kind: str | None, key: str = "gap_s") -> str:
+        """A handoff figure over the joins or the leaves (`kind`), or over both (None)."""
+        moves = [h for h in result["handoffs"] if h["master"] == master and kind in (None, h["kind"])]
+        return spread([h[key] for h in moves], ".2f")
 
     def row(what: str, goal: str, cell: Callable[[str], str]) -> str:
         return f"| {what} | {goal} | " + " | ".join(cell(m) for m in masters) + " |"
@@ -239,10 +239,12 @@ def readme_block(result: dict[str, Any]) -> str:
         row("revocation -> query stopped, s", "", lambda m: column(m, "stop_s", "runtime", ".3f")),
         row("handoff gap, a worker joins, s", GOALS["gap"], lambda m: gap(m, "join")),
         row("handoff gap, a worker leaves (SIGTERM), s", GOALS["gap"], lambda m: gap(m, "leave")),
+        row("of which: old owner's last commit -> its query stopped, s", "",
+            lambda m: gap(m, None, "old_stop_after_last_commit_s")),
         row("of which: new owner's start -> first trigger, s", "",
-            lambda m: gap(m, "leave", "new_start_to_first_trigger_s")),
-        row("of which: the first batch, s", "", lambda m: gap(m, "leave", "first_batch_s")),
-        row("for scale: between two commits, steady, s", "", lambda m: gap(m, "leave", "steady_interval_s")),
+            lambda m: gap(m, None, "new_start_to_first_trigger_s")),
+        row("of which: the first batch, s", "", lambda m: gap(m, None, "first_batch_s")),
+        row("for scale: between two commits, steady, s", "", lambda m: gap(m, None, "steady_interval_s")),
     ]  # fmt: skip
     return "\n".join(rows) + (
         f"\n\nMedian of {result['rounds']} rounds (handoffs: {result['handoff_rounds']} joins and "

@@ -53,6 +53,9 @@ from .session_watch import SESSION_KEEPING_ANSWERS, SessionWatch
 
 log = logging.getLogger(__name__)
 REJOIN_ERRORS = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH)
+# How often a worker heartbeats while it waits for prepared work its old owner is letting go:
+# its start is the wait after that owner's acknowledgement (the coordinator cannot call).
+QUICK_HEARTBEAT_MS = 100
 RETRY_ERRORS = (
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR
 )  # fmt: skip
@@ -90,8 +93,12 @@ class ConnectMembership(MachineView):
         session_timeout_ms: int = 10000,  # until the coordinator says what it applies
         request_timeout_ms: int = 5000,
         security: ClientSecurity | None = None,
+        quick_heartbeats: Callable[[], bool] = lambda: False,
     ) -> None:
+        """`quick_heartbeats()`: work is about to be assigned here (prepared work another
+        worker lets go of, warm_handoff.py), so heartbeats come every QUICK_HEARTBEAT_MS."""
         self.bootstrap, self.group_id, self.member_id, self.url = bootstrap, group_id, member_id, url
+        self.quick_heartbeats = quick_heartbeats
         self.security = security
         self.compute, self.assignors = compute, assignors
         self.instance_id = instance_id
@@ -122,6 +129,8 @@ class ConnectMembership(MachineView):
                 # (a revocation or a start finishing meanwhile) is news it did not carry.
                 self._wake.clear()
                 delay_ms = await self._beat_once()
+                if self.quick_heartbeats():
+                    delay_ms = min(delay_ms, QUICK_HEARTBEAT_MS)
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), max(delay_ms, 0) / 1000)
         finally:

@@ -43,7 +43,7 @@ from .fenced_output import OutputConnection
 from .internal_requests import send_task_configs
 from .leader_duties import ConfigAnnouncer, keep_session_key
 from .leader_planning import LeaderInfo, TargetPlanner
-from .member_machine import Assignment
+from .member_machine import Assignment, MemberState
 from .offset_store import OffsetStore
 from .plugins import find_plugin
 from .session_key import SessionKey
@@ -56,6 +56,9 @@ from .worker_metrics import WorkerFigures
 
 log = logging.getLogger(__name__)
 LEFT_WRITE_TIMEOUT_S = 2.0  # the LEFT presence record, when stopping; the coordinator may be gone
+# A leaving worker's Spark tasks run on until the workers taking them over have prepared them,
+# for at most this long (then it leaves, and they start cold): SIGTERM stops a worker in time.
+LEAVE_HANDOFF_S = 10.0
 
 
 # How a worker follows one of its topics: (topic, handler of each record) -> its log.
@@ -68,6 +71,7 @@ class Herder:
         self.config = config
         self.leader = LeaderInfo()
         self.reason = 0  # the assignor reason: a new one starts a new epoch (connect)
+        self.leaving = False  # handing its work over before it leaves (connect)
         self.ready = asyncio.Event()
         self.kafka_cluster_id = ""  # the coordinator's, read at start (GET / reports it)
         self._tasks: list[asyncio.Task[Any]] = []
@@ -111,6 +115,7 @@ class Herder:
                 bootstrap, config.group_id, config.member_id, config.rest_url, self, self.planner.compute,
                 self._assignors, rebalance_timeout_ms=config.rebalance_timeout_ms,
                 session_timeout_ms=config.session_timeout_ms, security=security,
+                quick_heartbeats=self.awaits_moved_work,
             )  # fmt: skip
 
     @property
@@ -161,7 +166,9 @@ class Herder:
         # Said before leaving, so the computing worker hands the work out without a delay.
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._announce("LEFT"), LEFT_WRITE_TIMEOUT_S)
+        await self._hand_over()
         await self.membership.leave()
+        await self.runner.cancel_prepared()
         self.planner.close()
         for task in [*self._tasks, *self._background]:
             task.cancel()
@@ -171,6 +178,26 @@ class Herder:
         for result in await asyncio.gather(*closing, return_exceptions=True):
             if isinstance(result, Exception):  # the coordinator may be gone: closing goes on
                 log.warning("closing: %s", result)
+
+    async def _hand_over(self) -> None:
+        """On `connect`, before leaving: the Spark tasks that can be prepared elsewhere run on
+        until the workers taking them over have prepared them (warm_handoff.py), and are then
+        revoked as in any rebalance; at most LEAVE_HANDOFF_S."""
+        if self.config.group_protocol != "connect" or not self._joined() or not self.runner.runs_preparable():
+            return
+        self.leaving = True  # said in the assignor metadata, with a new reason: a new target
+        self.reason += 1
+        self.membership.heartbeat_now()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LEAVE_HANDOFF_S
+        # Until handed over, or the coordinator stops answering (then nobody can take them).
+        while self.runner.runs_preparable() and loop.time() < deadline and self._joined():
+            await asyncio.sleep(0.05)
+        if self.runner.runs_preparable():
+            log.warning("leaving with Spark tasks not yet prepared elsewhere within %.0f s", LEAVE_HANDOFF_S)
+
+    def _joined(self) -> bool:
+        return self.membership.state in (MemberState.STABLE, MemberState.RECONCILING)
 
     async def _announce(self, state: str) -> None:
         member = self.config.member_id if self.config.group_protocol == "connect" else None
@@ -208,14 +235,27 @@ class Herder:
     def _assignors(self) -> list[ClientAssignor]:
         """The client assignors `connect.protocol` offers, each with this worker's metadata."""
         config, offset = self.config, self.announcer.reported_offset(bool(self.leader.leader))
-        metadata = json.dumps(
-            {"url": config.rest_url, "worker_id": config.worker_id, "config_offset": offset}
-        ).encode()
+        metadata = json.dumps({
+            "url": config.rest_url, "worker_id": config.worker_id, "config_offset": offset,
+            # this worker prepares work moving to it, and what it has prepared (warm_handoff.py)
+            "warms": True, "warmed": sorted(self.runner.warmed), "leaving": self.leaving,
+        }).encode()  # fmt: skip
         version = assignors.METADATA_VERSION
         return [
             ClientAssignor(name, version, version, version, metadata, self.reason)
             for name in assignors.offered(config.connect_protocol)
         ]
+
+    def _warmed(self) -> None:
+        """A preparation is over: the assignor metadata says so, with a new reason (a new epoch,
+        whose target moves the prepared work here)."""
+        self.reason += 1
+        self.membership.heartbeat_now()
+
+    def awaits_moved_work(self) -> bool:
+        """Prepared work is reported warmed and not assigned yet: the old owner may let it go
+        any moment, so heartbeats come quickly until it is here (warm_handoff.py)."""
+        return bool(self.runner.warmed)
 
     def _rebalance_due(self) -> None:
         """Held work's delay ended: a new assignor reason starts a new group epoch."""
@@ -227,6 +267,8 @@ class Herder:
 
     async def start_work(self, work: frozenset[Work], assignment: Assignment) -> None:
         self.leader = LeaderInfo.decode(assignment.metadata)
+        # Work moving here from another worker is prepared while that worker still runs it.
+        self.runner.prepare(self.leader.warm_work(), assignment.work, self._warmed)
         keeping = self._key_keeper is not None and not self._key_keeper.done()
         if self.signs_requests() and self.is_leader() and not keeping:
             keeping_for = self.config.inter_worker_key_ttl_ms

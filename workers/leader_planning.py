@@ -7,6 +7,9 @@ metadata every worker gets with it (`LeaderInfo`). On `classic` the elected lead
 same way from the members' urls (`plan_classic`). Between targets it remembers who ran what
 and the work it holds for lost workers (lost_work.ComputingMemory); when held work's delay
 ends, `on_due` is called (on `connect`: a new assignor reason, which starts a new epoch).
+On `connect` it also stages each target (warm_handoff.py): a Spark task moving between two
+workers stays where it runs until its new owner has prepared it; the metadata names what
+each worker is to prepare, and a warm-up that outlasts the rebalance timeout gives up.
 """
 
 from __future__ import annotations
@@ -16,16 +19,18 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from connect_rebalance.connect_protocol import NO_ERROR, ConnectAssignment, encode_assignment
 from connect_rebalance.protocol.connect_group import InstalledMember
 from connect_rebalance.work import Work, work_of
 
-from . import assignors, lost_work
+from . import assignors, lost_work, warm_handoff
+from .config_state import STARTED
 from .config_store import ConfigStore
 from .connect_membership import InstallPlan
+from .plugins import find_plugin
 from .status_store import StatusStore
 from .worker_config import WorkerConfig, url_host_port
 
@@ -41,6 +46,11 @@ class LeaderInfo:
     config_offset: int = 0
     delay_ms: int = 0
     assignor: str = ""  # the assignor that computed the target (classic: the embedded protocol)
+    warm: list[tuple[str, int]] = field(default_factory=list)  # to prepare: another worker runs it
+
+    def warm_work(self) -> frozenset[Work]:
+        """What this worker is to prepare (warm_handoff.py), as work items."""
+        return _items(self.warm)
 
     def encode(self) -> bytes:
         return json.dumps(self.__dict__).encode()
@@ -78,20 +88,26 @@ class TargetPlanner:
         stale = {m for m, worker in members.items() if incarnation.get(worker, m) != m}
         live = {m: worker for m, worker in members.items() if m not in stale}
         assignor = prepared["assignor_name"]
-        target, delay_ms = await self.plan(
+        # What each worker that prepares moved work reports warmed (classic workers never do),
+        # and which workers are leaving once their work is prepared elsewhere.
+        said = {m["member_id"]: assignor_metadata(m) for m in prepared["members"] if m["member_id"] in live}
+        warmed = {m: _items(meta["warmed"]) for m, meta in said.items() if meta.get("warms")}
+        leaving = {m: live[m] for m, meta in said.items() if meta.get("leaving")}
+        target, delay_ms, warm = await self.plan(
             live, {m: current[m] for m in live}, state.work(), prepared["assignment_epoch"],
-            prepared["group_epoch"], assignor,
+            prepared["group_epoch"], assignor, warmed, leaving,
         )  # fmt: skip
         target.update(dict.fromkeys(stale, frozenset()))
         self._schedule(delay_ms / 1000 if delay_ms else None)
-        info = LeaderInfo(self.config.member_id, self.config.rest_url, state.offset, delay_ms, assignor)
+        shared = LeaderInfo(self.config.member_id, self.config.rest_url, state.offset, delay_ms, assignor)
         classic = {
             m["member_id"]: m["assignor"]["metadata_version"] for m in prepared["members"] if _is_classic(m)
         }
         declared = frozenset().union(*target.values()) if target else frozenset()
         return InstallPlan(declared, [
-            InstalledMember(m, items, assignors.METADATA_VERSION, info.encode()) if m not in classic
-            else InstalledMember(m, items, classic[m], _classic_header(classic[m], info))
+            InstalledMember(m, items, assignors.METADATA_VERSION,
+                            replace(shared, warm=sorted(warm.get(m, ()))).encode()) if m not in classic
+            else InstalledMember(m, items, classic[m], _classic_header(classic[m], shared))
             for m, items in target.items()
         ])  # fmt: skip
 
@@ -103,22 +119,53 @@ class TargetPlanner:
         previous_epoch: int,
         epoch: int,
         assignor: str = assignors.SESSIONED,
-    ) -> tuple[dict[str, frozenset[Work]], int]:
-        """Each member's target for `epoch` by `assignor` (members map member id -> worker id)
-        and, while a lost worker's work is held, the milliseconds until its delay ends (else 0)."""
+        warmed: Mapping[str, frozenset[Work]] | None = None,
+        leaving: Mapping[str, str] | None = None,
+    ) -> tuple[dict[str, frozenset[Work]], int, dict[str, frozenset[Work]]]:
+        """Each member's target for `epoch` by `assignor` (members map member id -> worker id);
+        while a lost worker's work is held or a warm-up is under way, the milliseconds until the
+        next target is due (else 0); and what each member is to prepare. `warmed`: what the
+        members that prepare moved work (warm_handoff.py) report prepared; None: none does.
+        `leaving`: members (-> worker id) leaving for good once their work runs elsewhere: they
+        get nothing, and their work is dealt out at once, as a departed worker's."""
         await self.statuses.read_to_end()  # who left on purpose, who ran what
         memory = self._memory
         memory.recall(previous_epoch, epoch)
         now = time.monotonic()
         delay_s = self.config.scheduled_rebalance_max_delay_ms / 1000
+        leaving = leaving or {}
+        staying = {m: worker for m, worker in members.items() if m not in leaving}
         target, memory.held = assignors.plan(
-            assignor, members, current, work, {**self.statuses.owners(), **memory.last_owner},
-            self.statuses.left_workers(), memory.held, now, delay_s,
+            assignor, staying, {m: current[m] for m in staying if m in current}, work,
+            {**self.statuses.owners(), **memory.last_owner},
+            self.statuses.left_workers() | set(leaving.values()), memory.held, now, delay_s,
         )  # fmt: skip
+        target.update(dict.fromkeys(leaving, frozenset()))
+        warm: dict[str, frozenset[Work]] = {}
+        deadlines = [memory.held.next_deadline()]
+        if warmed is not None and assignor != assignors.EAGER:
+            timeout_s = self.config.rebalance_timeout_ms / 1000
+            staged = warm_handoff.stage(
+                target, current, self._preparable, warmed, memory.warming, now, timeout_s
+            )
+            target, warm, memory.warming = staged.target, staged.warm, staged.warming
+            deadlines.append(staged.deadline(timeout_s))
         for member, items in target.items():
             memory.last_owner.update(dict.fromkeys(items, members[member]))
-        deadline = memory.held.next_deadline()
-        return target, 0 if deadline is None else max(1, int((deadline - now) * 1000))
+        deadline = min((d for d in deadlines if d is not None), default=None)
+        return target, 0 if deadline is None else max(1, int((deadline - now) * 1000)), warm
+
+    def _preparable(self, item: Work) -> bool:
+        """A task whose start can be prepared while another worker runs it (its plugin says
+        so: a Spark task whose source waits for a grant), of a running connector."""
+        connector, task = item
+        state = self.configs.state
+        config = state.connectors.get(connector)
+        plugin = find_plugin(config.get("connector.class", "")) if config else None
+        return (
+            task >= 0 and plugin is not None and bool(getattr(plugin.task_class, "preparable", False))
+            and state.target_state(connector) == STARTED
+        )  # fmt: skip
 
     async def plan_classic(
         self,
@@ -131,7 +178,8 @@ class TargetPlanner:
         by url only: the presence records say which worker id each url belongs to."""
         await self.statuses.read_to_end()
         members = {m: self.statuses.worker_id_of_url(url) for m, url in urls.items()}
-        return await self.plan(members, owned, work, generation - 1, generation)
+        target, delay_ms, _ = await self.plan(members, owned, work, generation - 1, generation)
+        return target, delay_ms
 
     def close(self) -> None:
         self._schedule(None)
@@ -147,6 +195,24 @@ class TargetPlanner:
     def _due(self) -> None:
         self._timer = None
         self.on_due()
+
+
+def assignor_metadata(member: Mapping[str, Any]) -> dict[str, Any]:
+    """What a prepared member's assignor metadata says (this project's JSON), or nothing (a
+    classic worker's WorkerState bytes)."""
+    try:
+        said = json.loads((member.get("assignor") or {}).get("metadata") or b"{}")
+        return said if isinstance(said, dict) else {}
+    except ValueError:
+        return {}
+
+
+def _items(listed: Any) -> frozenset[Work]:
+    """Work items as JSON lists them ([connector, task] pairs); what does not parse, nothing."""
+    try:
+        return frozenset((str(c), int(t)) for c, t in listed or ())
+    except (ValueError, TypeError):
+        return frozenset()
 
 
 def _is_classic(member: Mapping[str, Any]) -> bool:
@@ -168,8 +234,8 @@ def _classic_header(version: int, info: LeaderInfo) -> bytes:
 
 def _worker_id_of(member: Mapping[str, Any], by_url: Mapping[str, str]) -> str:
     """A member's worker id, from its assignor metadata, or its url through the presence records."""
-    try:
-        return str(json.loads((member.get("assignor") or {}).get("metadata") or b"{}")["worker_id"])
-    except (ValueError, KeyError, TypeError):  # a classic worker's WorkerState bytes are not JSON
-        url = str(member.get("url", ""))
-        return by_url.get(url, url_host_port(url))
+    worker = assignor_metadata(member).get("worker_id")
+    if worker is not None:
+        return str(worker)
+    url = str(member.get("url", ""))  # a classic worker's WorkerState bytes are not JSON
+    return by_url.get(url, url_host_port(url))

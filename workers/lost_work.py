@@ -45,6 +45,7 @@ class ComputingMemory:
     last_owner: dict[Work, str] = field(default_factory=dict)
     held: HeldWork = field(default_factory=HeldWork)
     computed_for: int | None = None  # the group epoch of the last target computed here
+    warming: dict[tuple[str, Work], float] = field(default_factory=dict)  # warm_handoff.Warming
 
     def recall(self, assignment_epoch: int, group_epoch: int) -> None:
         """Before computing the target for `group_epoch`: if the current target (of
@@ -52,7 +53,7 @@ class ComputingMemory:
         meanwhile, and a worker seen lost may have come back since. Forget, so the
         status topic decides again and a delay that ended elsewhere is not reused."""
         if assignment_epoch != self.computed_for:
-            self.last_owner, self.held = {}, HeldWork()
+            self.last_owner, self.held, self.warming = {}, HeldWork(), {}
         self.computed_for = group_epoch
 
 

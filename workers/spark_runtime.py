@@ -34,8 +34,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .connector_names import path_segment
+from .connectors.start_gate import Gate
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +116,8 @@ class SparkRuntime:
         self._runs: dict[str, str] = {}  # run id -> query name
         self._current: dict[str, str] = {}  # query name -> run id of its latest run
         self._stopping: set[str] = set()  # run ids of runs stopped on purpose
+        self._gates: Path | None = None  # prepared starts' gate files (local: the driver reads them)
+        self._gates_made = 0
 
     # -- the session ----------------------------------------------------------------------
 
@@ -192,6 +197,9 @@ class SparkRuntime:
 
     def close(self) -> None:
         with self._lock:
+            if self._gates is not None:  # prepared runs end at their gates, not at their timeout
+                for gate in self._gates.glob("*.waiting"):
+                    Gate(gate.with_suffix(""), 0).cancel_unless_granted()
             if self._spark is not None:
                 for query in list(self._spark.streams.active):
                     try:
@@ -200,11 +208,23 @@ class SparkRuntime:
                         log.exception("query %s did not stop at shutdown", query.name)
                 self._spark.stop()
                 self._spark = None
+            if self._gates is not None:
+                shutil.rmtree(self._gates, ignore_errors=True)
+                self._gates = None
 
     # -- queries --------------------------------------------------------------------------
 
     def checkpoint_of(self, connector: str, task: int) -> str:
         return checkpoint_path(self.checkpoint_dir, connector, task)
+
+    def gate(self, connector: str, task: int, timeout_s: float) -> Gate:
+        """A new start gate for a prepared run of a task (start_gate.py)."""
+        with self._lock:
+            if self._gates is None:
+                self._gates = Path(tempfile.mkdtemp(prefix="spark-start-gates-"))
+            self._gates_made += 1
+            made = self._gates_made
+        return Gate(self._gates / f"{path_segment(connector)}-{task}-{made}", timeout_s)
 
     def start_query(
         self,
@@ -213,11 +233,14 @@ class SparkRuntime:
         task: int,
         on_progress: ProgressHandler,
         on_terminated: TerminationHandler,
+        prepared: bool = False,
     ) -> Any:
         """Start a task's query from its writer (source -> sink, format, options, trigger).
 
         `on_progress(progress)` is called for each batch and `on_terminated(error)` when the
         query ends by itself (not when `stop_query` stops it), on Spark's listener threads.
+        `prepared`: the query waits at its start gate; it is journalled as `starting` only
+        when the gate is granted.
         """
         name = query_name(connector, task)
         spark = self.session()
@@ -226,7 +249,7 @@ class SparkRuntime:
                 self.stop_query(active)
         self._handlers[name] = (on_progress, on_terminated)
         # Journalled before start(): from here on the query may be running.
-        self.journal("starting", name)
+        self.journal("prepared" if prepared else "starting", name)
         try:
             query = (
                 writer.option("checkpointLocation", self.checkpoint_of(connector, task))
@@ -249,7 +272,7 @@ class SparkRuntime:
         `finish_batch`: a batch under way may commit first (`_finish_batch`).
         """
         name = query.name
-        self._stopping.add(str(query.runId))
+        self.expect_stop(query)
         if finish_batch:
             self._finish_batch(query)
         try:
@@ -263,9 +286,9 @@ class SparkRuntime:
             except Exception:  # noqa: BLE001 - checked below
                 log.exception("query %s did not stop after its jobs were cancelled", name)
         deadline = time.monotonic() + self.stop_timeout_ms / 1000
-        while _is_active(query) and time.monotonic() < deadline:
+        while is_active(query) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _is_active(query):
+        if is_active(query):
             # Acknowledging the revocation now would let another worker run the task while
             # this one still does. Ending the process ends the query (and the JVM with it).
             log.critical("query %s is still active after being stopped; the worker exits", name)
@@ -274,6 +297,11 @@ class SparkRuntime:
         self.queries_stopped += 1
         self._handlers.pop(name, None)
         self.journal("stopped", name, **(summary() if summary is not None else {}))
+
+    def expect_stop(self, query: Any) -> None:
+        """`query` is about to end on purpose (stopped, or a prepared run cancelled at its gate):
+        its end is not journalled as one it came to by itself."""
+        self._stopping.add(str(query.runId))
 
     def _finish_batch(self, query: Any) -> None:
         """Let a batch under way commit before the query stops, for at most half the stop's
@@ -349,7 +377,7 @@ def _last_batch(query: Any) -> int:
         return -1
 
 
-def _is_active(query: Any) -> bool:
+def is_active(query: Any) -> bool:
     try:
         return bool(query.isActive)
     except Exception:  # noqa: BLE001 - the session is gone, and its queries with it

@@ -15,20 +15,28 @@ over. The checkpoint's logs take each batch once (an atomic create), so the outp
 exactly once, but the run that loses the race ends with "Concurrent update to the log". If
 that is the task's current run, its query starts again from the checkpoint (at most
 CONFLICT_RESTARTS times in a row) instead of the task failing.
+
+A task whose class is `preparable` (its source waits at a gate, start_gate.py) can be
+prepared before it is assigned here (warm_handoff.py): `prepare` starts the query held at the
+gate while another worker still runs the task, `release` (once the task is assigned here)
+lets it go on, `cancel` ends it unreleased. Until it is released the run is not the task's:
+it is journalled `prepared`, not `starting`, leaves no marker and reports no failure.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
+from .connectors.start_gate import Gate
 from .plugins import Task, TaskContext
-from .spark_runtime import SparkRuntime, query_name
+from .spark_runtime import SparkRuntime, is_active, query_name
 
 log = logging.getLogger(__name__)
 # What Spark says when another query wrote the same checkpoint's batch first.
@@ -40,9 +48,15 @@ class SparkTask(Task):
     """stop() bounds its own wait (graceful, then forced) and returns only once the query is
     no longer active: the worker waits for it rather than cutting it short."""
 
+    preparable = False  # its query's source waits at a start gate (see the module's docstring)
+
     def __init__(self) -> None:
         self.runtime: SparkRuntime | None = None
         self.query: Any = None
+        self.gate: Gate | None = None  # a prepared run's start gate
+        self._released = True  # a run started by `start`, or a prepared one once released
+        self.prepare_error: str | None = None  # a prepared run that ended before its release
+        self._name = ""
         self._lock = threading.Lock()
         self._progress: dict[str, Any] = {}
         self._first: dict[str, Any] | None = None  # the run's first batch: id, start offsets
@@ -57,13 +71,55 @@ class SparkTask(Task):
         Called off the event loop (it may do IO). None: this task has nothing to run.
         """
 
+    def begin_run(self) -> None:
+        """Called off the event loop as this run becomes the task's (before its query reads)."""
+
+    def gate_options(self) -> dict[str, str]:
+        """The source options that hold a prepared run at its gate (none for a started one)."""
+        if self.gate is None:
+            return {}
+        return {"startGate": str(self.gate.path), "startGateTimeoutMs": str(int(self.gate.timeout_s * 1000))}
+
     async def start(self, config: Mapping[str, str], context: TaskContext) -> None:
+        await self._launch(config, context, None)
+
+    async def prepare(self, config: Mapping[str, str], context: TaskContext, gate: Gate) -> None:
+        """Start the query ahead of the task's assignment here, held at `gate` until `release`."""
+        await self._launch(config, context, gate)
+
+    async def release(self) -> bool:
+        """The task is assigned here: its prepared query goes on. False if it ended meanwhile
+        (then it is stopped, and the task is started afresh)."""
+        if self.runtime is None or self.gate is None or not is_active(self.query) or self.prepare_error:
+            return False
+        self.runtime.journal("starting", self._name, prepared=True)  # from here it may read
+        await asyncio.to_thread(self.begin_run)
+        self._released = True
+        self.gate.grant()
+        return True
+
+    async def cancel(self, starting: Awaitable[Any] | None = None) -> None:
+        """End a prepared run that is not released (`starting`: its start, maybe under way):
+        its reader raises at the gate, so the query ends without having read anything."""
+        if self.query is not None and self.runtime is not None:
+            self.runtime.expect_stop(self.query)
+        if self.gate is not None:
+            self.gate.cancel()
+        if starting is not None:
+            with contextlib.suppress(Exception):
+                await starting
+        await self.stop()
+
+    async def _launch(self, config: Mapping[str, str], context: TaskContext, gate: Gate | None) -> None:
         runtime: SparkRuntime = context.extra["spark"]
-        self.runtime = runtime
+        self.runtime, self.gate, self._released = runtime, gate, gate is None
         loop = asyncio.get_running_loop()
-        name = query_name(context.connector, context.task)
+        name = self._name = query_name(context.connector, context.task)
 
         def terminated(error: str | None) -> None:
+            if not self._released:  # not the task's run yet: `release` finds it ended
+                self.prepare_error = error or "the query ended"
+                return
             conflict = error is not None and any(words in error for words in CHECKPOINT_CONFLICTS)
             if conflict and self._conflicts < CONFLICT_RESTARTS:
                 self._conflicts += 1
@@ -78,7 +134,10 @@ class SparkTask(Task):
             writer = self.writer(runtime.session(), config, context)
             if writer is None:
                 return None
-            return runtime.start_query(writer, context.connector, context.task, self._on_progress, terminated)
+            if self._released:
+                self.begin_run()
+            return runtime.start_query(writer, context.connector, context.task, self._on_progress,
+                                       terminated, prepared=not self._released)  # fmt: skip
 
         async def restart() -> None:
             if not self._stopping:
@@ -94,8 +153,12 @@ class SparkTask(Task):
         self._stopping = True
         query, runtime = self.query, self.runtime
         if query is not None and runtime is not None:
-            await asyncio.to_thread(runtime.stop_query, query, self._run_summary, finish_batch)
-            await asyncio.to_thread(self.after_stop)
+            summary = self._run_summary if self._released else lambda: {"prepared_only": True}
+            await asyncio.to_thread(runtime.stop_query, query, summary, finish_batch and self._released)
+            if self._released:
+                await asyncio.to_thread(self.after_stop)
+        if self.gate is not None:
+            self.gate.remove()
         self.query = None
 
     def progress(self) -> dict[str, Any]:

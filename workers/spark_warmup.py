@@ -20,26 +20,53 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-ROWS = 10
+ROWS = 10  # per partition and batch
+BATCHES = 3  # a task's first batch follows code the JVM has run more than once
 TIMEOUT_S = 120
 
 
 class _WarmupReader(DataSourceStreamReader):
-    """Offsets 0 -> ROWS: one batch of ROWS rows, then nothing new."""
+    """BATCHES batches, each of ROWS rows in each of `parallelism` partitions (every core's
+    Python worker reads), rows shaped and sent as the `topic` source's: Arrow record batches of
+    its schema, built by its code (so the Python workers have imported it)."""
+
+    def __init__(self, parallelism: int) -> None:
+        self.parallelism = parallelism
 
     def initialOffset(self) -> dict[str, int]:  # noqa: N802 - Spark's names
         return {"offset": 0}
 
+    def getDefaultReadLimit(self) -> Any:  # noqa: N802
+        from pyspark.sql.streaming.datasource import ReadMaxRows
+
+        return ReadMaxRows(ROWS * self.parallelism)
+
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:  # noqa: N802
-        return {"offset": ROWS}
+        from pyspark.sql.streaming.datasource import ReadMaxRows
+
+        total = ROWS * self.parallelism * BATCHES
+        if start is not None and isinstance(limit, ReadMaxRows):
+            return {"offset": min(start["offset"] + limit.max_rows, total)}
+        return {"offset": total}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
-        return [InputPartition((start["offset"], end["offset"]))]
+        first, last = start["offset"], end["offset"]
+        step = max(1, -(-(last - first) // self.parallelism))
+        return [InputPartition((n, min(n + step, last))) for n in range(first, last, step)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[int, bytes]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        from types import SimpleNamespace
+
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from .connectors.topic_spark_source import SCHEMA, arrow_batch, new_consumer
+
+        new_consumer("127.0.0.1:9").close()  # kafka-python's imports: the first consumer's cost
         first, end = partition.value
-        for n in range(first, end):
-            yield n, str(n).encode()
+        records = [
+            SimpleNamespace(offset=n, timestamp=n, key=None, value=str(n).encode()) for n in range(first, end)
+        ]
+        yield arrow_batch("connect-warmup", 0, records, to_arrow_schema(SCHEMA, timezone="UTC"))
 
     def commit(self, end: dict[str, int]) -> None:
         pass
@@ -50,11 +77,13 @@ class WarmupSource(DataSource):
     def name(cls) -> str:
         return "connect-warmup"
 
-    def schema(self) -> str:
-        return "offset long, value binary"
+    def schema(self) -> Any:
+        from .connectors.topic_spark_source import SCHEMA
+
+        return SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: N802
-        return _WarmupReader()
+        return _WarmupReader(int(self.options.get("parallelism", "2")))
 
 
 def run_warmup_query(spark: Any) -> None:
@@ -64,6 +93,7 @@ def run_warmup_query(spark: Any) -> None:
         spark.dataSource.register(WarmupSource)
         query = (
             spark.readStream.format(WarmupSource.name())
+            .option("parallelism", str(spark.sparkContext.defaultParallelism))
             .load()
             .writeStream.format("parquet")
             .option("path", f"{scratch}/out")

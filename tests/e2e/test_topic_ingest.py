@@ -25,7 +25,15 @@ from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
 
 from connect_rebalance.processes import CoordinatorProcess
 from tests.support.group_scenario import ContinuousProducer, wait_until
-from tests.support.spark_cluster import Run, jvm_of, kill_with_jvm, overlaps, runs, spark_worker_cluster
+from tests.support.spark_cluster import (
+    Run,
+    journal,
+    jvm_of,
+    kill_with_jvm,
+    overlaps,
+    runs,
+    spark_worker_cluster,
+)
 from tests.support.worker_cluster import WorkerCluster, metrics, rest
 from workers.connectors.parquet_output import read_output
 from workers.connectors.partition_split import task_owns
@@ -243,15 +251,17 @@ def batches(checkpoint: Path, log: str) -> set[int]:
 
 
 BULK = 120_000  # records; batches of 30,000 take seconds here
+AFTER = 2_000  # records written once the owner has left
 
 
 @pytest.mark.timeout(600)
 def test_a_task_moved_in_the_middle_of_a_long_batch_is_handed_over_at_that_batchs_commit(
     spark: Any, tmp_path: Path
 ) -> None:
-    """A worker leaving while its task's batch runs lets that batch commit, and only then does
-    the task start on another worker, from the next batch: the two owners never run the query
-    at the same time, the batch is not read twice, and every record is read once."""
+    """A worker leaving while its task's batch runs goes on with it while the other worker
+    prepares the task (warm handoff), lets its batch under way commit, and only then does the
+    task start on the other worker, from the next batch: the two owners never run or commit
+    the query at the same time, no batch is read twice, and every record is read once."""
     with spark_worker_cluster(tmp_path, **{"task.shutdown.graceful.timeout.ms": "30000"}) as cluster:
         bootstrap = cluster.coordinator.bootstrap
         create_topic(bootstrap, "bulk", 2)
@@ -270,19 +280,33 @@ def test_a_task_moved_in_the_middle_of_a_long_batch_is_handed_over_at_that_batch
         wait_until(second_batch_under_way, 180, "the task's second batch under way")
         owner = next(w for w in workers if w.worker_id == cluster.placement("bulk").get("0"))
         owner.stop()  # SIGTERM: a graceful leave, in the middle of batch 1
-        wait_until(lambda: committed_records(cluster, "bulk") == BULK, 300, "every record committed")
+        # The owner may have read everything while the other worker prepared: more records
+        # give the taker a batch of its own.
+        produce(bootstrap, "bulk", range(BULK, BULK + AFTER), 2)
+
+        def settled() -> bool:  # every record committed, or two owners ran at once: no use waiting
+            return committed_records(cluster, "bulk") == BULK + AFTER or bool(overlaps(runs(workers, {})))
+
+        wait_until(settled, 300, "every record committed")
+        for worker in workers:
+            worker.stop()  # the taker's stop journals what its run did, from the query's own record
         task_runs = runs(workers, {})["bulk-0"]
+        entries = [(w.worker_id, e) for w in workers for e in journal(w) if e["query"] == "bulk-0"]
+    # The taker prepared the task while its owner ran it, and went on from that run's last batch.
+    assert [w for w, e in entries if e["event"] == "starting" and e.get("prepared")], entries
+    ended = [(w, e) for w, e in entries if e["event"] == "ended"]
+    assert not ended, f"a run lost the task's checkpoint to another (both committed its batches): {ended}"
     assert not overlaps({"bulk-0": task_runs}), task_runs
     last_on_owner = max(i for i, run in enumerate(task_runs) if run.worker == owner.worker_id)
     assert last_on_owner + 1 < len(task_runs), f"the task never ran after the leave: {task_runs}"
     left, taken = task_runs[last_on_owner], task_runs[last_on_owner + 1]
-    assert left.last_batch is not None and left.last_batch["batch"] == 1, (
+    assert left.last_batch is not None and left.last_batch["batch"] >= 1, (
         f"the batch under way at the leave was not committed by its owner: {left}"
     )
-    assert taken.first_batch is not None and taken.first_batch["batch"] == 2, taken
+    assert taken.first_batch is not None and taken.first_batch["batch"] == left.last_batch["batch"] + 1, taken
     assert taken.first_batch["start"] == left.last_batch["end"], (left, taken)
     ids = sorted(int(r.value) for r in read_output(spark, str(tmp_path / "out")).select("value").collect())
-    assert ids == list(range(BULK)), f"{len(ids)} rows for {BULK} records"
+    assert ids == list(range(BULK + AFTER)), f"{len(ids)} rows for {BULK + AFTER} records"
 
 
 def task_status(worker_url: str, connector: str, task: int) -> dict[str, Any]:

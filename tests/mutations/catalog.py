@@ -740,9 +740,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="revocation-acknowledged-while-the-last-batch-commits",
         breaks="a moved Spark task's old and new owner never run (or commit batches of) its query at once",
         file="workers/spark_task.py",
-        original="await asyncio.to_thread(runtime.stop_query, query, self._run_summary, finish_batch)",
-        replacement="asyncio.ensure_future(asyncio.to_thread(runtime.stop_query, query, self._run_summary, "
-        "finish_batch))  # mutation: the stop is not waited for",
+        original="await asyncio.to_thread(runtime.stop_query, query, summary, "
+        "finish_batch and self._released)",
+        replacement="asyncio.ensure_future(asyncio.to_thread(runtime.stop_query, query, summary, "
+        "finish_batch and self._released))  # mutation: the stop is not waited for",
+        tests=(
+            "tests/e2e/test_topic_ingest.py::"
+            "test_a_task_moved_in_the_middle_of_a_long_batch_is_handed_over_at_that_batchs_commit",
+        ),
+    ),
+    Mutation(
+        name="prepared-run-granted-before-its-assignment",
+        breaks="a task prepared ahead of a move reads nothing until its old owner has let it go "
+        "(the old and the new owner never commit its batches at the same time)",
+        file="workers/spark_task.py",
+        original="        await self._launch(config, context, gate)\n",
+        replacement="        gate.grant()  # mutation: the prepared run goes on at once\n"
+        "        await self._launch(config, context, gate)\n",
         tests=(
             "tests/e2e/test_topic_ingest.py::"
             "test_a_task_moved_in_the_middle_of_a_long_batch_is_handed_over_at_that_batchs_commit",

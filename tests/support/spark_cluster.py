@@ -3,7 +3,9 @@
 Each worker's Spark runtime journals every query start and stop in its log
 (`spark-query {json}`, with wall-clock times), which survives a SIGKILL. From those lines
 a test rebuilds when each task's query may have been active on each worker and checks
-that no two ever overlapped; a killed worker's queries end when its JVM is gone.
+that no two ever overlapped; a killed worker's queries end when its JVM is gone. A run
+prepared ahead of its task's assignment (`prepared`, then `starting` at its release) is
+active from its release, or from its first batch's trigger if that came earlier: it read.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,23 +81,46 @@ def runs(workers: list[WorkerProcess], died_at: dict[str, float]) -> dict[str, l
     by_query: dict[str, list[Run]] = {}
     for worker in workers:
         open_runs: dict[str, Run] = {}
+        prepared: dict[str, Run] = {}  # started, held at the gate: not active until it reads
         for entry in journal(worker):
             name = entry["query"]
-            if entry["event"] == "starting":
-                assert name not in open_runs, f"{name} started twice on {worker.worker_id}"
-                open_runs[name] = Run(name, entry["worker"], entry["at"])
-                by_query.setdefault(name, []).append(open_runs[name])
-            elif entry["event"] == "first-batch" and name in open_runs:
-                open_runs[name].first_batch = {k: entry[k] for k in ("batch", "start", "end")}
+            if entry["event"] == "prepared":
+                prepared[name] = Run(name, entry["worker"], math.inf)
+            elif entry["event"] == "starting":
+                # A prepared run's release; it may have been seen reading already (open).
+                run = (prepared.pop(name, None) or open_runs.get(name)) if entry.get("prepared") else None
+                assert run is not None or name not in open_runs, f"{name} started twice on {worker.worker_id}"
+                run = run or Run(name, entry["worker"], entry["at"])
+                run.start = min(run.start, entry["at"])
+                if name not in open_runs:
+                    open_runs[name] = run
+                    by_query.setdefault(name, []).append(run)
+            elif entry["event"] == "first-batch" and (name in open_runs or name in prepared):
+                if name in prepared:  # it read before its release
+                    open_runs[name] = prepared.pop(name)
+                    by_query.setdefault(name, []).append(open_runs[name])
+                run = open_runs[name]
+                run.first_batch = {k: entry[k] for k in ("batch", "start", "end")}
+                run.start = min(run.start, _seconds(entry["trigger"]))
+            elif entry["event"] in ("stopped", "ended") and name in prepared:
+                prepared.pop(name)  # cancelled, or ended, at its gate: it never read
             elif entry["event"] == "stopped" and name in open_runs:
                 run = open_runs.pop(name)
                 run.end, run.stopped = entry["at"], True
                 run.last_batch = entry.get("last_batch")
+                # Spark's listener may have dropped the first batch's event (a py4j callback that
+                # failed); the stop's summary reads the stopped query's own record.
+                run.first_batch = run.first_batch or entry.get("first_batch")
             elif entry["event"] == "ended" and name in open_runs:  # the query ended by itself
                 open_runs.pop(name).end = entry["at"]
         for run in open_runs.values():
             run.end = died_at.get(worker.worker_id, math.inf)
     return {name: sorted(found, key=lambda r: r.start) for name, found in by_query.items()}
+
+
+def _seconds(iso: str) -> float:
+    """Spark's progress timestamp (UTC, ISO 8601 with milliseconds) as epoch seconds."""
+    return datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
 
 
 def overlaps(task_runs: dict[str, list[Run]]) -> list[tuple[Run, Run]]:

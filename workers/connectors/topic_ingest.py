@@ -67,6 +67,7 @@ class TopicIngestTask(SparkTask):
 
     checkpoint: str | None = None
     count = 0
+    preparable = True  # the `topic` source waits at a start gate (start_gate.py)
 
     def writer(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> Any:
         worker = context.extra["worker_config"]
@@ -75,16 +76,20 @@ class TopicIngestTask(SparkTask):
         security = worker.client_security("consumer.")
         index, self.count = int(config["task.index"]), int(config["task.count"])
         find_partitions(bootstrap, _topics(config["topics"]), security=security)  # they exist
-        # This run's previous one has stopped: what its checkpoint planned is what the task
-        # still reads of partitions another task now holds (share_handoff.py).
         self.checkpoint = checkpoint_path(worker.checkpoint_dir, context.connector, index)
-        mark(self.checkpoint, self.count, stopped=False)
         handoff = {"handoffCheckpoints": str(Path(self.checkpoint).parent),
                    "initialOffsetsFile": str(Path(self.checkpoint) / "topic-initial-offsets.json"),
                    # a killed worker's task, gone from the layout, holds partitions no longer
                    # than its session: the worker is gone, or stops its work before that
-                   "handoffTimeoutMs": str(2 * worker.session_timeout_ms)}  # fmt: skip
+                   "handoffTimeoutMs": str(2 * worker.session_timeout_ms),
+                   **self.gate_options()}  # fmt: skip
         return parquet_sink(topic_stream(spark, config, bootstrap, security, handoff), config, index)
+
+    def begin_run(self) -> None:
+        # This run's previous one has stopped: what its checkpoint planned is what the task
+        # still reads of partitions another task now holds (share_handoff.py).
+        if self.checkpoint is not None:
+            mark(self.checkpoint, self.count, stopped=False)
 
     def after_stop(self) -> None:
         if self.checkpoint is not None:

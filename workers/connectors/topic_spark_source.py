@@ -34,6 +34,9 @@ Options (case-insensitive):
   partition new to the query starts (share_handoff.py);
 - `initialOffsetsFile`: where the query's first starting offsets are kept, so that its first
   batch run again after a restart reads the same;
+- `startGate`, `startGateTimeoutMs`: a query started ahead of its task's assignment waits,
+  in its reader's constructor (before Spark reads the checkpoint), until the worker grants
+  this gate file (start_gate.py);
 - `kafka.<setting>`: the Kafka client's security settings (`kafka.security.protocol`,
   `kafka.sasl.*`, `kafka.ssl.*`, as in Spark's Kafka source), read by
   `ClientSecurity`; files they name must exist where Spark's Python workers run.
@@ -73,6 +76,7 @@ from .share_handoff import (
     unmarked_gone,
     write_atomically,
 )
+from .start_gate import await_grant
 
 SOURCE_NAME = "topic"
 SCHEMA = StructType([
@@ -175,6 +179,10 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._consumer: Any = None  # the planner's; created on first use, never pickled
         self._available_now: dict[tuple[str, int], int] | None = None
         self._latest: dict[tuple[str, int], int] | None = None
+        gate = options.get("startGate")
+        if gate:  # last: options are checked before the wait
+            self._connect_planner()
+            await_grant(gate, int(options.get("startGateTimeoutMs", "60000")) / 1000)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -187,6 +195,17 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._consumer is None:
             self._consumer = new_consumer(self.bootstrap, self.security)
         return self._consumer
+
+    def _connect_planner(self) -> None:
+        """A prepared run's planner connects and learns the partitions and their leaders while
+        it waits at its gate (nothing of the checkpoint is read): its first batch is planned
+        as fast as any other. What fails here is met again, and reported, when it plans."""
+        try:
+            tps = self._partitions()
+            if tps:
+                self._planner_consumer().end_offsets(tps)
+        except Exception:  # noqa: BLE001, S110 - the first plan meets it again
+            pass
 
     def _partitions(self) -> list[Any]:
         from kafka import TopicPartition
@@ -359,12 +378,28 @@ def _newest_api_version() -> tuple[int, ...]:
     return max(BROKER_API_VERSIONS)
 
 
+def arrow_batch(topic: str, partition: int, records: Sequence[Any], arrow_schema: Any) -> Any:
+    """Records of one partition (with offset, timestamp in ms or -1, key, value) as one Arrow
+    record batch of SCHEMA (`arrow_schema`: SCHEMA in Arrow, UTC timestamps)."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [pa.array([topic] * len(records), pa.string()),
+         pa.array([partition] * len(records), pa.int32()),
+         pa.array([r.offset for r in records], pa.int64()),
+         pa.array([r.timestamp * 1000 if r.timestamp >= 0 else None for r in records],
+                  arrow_schema.field("timestamp").type),
+         pa.array([r.key for r in records], pa.binary()),
+         pa.array([r.value for r in records], pa.binary())],
+        schema=arrow_schema,
+    )  # fmt: skip
+
+
 def read_range(bootstrap: str, part: PartitionRange, fail_on_data_loss: bool,
                poll_timeout_ms: int, security: Mapping[str, str] | None = None) -> Iterator[Any]:  # fmt: skip
     """The records of `part` as Arrow record batches (one per poll), in offset order."""
     import time
 
-    import pyarrow as pa
     from kafka import TopicPartition
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -383,16 +418,7 @@ def read_range(bootstrap: str, part: PartitionRange, fail_on_data_loss: bool,
             polled = consumer.poll(timeout_ms=1000).get(tp, [])
             records = [r for r in polled if part.start <= r.offset < part.end]
             if records:
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array([part.topic] * len(records), pa.string()),
-                     pa.array([part.partition] * len(records), pa.int32()),
-                     pa.array([r.offset for r in records], pa.int64()),
-                     pa.array([r.timestamp * 1000 if r.timestamp >= 0 else None for r in records],
-                              arrow_schema.field("timestamp").type),
-                     pa.array([r.key for r in records], pa.binary()),
-                     pa.array([r.value for r in records], pa.binary())],
-                    schema=arrow_schema,
-                )  # fmt: skip
+                yield arrow_batch(part.topic, part.partition, records, arrow_schema)
             # Offsets may have gaps (compaction, transaction markers): the position says how far.
             now_at = consumer.position(tp)
             if now_at > position:
