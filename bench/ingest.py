@@ -216,10 +216,16 @@ def readme_block(result: dict[str, Any]) -> str:
         rounds = sorted({r["round"] for r in runs})
         return spread([by_round["runtime", n] / by_round["direct", n] for n in rounds], ".2f")
 
-    def gap(master: str, kind: str | None, key: str = "gap_s") -> str:
-        """A handoff figure over the joins or the leaves (`kind`), or over both (None)."""
+    def gap(master: str, kind: str | None, key: str | Callable[[dict[str, Any]], float] = "gap_s") -> str:
+        """A handoff figure (a key, or a function of a move's figures) over the joins or the
+        leaves (`kind`), or over both (None)."""
         moves = [h for h in result["handoffs"] if h["master"] == master and kind in (None, h["kind"])]
-        return spread([h[key] for h in moves], ".2f")
+        return spread([key(h) if callable(key) else h[key] for h in moves], ".2f")
+
+    def reading_again(move: dict[str, Any]) -> float:
+        """From the old owner's last commit until the new owner's first batch reads: the gap
+        less that batch (its commit ends the gap)."""
+        return float(move["gap_s"] - move["first_batch_s"])
 
     def row(what: str, goal: str, cell: Callable[[str], str]) -> str:
         return f"| {what} | {goal} | " + " | ".join(cell(m) for m in masters) + " |"
@@ -239,6 +245,8 @@ def readme_block(result: dict[str, Any]) -> str:
         row("revocation -> query stopped, s", "", lambda m: column(m, "stop_s", "runtime", ".3f")),
         row("handoff gap, a worker joins, s", GOALS["gap"], lambda m: gap(m, "join")),
         row("handoff gap, a worker leaves (SIGTERM), s", GOALS["gap"], lambda m: gap(m, "leave")),
+        row("of which: nothing read (until the new owner's first batch begins), join / leave, s", "",
+            lambda m: f"{gap(m, 'join', reading_again)} / {gap(m, 'leave', reading_again)}"),
         row("of which: old owner's last commit -> its query stopped, s", "",
             lambda m: gap(m, None, "old_stop_after_last_commit_s")),
         row("of which: new owner's start -> first trigger, s", "",
