@@ -168,7 +168,7 @@ class Herder:
             await asyncio.wait_for(self._announce("LEFT"), LEFT_WRITE_TIMEOUT_S)
         await self._hand_over()
         await self.membership.leave()
-        await self.runner.cancel_prepared()
+        await self.runner.prepared.cancel_all()
         self.planner.close()
         for task in [*self._tasks, *self._background]:
             task.cancel()
@@ -238,7 +238,7 @@ class Herder:
         metadata = json.dumps({
             "url": config.rest_url, "worker_id": config.worker_id, "config_offset": offset,
             # this worker prepares work moving to it, and what it has prepared (warm_handoff.py)
-            "warms": True, "warmed": sorted(self.runner.warmed), "leaving": self.leaving,
+            "warms": True, "warmed": sorted(self.runner.prepared.warmed), "leaving": self.leaving,
         }).encode()  # fmt: skip
         version = assignors.METADATA_VERSION
         return [
@@ -255,7 +255,7 @@ class Herder:
     def awaits_moved_work(self) -> bool:
         """Prepared work is reported warmed and not assigned yet: the old owner may let it go
         any moment, so heartbeats come quickly until it is here (warm_handoff.py)."""
-        return bool(self.runner.warmed)
+        return bool(self.runner.prepared.warmed)
 
     def _rebalance_due(self) -> None:
         """Held work's delay ended: a new assignor reason starts a new group epoch."""

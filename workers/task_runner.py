@@ -33,11 +33,11 @@ from typing import Any
 from connect_rebalance.work import CONNECTOR, Work, work_name
 
 from .config_state import PAUSED, STARTED, STOPPED, ConfigState
-from .connectors.start_gate import Gate
 from .fenced_output import OutputConnection, TaskFenced, fence_id
 from .offset_store import OffsetStore
 from .plugins import Connector, Task, TaskContext, find_plugin
-from .spark_runtime import SparkRuntime, is_active
+from .prepared_runs import PREPARE_TIMEOUT_S, Prepared, PreparedRuns
+from .spark_runtime import SparkRuntime
 from .spark_task import SparkTask
 from .status_store import StatusStore
 from .task_writes import TaskWrites
@@ -60,22 +60,6 @@ class Running:
     writes: TaskWrites | None = None  # a task run's records and offsets, through its fence
 
 
-@dataclass
-class Prepared:
-    """A Spark task's run started ahead of its assignment here, held at its start gate."""
-
-    task: SparkTask
-    config: dict[str, str]
-    writes: TaskWrites
-    gate: Gate
-    job: asyncio.Future[None] | None = None  # the start, then the wait for the reader at the gate
-
-
-# How long a prepared run may take to reach its gate before it is reported warmed anyway (the
-# task then starts cold when it is assigned here).
-PREPARE_TIMEOUT_S = 30.0
-
-
 class TaskRunner:
     def __init__(
         self,
@@ -96,8 +80,7 @@ class TaskRunner:
         self._lock = asyncio.Lock()
         self._assigned: dict[Work, int] = {}  # times each item was assigned or revoked
         self._generated: dict[str, list[dict[str, str]]] = {}  # task configs of connectors running here
-        self.prepared: dict[Work, Prepared] = {}  # runs prepared for work moving here
-        self.warmed: set[Work] = set()  # prepared items whose preparation is over (reported)
+        self.prepared = PreparedRuns(self._prepared_run, self._context)  # work moving here
 
     # -- assignment and revocation --------------------------------------------------------
 
@@ -146,22 +129,12 @@ class TaskRunner:
     def prepare(
         self, items: frozenset[Work], assigned: frozenset[Work], on_warmed: Callable[[], None]
     ) -> None:
-        """What the computing worker says is moving here: prepare each (in the background;
-        `on_warmed()` once its preparation is over, prepared or not); cancel prepared runs of
-        items no longer moving here nor `assigned` here (those start from their prepared run)."""
-        for item in sorted(set(self.prepared) - items - assigned):
-            self._spawn_cancel(self.prepared.pop(item))
-        self.warmed &= items | assigned
-        for item in sorted(items - set(self.prepared) - set(self.running) - self.warmed):
-            prepared = self._prepared_run(item)
-            if prepared is None:  # nothing to prepare: it starts cold, at once
-                self.warmed.add(item)
-                on_warmed()
-                continue
-            self.prepared[item] = prepared
-            prepared.job = asyncio.ensure_future(self._prepare(item, prepared, on_warmed))
+        """What the computing worker says is moving here: prepare each (prepared_runs.py);
+        prepared runs of items neither moving here nor `assigned` here are cancelled."""
+        self.prepared.prepare(items - set(self.running), assigned, on_warmed)
 
     def _prepared_run(self, item: Work) -> Prepared | None:
+        """A run of `item` to prepare, if it is a Spark task that can be (its config here)."""
         name, index = item
         configs = self.state.tasks.get(name, [])
         if not self._is_spark_task(item) or index >= len(configs) or self.state.target_state(name) != STARTED:
@@ -175,60 +148,18 @@ class TaskRunner:
         task.gate = gate
         return Prepared(task, dict(configs[index]), writes, gate)
 
-    async def _prepare(self, item: Work, prepared: Prepared, on_warmed: Callable[[], None]) -> None:
-        task, gate = prepared.task, prepared.gate
-        try:
-            await task.prepare(prepared.config, self._context(item, task, prepared.writes), gate)
-            deadline = asyncio.get_running_loop().time() + PREPARE_TIMEOUT_S
-            while not gate.waiting() and task.prepare_error is None and is_active(task.query):
-                if asyncio.get_running_loop().time() > deadline:
-                    break
-                await asyncio.sleep(0.02)
-            log.info("%s prepared: %s", work_name(item), "waiting at its gate" if gate.waiting()
-                     else task.prepare_error or "not at its gate in time")  # fmt: skip
-        except Exception as exc:  # noqa: BLE001 - it starts cold when assigned
-            log.warning("%s could not be prepared: %s", work_name(item), exc)
-        finally:
-            if self.prepared.get(item) is prepared:
-                self.warmed.add(item)
-                on_warmed()
-
-    def _spawn_cancel(self, prepared: Prepared) -> None:
-        asyncio.ensure_future(self._cancel(prepared))
-
-    async def _cancel(self, prepared: Prepared) -> None:
-        try:
-            await prepared.task.cancel(prepared.job)
-            await prepared.writes.close()
-        except Exception:  # noqa: BLE001 - a plugin's failure to stop must not stop the worker
-            log.exception("a prepared run of %s did not end cleanly", prepared.task)
-
     def runs_preparable(self) -> bool:
         """Whether a task running here could be prepared by the worker taking it over."""
         return any(isinstance(r.instance, SparkTask) and r.instance.preparable for r in self.running.values())
 
-    async def cancel_prepared(self) -> None:
-        """This worker stops: prepared runs end at their gates."""
-        prepared, self.prepared = list(self.prepared.values()), {}
-        self.warmed.clear()
-        await asyncio.gather(*(self._cancel(run) for run in prepared))
-
     async def _released(self, runner: Running) -> bool:
         """Start a task assigned here from its prepared run, if it has one that is still good."""
-        prepared = self.prepared.pop(runner.item, None)
-        self.warmed.discard(runner.item)
+        name, index = runner.item
+        prepared = await self.prepared.release(runner.item, self.state.tasks[name][index])
         if prepared is None:
             return False
-        if prepared.job is not None:
-            with contextlib.suppress(Exception):
-                await prepared.job
-        current = self.state.tasks[runner.item[0]][runner.item[1]]
-        if prepared.config == current and await prepared.task.release():
-            runner.instance, runner.config, runner.writes = prepared.task, prepared.config, prepared.writes
-            log.info("%s starts from its prepared run", work_name(runner.item))
-            return True
-        self._spawn_cancel(prepared)
-        return False
+        runner.instance, runner.config, runner.writes = prepared.task, prepared.config, prepared.writes
+        return True
 
     # -- what changes running work --------------------------------------------------------
 
