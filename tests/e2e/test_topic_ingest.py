@@ -292,11 +292,11 @@ def test_a_task_moved_in_the_middle_of_a_long_batch_is_handed_over_at_that_batch
             worker.stop()  # the taker's stop journals what its run did, from the query's own record
         task_runs = runs(workers, {})["bulk-0"]
         entries = [(w.worker_id, e) for w in workers for e in journal(w) if e["query"] == "bulk-0"]
-    # The taker prepared the task while its owner ran it, and went on from that run's last batch.
-    assert [w for w, e in entries if e["event"] == "starting" and e.get("prepared")], entries
     ended = [(w, e) for w, e in entries if e["event"] == "ended"]
     assert not ended, f"a run lost the task's checkpoint to another (both committed its batches): {ended}"
     assert not overlaps({"bulk-0": task_runs}), task_runs
+    # The taker prepared the task while its owner ran it, and went on from that run's last batch.
+    assert [w for w, e in entries if e["event"] == "starting" and e.get("prepared")], entries
     last_on_owner = max(i for i, run in enumerate(task_runs) if run.worker == owner.worker_id)
     assert last_on_owner + 1 < len(task_runs), f"the task never ran after the leave: {task_runs}"
     left, taken = task_runs[last_on_owner], task_runs[last_on_owner + 1]
