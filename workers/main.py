@@ -6,8 +6,10 @@ has. SIGTERM/SIGINT make the worker leave the
 group for good (its work is reassigned at once); SIGKILL is a crash (its work waits for
 `scheduled.rebalance.max.delay.ms`).
 
-A SIGTERM always stops the worker, within `task.shutdown.graceful.timeout.ms` and
-SHUTDOWN_MARGIN_S, whether or not the coordinator answers: it may come while the worker is
+A SIGTERM always stops the worker, within `task.shutdown.graceful.timeout.ms`,
+SHUTDOWN_MARGIN_S and the hand-over of its Spark tasks (herder.LEAVE_HANDOFF_S, which only a
+worker running TopicIngest tasks in a group that answers takes), whether or not the
+coordinator answers: it may come while the worker is
 still starting, and a stop that is not done by then (a client waiting on a coordinator that
 is gone) is abandoned. A thread still blocked in such a client at the end does not keep the
 process: it exits anyway, and its Spark JVM (which exits when its parent's pipe closes) with it.
@@ -31,7 +33,7 @@ from kafka.errors import KafkaError
 from connect_rebalance.properties import ConfigError
 
 from .connect_membership import MembershipRefused
-from .herder import Herder
+from .herder import LEAVE_HANDOFF_S, Herder
 from .rest import RestApi
 from .worker_config import WorkerConfig
 
@@ -82,7 +84,8 @@ async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None
         log.info("leaving the group")
     finally:
         stopping.cancel()
-        bound = config.task_shutdown_graceful_timeout_ms / 1000 + SHUTDOWN_MARGIN_S
+        # The hand-over has a bound of its own: the stops after it keep all of theirs.
+        bound = config.task_shutdown_graceful_timeout_ms / 1000 + SHUTDOWN_MARGIN_S + LEAVE_HANDOFF_S
         try:
             await asyncio.wait_for(_shut_down(herder, runner), bound)
         except TimeoutError:
