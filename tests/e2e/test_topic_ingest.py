@@ -173,9 +173,17 @@ def moves(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Move
             wait_until(lambda: committed_records(cluster, "ingest") > before, 120, f"{what}: new batches")
 
         moves_on("start")
-        w1.stop()  # leaves gracefully: its tasks move at once
+        w1.stop()  # leaves gracefully: its tasks move once prepared elsewhere
         moves_on("after a graceful leave")
-        cluster.start("w4")  # joins: some tasks move to it
+        w4 = cluster.start("w4")  # joins once its Spark session is ready: some tasks move to it
+
+        # Under load, three Spark JVMs on two cores take 1-2 minutes to start a fourth; the
+        # worker joins the group only then, so the move is timed from there.
+        def session_ready() -> bool:
+            code, body = rest("GET", f"{w4.url}/")
+            return code == 200 and body["spark_runtime"]["state"] == "READY"
+
+        wait_until(session_ready, 300, "the joining worker's Spark session ready")
         moves_on("after a join")
         died_at = kill_with_jvm(w2)  # crashes: its tasks move once its session expires
         moves_on("after a crash")
