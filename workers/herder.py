@@ -186,8 +186,7 @@ class Herder:
         if self.config.group_protocol != "connect" or not self._joined() or not self.runner.runs_preparable():
             return
         self.leaving = True  # said in the assignor metadata, with a new reason: a new target
-        self.reason += 1
-        self.membership.heartbeat_now()
+        self._new_reason()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + LEAVE_HANDOFF_S
         # Until handed over, or the coordinator stops answering (then nobody can take them).
@@ -249,8 +248,7 @@ class Herder:
     def _warmed(self) -> None:
         """A preparation is over: the assignor metadata says so, with a new reason (a new epoch,
         whose target moves the prepared work here)."""
-        self.reason += 1
-        self.membership.heartbeat_now()
+        self._new_reason()
 
     def awaits_moved_work(self) -> bool:
         """Prepared work is reported warmed and not assigned yet: the old owner may let it go
@@ -259,8 +257,12 @@ class Herder:
 
     def _rebalance_due(self) -> None:
         """Held work's delay ended: a new assignor reason starts a new group epoch."""
-        self.reason += 1
+        self._new_reason()
         log.info("the scheduled rebalance is due: assignor reason %d", self.reason)
+
+    def _new_reason(self) -> None:
+        """A new assignor reason, sent at once: the coordinator starts a new group epoch."""
+        self.reason += 1
         self.membership.heartbeat_now()
 
     # -- assignment and revocation (the membership's listener) -----------------------------
