@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
@@ -38,3 +39,11 @@ def run_admin_command(
     finally:
         admin.close()
     return 0
+
+
+def send_request(admin: KafkaAdminClient, request: Any) -> Any:
+    """Send one request kafka-python builds but whose admin client has no method for
+    (AlterClientQuotas, DescribeClientQuotas), on the admin client's own connection, and
+    return the decoded answer."""
+    manager = admin._manager  # kafka-python's own admin methods send this way
+    return manager.run(manager.send, request)

@@ -116,10 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("name")
     topics.set_defaults(func=cmd_topics)
 
-    from . import acls_cli, groups_cli, users_cli
+    from . import acls_cli, groups_cli, quotas_cli, users_cli
 
     groups_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     users_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
+    quotas_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     acls_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
 
     worker = sub.add_parser("worker", help="run a Kafka Connect-style worker")

@@ -31,6 +31,7 @@ from .topic_configs import log_settings
 
 if TYPE_CHECKING:
     from .group_service import GroupService
+    from .quotas.rates import Throttles
     from .security.authorizer import StandardAuthorizer
     from .security.store import SecurityStore
 
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 PRODUCER_ID_BLOCK = 1000
 # How often partitions are checked against their flush.ms; only those due are fsynced.
 FLUSH_SCHEDULER_INTERVAL_MS = 100
+IDLE_RATES_CHECK_MS = 60_000  # how often quota rates with nothing left in their window are dropped
 
 
 def kafka_uuid_string(value: uuid.UUID) -> str:
@@ -103,6 +105,8 @@ class Broker:
         # SCRAM credentials and ACLs, and the authorizer when authorizer.class.name names one.
         self.security: SecurityStore | None = None
         self.authorizer: StandardAuthorizer | None = None
+        # Client quotas' measured byte rates, set with the security store that holds the bounds.
+        self.throttles: Throttles | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -125,6 +129,7 @@ class Broker:
             )
         )
         self._tasks.append(asyncio.create_task(self._flush_scheduler()))
+        self._tasks.append(asyncio.create_task(self._every(IDLE_RATES_CHECK_MS, self.forget_idle_rates)))
         self._tasks.append(
             asyncio.create_task(
                 self._every(self.config.log_cleaner_backoff_ms, self.compact_logs, self._compaction_wanted)
@@ -161,6 +166,10 @@ class Broker:
                     await done
             except Exception:  # periodic work must not stop; the next round tries again
                 log.exception("periodic %s failed", getattr(work, "__name__", work))
+
+    def forget_idle_rates(self) -> None:
+        if self.throttles is not None:
+            self.throttles.forget_idle(now_ms())
 
     def compaction_due(self) -> None:
         """A log is ready for compaction now (`__consumer_offsets`, whose size is what a

@@ -86,6 +86,9 @@ class CoordinatorConfig(BaseModel):
     max_connections: int = Field(2**31 - 1, alias="max.connections", ge=0)
     max_connections_per_ip: int = Field(2**31 - 1, alias="max.connections.per.ip", ge=0)
     max_connections_per_ip_overrides: str = Field("", alias="max.connections.per.ip.overrides")
+    # Client quotas (coordinator/quotas): how byte rates are measured.
+    quota_window_num: int = Field(11, alias="quota.window.num", ge=1)
+    quota_window_size_seconds: int = Field(1, alias="quota.window.size.seconds", ge=1)
     # Not a Kafka setting: the event loop every connection is served on (coordinator/event_loop.py).
     event_loop: str = Field("uvloop", alias="event.loop")
     log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14)

@@ -21,7 +21,10 @@ per request:
   transport's write buffer is over its high-water mark;
 - a frame larger than `socket.request.max.bytes` (or negative) closes the connection;
 - a connection with no request under way and nothing read for `connections.max.idle.ms`
-  is closed; one timer per connection, moved on only when it fires.
+  is closed; one timer per connection, moved on only when it fires;
+- a connection whose answer was throttled by a client quota (the session's `muted_until`)
+  reads no further request until the throttle time is over, as Kafka mutes the channel
+  (KIP-219); the answer itself goes out at once.
 Answers given before a close are still written.
 """
 
@@ -65,6 +68,7 @@ class Connection(asyncio.Protocol):
         self._flush_scheduled = False
         self._waiter: asyncio.Future[None] | None = None  # the task waits for bytes
         self._drained: asyncio.Future[None] | None = None  # the task waits for the write buffer
+        self._unmuted: asyncio.Future[None] | None = None  # the task sits out a quota's throttle
         self._reading_paused = self._writing_paused = self._gone = False
         self._last_active = 0.0
 
@@ -106,6 +110,7 @@ class Connection(asyncio.Protocol):
             self._counted_host = None
         self._wake()
         self._writable()
+        self._unmute()
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -149,6 +154,8 @@ class Connection(asyncio.Protocol):
                     self._send(answer)
                 if session.close_after_response:
                     return
+                if session.muted_until > self._loop.time():
+                    await self._muted(session.muted_until)
                 if self._writing_paused:
                     await self._drain()
         except _FrameTooLarge as exc:
@@ -200,6 +207,24 @@ class Connection(asyncio.Protocol):
             await self._waiter
         finally:
             self._waiter = None
+
+    async def _muted(self, until: float) -> None:
+        """Send what is answered, then wait until `until` (or until the client goes)."""
+        self._flush()
+        self._unmuted = self._loop.create_future()
+        timer = self._loop.call_at(until, self._unmute)
+        try:
+            await self._unmuted
+        finally:
+            timer.cancel()
+            self._unmuted = None
+        if self._gone:
+            raise ConnectionResetError("the client closed the connection")
+
+    def _unmute(self) -> None:
+        unmuted = self._unmuted
+        if unmuted is not None and not unmuted.done():
+            unmuted.set_result(None)
 
     async def _drain(self) -> None:
         self._flush()

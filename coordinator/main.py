@@ -15,6 +15,7 @@ from .broker import Broker, DataDirectoryLocked
 from .config import CoordinatorConfig
 from .event_loop import loop_factory
 from .group_service import GroupService
+from .quotas.rates import Throttles
 from .security.authorizer import StandardAuthorizer
 from .security.settings import super_users
 from .security.store import SecurityStore
@@ -64,10 +65,14 @@ async def serve(
 
 
 def attach_security(broker: Broker) -> None:
-    """Open the security store; with authorizer.class.name set, enforce its ACLs."""
+    """Open the security store and measure client quotas against its bounds; with
+    authorizer.class.name set, enforce its ACLs."""
     config = broker.config
     store = SecurityStore.open(broker.data_dir, config)
     broker.security = store
+    broker.throttles = Throttles(
+        store.quotas, config.quota_window_num, config.quota_window_size_seconds * 1000
+    )
     if config.authorizer_class_name.strip():
         broker.authorizer = StandardAuthorizer(
             lambda: store.acls.keys(), super_users(config), config.allow_everyone_if_no_acl_found

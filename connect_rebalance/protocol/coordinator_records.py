@@ -137,6 +137,14 @@ class SecurityAclValue(ApiData, load_json=_SCHEMAS):
     pass
 
 
+class SecurityClientQuotaKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class SecurityClientQuotaValue(ApiData, load_json=_SCHEMAS):
+    pass
+
+
 def _encode(self: ApiData, version: int | None = None, header: bool = True, framed: bool = False) -> Any:
     """A record's key or value with the compiled encoder the API messages use: the same bytes
     (the int16 version, then the fields) at a fraction of the generic encoder's cost, which

@@ -14,10 +14,12 @@ from typing import Any
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
 
+from ..quotas.entities import CONSUMER_BYTE_RATE
 from ..security.acls import AclOperation, ResourceType
 from ..storage.partition_log import LEADER_EPOCH, PartitionLog
 from ..turns import Slices
 from .registry import RequestContext, handles
+from .throttling import sit_out, throttle_ms
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = (
     -1,
@@ -124,7 +126,11 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
             for log, waiter in waits:
                 waiter.cancel()
                 log.forget_waiter(waiter)
-    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    throttle = throttle_ms(ctx, CONSUMER_BYTE_RATE, total, keep_if_throttled=False)
+    if throttle:
+        responses = []  # over the quota: answered empty, as Kafka answers a throttled fetch
+        await sit_out(ctx, throttle)
+    return {"throttle_time_ms": throttle, "error_code": 0, "session_id": 0, "responses": responses}
 
 
 def _list_offset(log: PartitionLog, timestamp: int) -> tuple[int, int]:

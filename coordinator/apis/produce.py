@@ -14,12 +14,14 @@ from typing import Any
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
 
+from ..quotas.entities import PRODUCER_BYTE_RATE
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..storage import batches
 from ..storage.partition_log import now_ms
 from ..storage.topic_store import INTERNAL_TOPICS
 from ..turns import Slices
 from .registry import CloseConnection, RequestContext, handles
+from .throttling import sit_out, throttle_ms
 
 VALID_ACKS = (-1, 0, 1)
 NO_TRANSACTIONS = "transactions are not supported by this coordinator"
@@ -56,10 +58,12 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
         refuse = KafkaApiError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_TRANSACTIONS)
     responses = []
     slices = Slices()
+    produced = 0
     for topic in request.topic_data:
         partitions = []
         for data in topic.partition_data:
             await slices.pause()
+            produced += len(data.records or b"")
             answer: dict[str, Any] = {"index": data.index, "error_code": 0, "base_offset": -1}
             try:
                 if refuse is not None:
@@ -69,6 +73,8 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 answer.update(error_code=exc.code, error_message=exc.message, base_offset=-1)
             partitions.append(answer)
         responses.append({"name": topic.name, "partition_responses": partitions})
+    throttle = throttle_ms(ctx, PRODUCER_BYTE_RATE, produced)
+    await sit_out(ctx, throttle)
     if request.acks == 0:
         failed = [p for t in responses for p in t["partition_responses"] if p["error_code"]]
         if failed:
@@ -78,7 +84,7 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 f"acks=0 produce failed: {failed[0]['error_message'] or failed[0]['error_code']}"
             )
         return None
-    return {"responses": responses, "throttle_time_ms": 0}
+    return {"responses": responses, "throttle_time_ms": throttle}
 
 
 @handles(ApiKey.INIT_PRODUCER_ID, 0, 5)

@@ -1,8 +1,9 @@
 """The records of the coordinator's security log, as typed values and as bytes.
 
-Two record types, keyed so that compaction keeps each one's latest state:
+Three record types, keyed so that compaction keeps each one's latest state:
 - a user's SCRAM credential for one mechanism (key: user, mechanism; null value: removed);
-- an ACL binding (key: the whole binding; null value: deleted).
+- an ACL binding (key: the whole binding; null value: deleted);
+- one quota of a client quota entity (key: entity, quota key; null value: removed).
 The bytes follow the schemas Security*Key/Value.json in connect_rebalance/protocol/schemas
 (keys start with an int16 record type, as the group coordinator's records do).
 """
@@ -15,14 +16,17 @@ from dataclasses import dataclass
 from connect_rebalance.protocol.coordinator_records import (
     SecurityAclKey,
     SecurityAclValue,
+    SecurityClientQuotaKey,
+    SecurityClientQuotaValue,
     SecurityScramCredentialKey,
     SecurityScramCredentialValue,
 )
 from connect_rebalance.scram import MECHANISM_BY_TYPE, MECHANISMS, ScramCredential
 
+from ..quotas.entities import Entity
 from .acls import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 
-SCRAM_CREDENTIAL_KEY_VERSION, ACL_KEY_VERSION = 0, 1
+SCRAM_CREDENTIAL_KEY_VERSION, ACL_KEY_VERSION, CLIENT_QUOTA_KEY_VERSION = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +42,14 @@ class AclRecord:
     created_ms: int | None  # None: deleted
 
 
-SecurityRecord = ScramCredentialRecord | AclRecord
+@dataclass(frozen=True, slots=True)
+class ClientQuotaRecord:
+    entity: Entity
+    key: str
+    value: float | None  # None: removed
+
+
+SecurityRecord = ScramCredentialRecord | AclRecord | ClientQuotaRecord
 
 
 def encode_security_record(record: SecurityRecord) -> tuple[bytes, bytes | None]:
@@ -53,6 +64,15 @@ def encode_security_record(record: SecurityRecord) -> tuple[bytes, bytes | None]
             version=0, salt=c.salt, stored_key=c.stored_key, server_key=c.server_key, iterations=c.iterations
         ).encode()
         return bytes(key), bytes(value)
+    if isinstance(record, ClientQuotaRecord):
+        key = SecurityClientQuotaKey(
+            version=CLIENT_QUOTA_KEY_VERSION,
+            entity=[{"entity_type": t, "entity_name": name} for t, name in record.entity],
+            key=record.key,
+        ).encode()
+        if record.value is None:
+            return bytes(key), None
+        return bytes(key), bytes(SecurityClientQuotaValue(version=0, value=record.value).encode())
     b = record.binding
     key = SecurityAclKey(
         version=ACL_KEY_VERSION, resource_type=b.resource_type, resource_name=b.resource_name,
@@ -81,4 +101,10 @@ def decode_security_record(key: bytes, value: bytes | None) -> SecurityRecord:
             AclOperation(a.operation), AclPermissionType(a.permission_type),
         )  # fmt: skip
         return AclRecord(binding, None if value is None else SecurityAclValue.decode(value).created_ms)
+    if record_type == CLIENT_QUOTA_KEY_VERSION:
+        q = SecurityClientQuotaKey.decode(key)
+        entity = tuple((e.entity_type, e.entity_name) for e in q.entity)
+        return ClientQuotaRecord(
+            entity, q.key, None if value is None else SecurityClientQuotaValue.decode(value).value
+        )
     raise ValueError(f"unknown security record type {record_type}")

@@ -30,6 +30,8 @@ class Session:
     sasl: SaslState | None = None
     # Set by a handler whose answer is the last one on this connection (a failed SASL exchange).
     close_after_response: bool = field(default=False)
+    # KIP-219: a quota-throttled answer mutes the connection until this event-loop time.
+    muted_until: float = field(default=0.0)
 
     @property
     def authenticated(self) -> bool:

@@ -47,6 +47,11 @@ _NOT_OFFERED = {
     "sasl.oauthbearer.jwks.endpoint.url": "OAUTHBEARER is not offered",
     "connections.max.reauth.ms": "SASL re-authentication (KIP-368) is not offered",
     "principal.builder.class": "principals are built as Kafka's default principal builder does",
+    "quota.producer.default": "as in Kafka 4, default quotas are set on the default client-id entity "
+    "(`connect-rebalance quotas set --client-id-default`, or AlterClientQuotas)",
+    "quota.consumer.default": "as in Kafka 4, default quotas are set on the default client-id entity "
+    "(`connect-rebalance quotas set --client-id-default`, or AlterClientQuotas)",
+    "client.quota.callback.class": "quotas are resolved as Kafka's default quota callback resolves them",
 }
 
 

@@ -1,4 +1,4 @@
-"""The coordinator's security state, durable: SCRAM credentials and ACL bindings.
+"""The coordinator's security state, durable: SCRAM credentials, ACL bindings and client quotas.
 
 State lives in its own compacted log under the data directory (`security/0`), outside the
 topics, so no client can fetch the salted credentials. As with the group coordinator,
@@ -16,12 +16,14 @@ from pathlib import Path
 from connect_rebalance.scram import ScramCredential
 
 from ..config import CoordinatorConfig
+from ..quotas.entities import QuotaSettings
 from ..storage.partition_log import PartitionLog, now_ms
 from ..storage.record_log import append_records, read_records
 from ..topic_configs import log_settings
 from .acls import AclBinding, AclFilter
 from .records import (
     AclRecord,
+    ClientQuotaRecord,
     ScramCredentialRecord,
     SecurityRecord,
     decode_security_record,
@@ -38,6 +40,7 @@ class SecurityStore:
         self._log = log_
         self.credentials: dict[str, dict[str, ScramCredential]] = {}
         self.acls: dict[AclBinding, int] = {}  # binding -> created at (ms)
+        self.quotas = QuotaSettings()
 
     @classmethod
     def open(cls, data_dir: Path, config: CoordinatorConfig) -> SecurityStore:
@@ -48,10 +51,11 @@ class SecurityStore:
             store.replay(decode_security_record(key, value))
             count += 1
         log.info(
-            "security store loaded %d records: %d user(s), %d ACL(s)",
+            "security store loaded %d records: %d user(s), %d ACL(s), %d quota entit(y/ies)",
             count,
             len(store.credentials),
             len(store.acls),
+            len(store.quotas.values),
         )
         return store
 
@@ -87,6 +91,8 @@ class SecurityStore:
                 self.acls.pop(record.binding, None)
             else:
                 self.acls[record.binding] = record.created_ms
+        elif isinstance(record, ClientQuotaRecord):
+            self.quotas.apply(record.entity, record.key, record.value)
 
     # -- reads ----------------------------------------------------------------------------
 
