@@ -19,7 +19,7 @@ from ..security.acls import AclOperation, ResourceType
 from ..storage.partition_log import LEADER_EPOCH, PartitionLog
 from ..turns import Slices
 from .registry import RequestContext, handles
-from .throttling import sit_out, throttle_ms
+from .throttling import most_in_window, sit_out, throttle_ms
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = (
     -1,
@@ -56,6 +56,9 @@ async def _read_partitions(
     """One pass over the requested partitions: (responses, bytes read, any error, and each log
     read with its end offset when it was read)."""
     budget = request.max_bytes if ctx.version >= 3 else 2**31 - 1
+    allowed = most_in_window(ctx, CONSUMER_BYTE_RATE)
+    if allowed is not None:
+        budget = min(budget, allowed)
     total = 0
     any_error = False
     logs: list[tuple[PartitionLog, int]] = []
@@ -126,9 +129,15 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
             for log, waiter in waits:
                 waiter.cancel()
                 log.forget_waiter(waiter)
-    throttle = throttle_ms(ctx, CONSUMER_BYTE_RATE, total, keep_if_throttled=False)
+    # Over the quota, the answer goes out empty (its bytes not counted), as Kafka answers a
+    # throttled fetch; but a first batch larger than the quota allows in a window would then
+    # never be read, so such an answer goes out whole, and is throttled for.
+    allowed = most_in_window(ctx, CONSUMER_BYTE_RATE)
+    oversized = allowed is not None and total > allowed
+    throttle = throttle_ms(ctx, CONSUMER_BYTE_RATE, total, keep_if_throttled=oversized)
     if throttle:
-        responses = []  # over the quota: answered empty, as Kafka answers a throttled fetch
+        if not oversized:
+            responses = []
         await sit_out(ctx, throttle)
     return {"throttle_time_ms": throttle, "error_code": 0, "session_id": 0, "responses": responses}
 

@@ -6,7 +6,8 @@ throttle time and goes out at once, and the connection then reads nothing more f
 (Produce v6+, Fetch v8+, whose clients also hold back on their own). Older versions get
 their answer after the throttle time instead. A produce counts the bytes of the batches it
 carries; a fetch counts the bytes of its answer, and a fetch that would go over is answered
-empty, its bytes not counted, as Kafka answers it.
+empty, its bytes not counted, as Kafka answers it. A fetch under a quota also reads no more
+than the quota allows over its window, so that an answer can pass at all.
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ def throttle_ms(ctx: RequestContext, key: str, nbytes: int, *, keep_if_throttled
     return throttles.record(
         key, quota_user(ctx.principal), client_id, nbytes, now_ms(), keep_if_throttled=keep_if_throttled
     )
+
+
+def most_in_window(ctx: RequestContext, key: str) -> int | None:
+    """The most bytes one answer may carry under this connection's quota on `key`."""
+    throttles = ctx.broker.throttles
+    if throttles is None:
+        return None
+    return throttles.most_in_window(key, quota_user(ctx.principal), ctx.header.client_id or "")
 
 
 async def sit_out(ctx: RequestContext, throttle: int) -> None:

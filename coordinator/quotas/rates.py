@@ -4,9 +4,10 @@ A rate is kept in `quota.window.num` samples of `quota.window.size.seconds` each
 is the bytes of the samples still in the window over the time they span, counted as at
 least the window less one sample, so a first burst is not read as an enormous rate. When a
 recording takes the rate over its bound, the throttle time is how long the client must stay
-quiet for the rate to come back to the bound: (rate - bound) / bound * the window measured,
-at most the whole window. With KIP-219 the answer carries that time at once and the
-connection reads nothing more until it has passed.
+quiet for the rate to come back to the bound: (rate - bound) / bound * the window measured.
+As for Kafka's byte-rate quotas it has no upper bound: one request far over a small quota
+earns a long silence, which is what keeps the rate at the bound. With KIP-219 the answer
+carries that time at once and the connection reads nothing more until it has passed.
 """
 
 from __future__ import annotations
@@ -57,10 +58,6 @@ class Throttles:
     window_ms: int = 1000
     _rates: dict[tuple[str, QuotaTags], SampledRate] = field(default_factory=dict)
 
-    @property
-    def max_throttle_ms(self) -> int:
-        return self.samples * self.window_ms
-
     def record(
         self,
         key: str,
@@ -87,7 +84,16 @@ class Throttles:
             return 0
         if not keep_if_throttled:
             rate.record(-nbytes, now_ms)
-        return min(int((observed - bound) / bound * window), self.max_throttle_ms)
+        return round((observed - bound) / bound * window)
+
+    def most_in_window(self, key: str, user: str, client_id: str) -> int | None:
+        """The most bytes one answer may carry under the quota on `key` that applies: what the
+        bound allows over the shortest window measured. A fetch is cut to it, as Kafka cuts
+        one, so that a single answer can always pass; None with no quota."""
+        applying = self.settings.applying(key, user, client_id)
+        if applying is None:
+            return None
+        return int(applying[0] * (self.samples - 1) * self.window_ms / 1000)
 
     def forget_idle(self, now_ms: float) -> None:
         """Drop rates with nothing left in their window, so client ids that come and go do not

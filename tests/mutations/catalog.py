@@ -1138,6 +1138,60 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_burst_of_connector_creations_costs_the_rebalances_of_one_and_spreads_each_connector",
         ),
     ),
+    # -- client quotas --------------------------------------------------------------------
+    Mutation(
+        name="produce-quota-not-enforced",
+        breaks="a producer over its producer_byte_rate quota is held to it and told a throttle time",
+        file="coordinator/apis/produce.py",
+        original="    throttle = throttle_ms(ctx, PRODUCER_BYTE_RATE, produced)",
+        replacement="    throttle = 0  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_client_quotas.py::"
+            "test_a_producer_over_its_quota_is_held_to_it_while_others_run_at_full_speed",
+        ),
+    ),
+    Mutation(
+        name="fetch-quota-not-enforced",
+        breaks="a consumer over its consumer_byte_rate quota is held to it",
+        file="coordinator/apis/fetch.py",
+        original="    throttle = throttle_ms(ctx, CONSUMER_BYTE_RATE, total, keep_if_throttled=oversized)",
+        replacement="    throttle = 0  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_client_quotas.py::"
+            "test_a_consumer_over_its_quota_is_held_to_it_while_others_read_at_full_speed",
+        ),
+    ),
+    Mutation(
+        name="throttled-connection-not-muted",
+        breaks="a client that ignores its throttle time gets no answer until the time is over (KIP-219)",
+        file="coordinator/connection.py",
+        original="                if session.muted_until > self._loop.time():",
+        replacement="                if False and session.muted_until > self._loop.time():",
+        tests=(
+            f"{INTEGRATION}/test_client_quotas.py::"
+            "test_a_client_that_ignores_its_throttle_time_is_muted_for_it",
+        ),
+    ),
+    Mutation(
+        name="client-quotas-not-read-back",
+        breaks="quotas set with AlterClientQuotas survive a kill -9 of the coordinator",
+        file="coordinator/security/store.py",
+        original="            store.replay(decode_security_record(key, value))",
+        replacement="            (lambda r: isinstance(r, ClientQuotaRecord) or store.replay(r))"
+        "(decode_security_record(key, value))",
+        tests=(
+            f"{INTEGRATION}/test_client_quotas.py::"
+            "test_quotas_survive_a_kill_and_what_cannot_be_enforced_is_refused_by_name",
+        ),
+    ),
+    Mutation(
+        name="default-client-quota-shared",
+        breaks="a quota on the default client id is had by each client id alone, not shared by all",
+        file="coordinator/quotas/entities.py",
+        original="        (((CLIENT_ID, None),), by_client),",
+        replacement='        (((CLIENT_ID, None),), QuotaTags("", "")),',
+        tests=(f"{UNIT}/test_client_quotas.py::test_clients_under_a_default_quota_are_measured_apart",),
+    ),
 )
 
 
