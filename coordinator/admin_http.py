@@ -15,11 +15,13 @@ from connect_rebalance.prometheus import Exposition
 from connect_rebalance.tls_server import server_context
 
 from .broker import Broker
+from .quotas.entities import ENFORCED_KEYS
 from .security.settings import tls_settings
 
 
 def render_metrics(broker: Broker) -> str:
     core = broker.groups.core if broker.groups is not None else None
+    throttles = broker.throttles
     figures = sorted(core.metrics.groups.items()) if core is not None else []
     label = [({"group": group_id, "type": f.group_type}, f) for group_id, f in figures]
     return (
@@ -49,6 +51,13 @@ def render_metrics(broker: Broker) -> str:
         .family("connect_rebalance_groups", "gauge", "Groups hosted, by type.",
                 [({"type": t}, sum(1 for _, f in figures if f.group_type == t))
                  for t in ("classic", "consumer", "connect")])
+        .family("connect_rebalance_quota_throttled_total", "counter",
+                "Answers that took their client over a byte-rate quota, by quota.",
+                [({"quota": key}, throttles.throttled[key] if throttles else 0) for key in ENFORCED_KEYS])
+        .family("connect_rebalance_quota_throttle_seconds_total", "counter",
+                "Throttle time given to clients over a byte-rate quota, by quota.",
+                [({"quota": key}, throttles.throttled_ms[key] / 1000 if throttles else 0)
+                 for key in ENFORCED_KEYS])
         .text()
     )  # fmt: skip
 

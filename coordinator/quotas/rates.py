@@ -12,7 +12,7 @@ carries that time at once and the connection reads nothing more until it has pas
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from .entities import QuotaSettings, QuotaTags
@@ -57,6 +57,9 @@ class Throttles:
     samples: int = 11
     window_ms: int = 1000
     _rates: dict[tuple[str, QuotaTags], SampledRate] = field(default_factory=dict)
+    # Per quota key, since start: answers throttled, and the throttle time they were given.
+    throttled: Counter[str] = field(default_factory=Counter)
+    throttled_ms: Counter[str] = field(default_factory=Counter)
 
     def record(
         self,
@@ -84,7 +87,10 @@ class Throttles:
             return 0
         if not keep_if_throttled:
             rate.record(-nbytes, now_ms)
-        return round((observed - bound) / bound * window)
+        throttle = round((observed - bound) / bound * window)
+        self.throttled[key] += 1
+        self.throttled_ms[key] += throttle
+        return throttle
 
     def most_in_window(self, key: str, user: str, client_id: str) -> int | None:
         """The most bytes one answer may carry under the quota on `key` that applies: what the

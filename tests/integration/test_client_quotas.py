@@ -1,6 +1,7 @@
 """Client quotas over TCP, with real clients: a confluent-kafka producer and consumer over
 their byte-rate quotas are held to them while other clients run at full speed, a client that
-ignores the throttle time is muted for it (KIP-219), and quotas set with the CLI (Kafka's
+ignores the throttle time is muted for it (KIP-219), the admin port counts the throttling,
+and quotas set with the CLI (Kafka's
 AlterClientQuotas through kafka-python) survive a kill -9.
 
 The coordinators here measure rates over 2 one-second samples (`quota.window.num=2`), so a
@@ -24,6 +25,7 @@ from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 from tests.support.batches import make_batch
 from tests.support.offset_history import create_topic
+from tests.support.worker_cluster import metrics
 
 pytestmark = pytest.mark.integration
 WINDOWS = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
@@ -142,6 +144,11 @@ def test_a_producer_over_its_quota_is_held_to_it_while_others_run_at_full_speed(
     assert fast_throttle == 0 and fast_rate >= 5 * bound, (
         f"the unbounded producer ran at {fast_rate:,.0f} B/s"
     )
+    scraped = metrics(coordinator.admin_url)
+    assert scraped['connect_rebalance_quota_throttled_total{quota="producer_byte_rate"}'] > 0
+    throttled_s = scraped['connect_rebalance_quota_throttle_seconds_total{quota="producer_byte_rate"}']
+    assert throttled_s >= slow_throttle / 1000, "the admin port must count the throttle time given"
+    assert scraped['connect_rebalance_quota_throttled_total{quota="consumer_byte_rate"}'] == 0
 
 
 def test_a_consumer_over_its_quota_is_held_to_it_while_others_read_at_full_speed(

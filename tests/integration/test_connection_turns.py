@@ -38,7 +38,7 @@ async def serve() -> tuple[asyncio.base_events.Server, list[bytes], set[asyncio.
         return frame(request)
 
     def new_session(transport: asyncio.BaseTransport) -> Any:
-        return SimpleNamespace(close_after_response=False, client_host="test")
+        return SimpleNamespace(close_after_response=False, muted_until=0.0, client_host="test")
 
     loop = asyncio.get_running_loop()
     server = await loop.create_server(

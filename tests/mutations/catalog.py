@@ -1185,6 +1185,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="quota-throttles-not-counted",
+        breaks="the admin port counts the answers throttled by a quota",
+        file="coordinator/quotas/rates.py",
+        original="        self.throttled[key] += 1",
+        replacement="        pass  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_client_quotas.py::"
+            "test_a_producer_over_its_quota_is_held_to_it_while_others_run_at_full_speed",
+        ),
+    ),
+    Mutation(
         name="default-client-quota-shared",
         breaks="a quota on the default client id is had by each client id alone, not shared by all",
         file="coordinator/quotas/entities.py",
