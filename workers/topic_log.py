@@ -28,6 +28,14 @@ from connect_rebalance.client_security import ClientSecurity
 log = logging.getLogger(__name__)
 Handler = Callable[[bytes | None, bytes | None, int, int], None]  # key, value, partition, offset
 CLOSE_TIMEOUT_S = 2.0
+# Segment size of the internal topics a worker creates. A compacted log is cleaned only in
+# its sealed segments, so with Kafka's 1 GiB segments nothing is ever compacted and every
+# restart reads the whole history of offsets and statuses; in 4 MiB segments (the size of
+# `__consumer_offsets` here) a restart reads about the live records.
+INTERNAL_SEGMENT_BYTES = 4 * 1024 * 1024
+# What one fetch of an internal topic may carry: catching up on a long history then holds
+# little memory at a time, rather than kafka-python's 50 MiB, which the allocator keeps.
+READ_FETCH_MAX_BYTES, READ_PARTITION_FETCH_MAX_BYTES = 1024 * 1024, 256 * 1024
 
 
 def ensure_topics(
@@ -41,7 +49,9 @@ def ensure_topics(
         **(security or ClientSecurity()).kafka_python(),
     )
     try:
-        configs = {"cleanup.policy": "compact"} if compact else {}
+        configs = (
+            {"cleanup.policy": "compact", "segment.bytes": str(INTERNAL_SEGMENT_BYTES)} if compact else {}
+        )
         answer = admin.create_topics(
             [NewTopic(name, count, 1, topic_configs=configs) for name, count in topics.items()],
             raise_errors=False,
@@ -164,7 +174,9 @@ class TopicLog:
     def _open(self) -> KafkaConsumer:
         consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap, client_id=f"{self.client_id}-{self.topic}-reader",
-            enable_auto_commit=False, group_id=None, fetch_max_wait_ms=100, **self.security.kafka_python(),
+            enable_auto_commit=False, group_id=None, fetch_max_wait_ms=100,
+            fetch_max_bytes=READ_FETCH_MAX_BYTES, max_partition_fetch_bytes=READ_PARTITION_FETCH_MAX_BYTES,
+            **self.security.kafka_python(),
         )  # fmt: skip
         partitions = consumer.partitions_for_topic(self.topic) or set()
         self._partitions = [TopicPartition(self.topic, p) for p in sorted(partitions)]

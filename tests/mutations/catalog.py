@@ -1138,6 +1138,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_burst_of_connector_creations_costs_the_rebalances_of_one_and_spreads_each_connector",
         ),
     ),
+    Mutation(
+        name="internal-topics-in-gigabyte-segments",
+        breaks="a worker restarting after a long run reads about the live offsets, not their whole history",
+        file="workers/topic_log.py",
+        original='"segment.bytes": str(INTERNAL_SEGMENT_BYTES)',
+        replacement='"segment.bytes": str(1 << 30)',
+        tests=(
+            f"{INTEGRATION}/test_worker_internal_history.py::"
+            "test_a_long_offset_history_is_compacted_to_its_latest_values",
+        ),
+    ),
     # -- client quotas --------------------------------------------------------------------
     Mutation(
         name="produce-quota-not-enforced",
