@@ -51,12 +51,12 @@ def _resolve_topic(ctx: RequestContext, name: str | None, topic_id: Any) -> str:
 
 
 async def _read_partitions(
-    ctx: RequestContext, request: Any
+    ctx: RequestContext, request: Any, allowed: int | None
 ) -> tuple[list[dict[str, Any]], int, bool, list[tuple[PartitionLog, int]]]:
     """One pass over the requested partitions: (responses, bytes read, any error, and each log
-    read with its end offset when it was read)."""
+    read with its end offset when it was read). `allowed`: the most bytes this connection's
+    fetch quota lets one answer carry, if it has one."""
     budget = request.max_bytes if ctx.version >= 3 else 2**31 - 1
-    allowed = most_in_window(ctx, CONSUMER_BYTE_RATE)
     if allowed is not None:
         budget = min(budget, allowed)
     total = 0
@@ -113,8 +113,9 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         }
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
+    allowed = most_in_window(ctx, CONSUMER_BYTE_RATE)
     while True:
-        responses, total, any_error, logs = await _read_partitions(ctx, request)
+        responses, total, any_error, logs = await _read_partitions(ctx, request, allowed)
         remaining = deadline - loop.time()
         if total >= request.min_bytes or any_error or remaining <= 0 or not logs:
             break
@@ -132,7 +133,6 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     # Over the quota, the answer goes out empty (its bytes not counted), as Kafka answers a
     # throttled fetch; but a first batch larger than the quota allows in a window would then
     # never be read, so such an answer goes out whole, and is throttled for.
-    allowed = most_in_window(ctx, CONSUMER_BYTE_RATE)
     oversized = allowed is not None and total > allowed
     throttle = throttle_ms(ctx, CONSUMER_BYTE_RATE, total, keep_if_throttled=oversized)
     if throttle:

@@ -28,16 +28,18 @@ def quota_user(principal: str) -> str:
     return principal.partition(":")[2] or principal
 
 
+def _who(ctx: RequestContext) -> tuple[str, str]:
+    """The user and client id a quota is looked up for."""
+    return quota_user(ctx.principal), ctx.header.client_id or ""
+
+
 def throttle_ms(ctx: RequestContext, key: str, nbytes: int, *, keep_if_throttled: bool = True) -> int:
     """Count `nbytes` against the quota on `key` that applies to this connection; the throttle
     time it earns, in ms."""
     throttles = ctx.broker.throttles
     if throttles is None:
         return 0
-    client_id = ctx.header.client_id or ""
-    return throttles.record(
-        key, quota_user(ctx.principal), client_id, nbytes, now_ms(), keep_if_throttled=keep_if_throttled
-    )
+    return throttles.record(key, *_who(ctx), nbytes, now_ms(), keep_if_throttled=keep_if_throttled)
 
 
 def most_in_window(ctx: RequestContext, key: str) -> int | None:
@@ -45,7 +47,7 @@ def most_in_window(ctx: RequestContext, key: str) -> int | None:
     throttles = ctx.broker.throttles
     if throttles is None:
         return None
-    return throttles.most_in_window(key, quota_user(ctx.principal), ctx.header.client_id or "")
+    return throttles.most_in_window(key, *_who(ctx))
 
 
 async def sit_out(ctx: RequestContext, throttle: int) -> None:
