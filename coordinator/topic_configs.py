@@ -166,6 +166,65 @@ def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
     return accepted
 
 
+# IncrementalAlterConfigs' config_operation values.
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OPERATION_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+
+def _no_repeats(names: list[str]) -> None:
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"configs named more than once: {', '.join(repeated)}")
+
+
+def replaced_configs(configs: list[tuple[str, str | None]]) -> dict[str, str]:
+    """AlterConfigs: the whole new set of explicit configs (those left out take their
+    defaults again), validated as CreateTopics validates."""
+    _no_repeats([name for name, _ in configs])
+    return validate_topic_configs(dict(configs))
+
+
+def incrementally_altered(
+    explicit: dict[str, str], changes: list[tuple[str, int, str | None]], config: CoordinatorConfig
+) -> dict[str, str]:
+    """IncrementalAlterConfigs: the explicit configs after each (name, operation, value) in
+    turn. SET sets a value, DELETE returns a config to its default, APPEND and SUBTRACT add
+    items to or remove them from a list config (its default's items when it has no explicit
+    value), as Kafka applies them; INVALID_CONFIG names the first change that cannot apply."""
+    _no_repeats([name for name, _, _ in changes])
+    result = dict(explicit)
+    for name, operation, value in changes:
+        definition = TOPIC_CONFIGS.get(name)
+        if definition is None:
+            raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"unknown topic config {name!r}")
+        if operation == DELETE:
+            result.pop(name, None)
+            continue
+        if operation not in OPERATION_NAMES:
+            raise KafkaApiError(
+                ErrorCode.INVALID_CONFIG, f"unknown config operation {operation} for {name!r}"
+            )
+        if value is None:
+            raise KafkaApiError(
+                ErrorCode.INVALID_CONFIG, f"{OPERATION_NAMES[operation]} of {name!r} needs a value"
+            )
+        if operation in (APPEND, SUBTRACT):
+            if definition.config_type != LIST:
+                raise KafkaApiError(
+                    ErrorCode.INVALID_CONFIG,
+                    f"{OPERATION_NAMES[operation]} applies to list configs only; {name!r} is not a list",
+                )
+            items = [i for i in result.get(name, definition.default(config)).split(",") if i]
+            given = [i.strip() for i in value.split(",") if i.strip()]
+            if operation == APPEND:
+                items += [i for i in given if i not in items]
+            else:
+                items = [i for i in items if i not in given]
+            value = ",".join(items)
+        result[name] = value
+    return validate_topic_configs(dict(result))
+
+
 def effective_configs(explicit: dict[str, str], config: CoordinatorConfig) -> dict[str, tuple[str, int]]:
     """Every topic config with its value and source (explicit or broker default)."""
     return {

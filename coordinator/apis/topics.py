@@ -1,4 +1,4 @@
-"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions.
+"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords.
 
 There is one node, so the only valid replication factor is 1 and every replica
 assignment must name this node; anything else is refused with the reason.
@@ -6,6 +6,8 @@ assignment must name this node; anything else is refused with the reason.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import Counter
 from typing import Any
 
@@ -15,6 +17,8 @@ from connect_rebalance.protocol.api_keys import ApiKey
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..topic_configs import effective_configs, validate_topic_configs
 from .registry import RequestContext, handles
+
+log = logging.getLogger(__name__)
 
 
 def _check_replicas(ctx: RequestContext, broker_ids: list[int]) -> None:
@@ -147,3 +151,45 @@ async def create_partitions(ctx: RequestContext, request: Any) -> dict[str, Any]
             result.update(error_code=exc.code, error_message=exc.message)
         results.append(result)
     return {"throttle_time_ms": 0, "results": results}
+
+
+def _delete_records_before(ctx: RequestContext, name: str, index: int, offset: int) -> int:
+    """Move one partition's log start offset (on a thread: it writes and deletes files)."""
+    ctx.require(AclOperation.DELETE, ResourceType.TOPIC, name)
+    topic = ctx.broker.topics.get(name)
+    if topic is None or not 0 <= index < len(topic.partitions):
+        raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {name}-{index}")
+    if topic.is_internal:
+        raise KafkaApiError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot delete records of internal topic {name}"
+        )
+    partition = topic.partitions[index]
+    if "delete" not in partition.settings.cleanup_policy:
+        raise KafkaApiError(
+            ErrorCode.POLICY_VIOLATION,
+            f"records of {name} can be deleted only when its cleanup.policy has delete",
+        )
+    return partition.delete_records_before(offset)
+
+
+@handles(ApiKey.DELETE_RECORDS, 0, 2)
+async def delete_records(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    """Each partition's records before an offset (-1: all of them) are gone for good: the
+    answer is the new low watermark, which ListOffsets(earliest) and fetches then report."""
+    topics = []
+    for spec in request.topics:
+        partitions = []
+        for wanted in spec.partitions:
+            result = {"partition_index": wanted.partition_index, "low_watermark": -1, "error_code": 0}
+            try:
+                result["low_watermark"] = await asyncio.to_thread(
+                    _delete_records_before, ctx, spec.name, wanted.partition_index, wanted.offset
+                )
+            except KafkaApiError as exc:
+                result["error_code"] = exc.code
+            except OSError as exc:
+                log.warning("DeleteRecords on %s-%d failed: %s", spec.name, wanted.partition_index, exc)
+                result["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+            partitions.append(result)
+        topics.append({"name": spec.name, "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}

@@ -30,6 +30,9 @@ LEADER_EPOCH = 0
 # Where a compacted partition keeps the offset below which it was compacted, as Kafka's
 # cleaner-offset-checkpoint: a restart does not take the whole log for new data.
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint.json"
+# Where a partition keeps the log start offset DeleteRecords moved it to, as Kafka's
+# log-start-offset-checkpoint: it may lie inside a segment, which stays until wholly below it.
+START_CHECKPOINT = "log-start-offset-checkpoint.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +91,9 @@ class PartitionLog:
         self._last_flush_ms = now_ms()
         # Everything below this offset was compacted; kept in CLEANER_CHECKPOINT across restarts.
         self.cleaned_through = 0
+        # The log start offset DeleteRecords set (START_CHECKPOINT); the first segment's base
+        # offset is the log start when it is higher.
+        self.deleted_through = 0
         self._waiters: list[asyncio.Future[None]] = []
         # Held while the segments change or are read: `__consumer_offsets` is appended to by the
         # group coordinator's writer thread (group_service.py) while the loop may fetch it, and
@@ -131,6 +137,9 @@ class PartitionLog:
             if CLEANER_CHECKPOINT in names:
                 cleaned = int(read_json(directory / CLEANER_CHECKPOINT)["cleaned_through"])
                 log.cleaned_through = min(cleaned, log.segments[-1].base_offset)  # the segments are the truth
+        if START_CHECKPOINT in names:  # unreadable: an OSError to the caller, never records shown again
+            log.deleted_through = min(int(read_json(directory / START_CHECKPOINT)["log_start_offset"]),
+                                      log.log_end_offset)  # fmt: skip
         return log
 
     def close(self) -> None:
@@ -143,7 +152,7 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self.segments[0].base_offset
+        return max(self.segments[0].base_offset, self.deleted_through)
 
     @property
     def log_end_offset(self) -> int:
@@ -345,11 +354,50 @@ class PartitionLog:
             )
             if not (expired or oversize):
                 break
-            self.segments.pop(0)
-            oldest.delete()
-            self._snapshot_path(oldest.base_offset).unlink(missing_ok=True)
+            self._drop_oldest()
             deleted += 1
-        return deleted
+        return deleted + self._drop_deleted_segments()
+
+    def _drop_oldest(self) -> None:
+        oldest = self.segments.pop(0)
+        oldest.delete()
+        self._snapshot_path(oldest.base_offset).unlink(missing_ok=True)
+
+    def _drop_deleted_segments(self) -> int:
+        """Sealed segments wholly below the DeleteRecords start offset go (as Kafka's
+        deleteLogStartOffsetBreachedSegments: the active segment stays, whatever it holds)."""
+        dropped = 0
+        while len(self.segments) > 1 and self.segments[1].base_offset <= self.deleted_through:
+            self._drop_oldest()
+            dropped += 1
+        return dropped
+
+    # -- DeleteRecords --------------------------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """Move the log start offset up to `offset` (-1: the high watermark), durably, and
+        delete the segments wholly below it; returns the new log start offset. Records below
+        it are never read again, though their batch may still be sent with a later one, as
+        Kafka sends it (a consumer skips records below the offset it asked for)."""
+        with self.lock:
+            end = self.high_watermark
+            target = end if offset == -1 else offset
+            if not 0 <= target <= end:
+                raise KafkaApiError(
+                    ErrorCode.OFFSET_OUT_OF_RANGE,
+                    f"cannot delete records before offset {offset}: the log ends at {end}",
+                )
+            if target <= self.log_start_offset:
+                return self.log_start_offset
+            write_json_atomically(self.directory / START_CHECKPOINT, {"log_start_offset": target})
+            self.deleted_through = target
+        if self._cleaning.acquire(blocking=False):  # else the next retention round drops them
+            try:
+                with self.lock:
+                    self._drop_deleted_segments()
+            finally:
+                self._cleaning.release()
+        return self.log_start_offset
 
     # -- compaction -----------------------------------------------------------------------
 

@@ -204,9 +204,23 @@ class TopicStore:
     def update_configs(self, name: str, configs: dict[str, str]) -> Topic:
         """Set explicit configs of an existing topic (over the ones it has), durably, and apply
         them to its partitions' logs from their next append."""
-        topic = self.topics[name]
-        topic.configs = {**topic.configs, **configs}
-        self._write_meta(topic)
+        return self.replace_configs(name, {**self.topics[name].configs, **configs})
+
+    def replace_configs(self, name: str, configs: dict[str, str]) -> Topic:
+        """Make `configs` the topic's explicit configs (the others take their defaults again),
+        durably, and apply them to its partitions' logs: appends and rolls follow them at
+        once, retention and compaction from their next round."""
+        topic = self.topics.get(name)
+        if topic is None:  # deleted meanwhile
+            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        before, topic.configs = topic.configs, dict(configs)
+        try:
+            self._write_meta(topic)
+        except OSError as exc:
+            topic.configs = before
+            raise KafkaApiError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"cannot write the configs of topic {name!r}: {exc}"
+            ) from exc
         settings = self._settings_for(topic.configs)
         for partition in topic.partitions:
             partition.settings = settings

@@ -1214,6 +1214,79 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement='        (((CLIENT_ID, None),), QuotaTags("", "")),',
         tests=(f"{UNIT}/test_client_quotas.py::test_clients_under_a_default_quota_are_measured_apart",),
     ),
+    Mutation(
+        name="altered-topic-configs-not-persisted",
+        breaks="a topic's altered configs outlive a kill -9 of the coordinator",
+        file="coordinator/storage/topic_store.py",
+        original="""        try:
+            self._write_meta(topic)
+        except OSError as exc:
+            topic.configs = before""",
+        replacement="""        try:
+            pass  # mutation
+        except OSError as exc:
+            topic.configs = before""",
+        tests=(
+            f"{INTEGRATION}/test_admin_configs_and_records.py::"
+            "test_topic_configs_change_live_and_retention_acts_on_the_new_value",
+        ),
+    ),
+    Mutation(
+        name="altered-topic-configs-not-applied",
+        breaks="retention follows a topic's altered retention.ms at once",
+        file="coordinator/storage/topic_store.py",
+        original="""        settings = self._settings_for(topic.configs)
+        for partition in topic.partitions:
+            partition.settings = settings
+        return topic
+
+    @staticmethod""",
+        replacement="""        return topic
+
+    @staticmethod""",
+        tests=(
+            f"{INTEGRATION}/test_admin_configs_and_records.py::"
+            "test_topic_configs_change_live_and_retention_acts_on_the_new_value",
+        ),
+    ),
+    Mutation(
+        name="incremental-append-overwrites",
+        breaks="IncrementalAlterConfigs' APPEND adds to a list config instead of replacing it",
+        file="coordinator/topic_configs.py",
+        original="                items += [i for i in given if i not in items]",
+        replacement="                items = given",
+        tests=(
+            f"{UNIT}/test_topic_config_changes.py::test_each_operation_changes_one_config_and_leaves_the_others",
+            f"{INTEGRATION}/test_admin_configs_and_records.py::"
+            "test_topic_configs_change_live_and_retention_acts_on_the_new_value",
+        ),
+    ),
+    Mutation(
+        name="deleted-records-come-back",
+        breaks="a log start offset moved by DeleteRecords outlives a kill -9",
+        file="coordinator/storage/partition_log.py",
+        original='            write_json_atomically(self.directory / START_CHECKPOINT, {"log_start_offset": '
+        "target})",
+        replacement="            pass  # mutation",
+        tests=(
+            f"{UNIT}/test_partition_log.py::"
+            "test_delete_records_moves_the_log_start_inside_a_segment_and_keeps_it_across_a_reopen",
+            f"{INTEGRATION}/test_admin_configs_and_records.py::"
+            "test_delete_records_moves_the_low_watermark_for_readers_and_across_a_kill9",
+        ),
+    ),
+    Mutation(
+        name="deleted-records-keep-their-segments",
+        breaks="DeleteRecords deletes the segments wholly below the new log start",
+        file="coordinator/storage/partition_log.py",
+        original="        while len(self.segments) > 1 and self.segments[1].base_offset <= "
+        "self.deleted_through:",
+        replacement="        while False:",
+        tests=(
+            f"{INTEGRATION}/test_admin_configs_and_records.py::"
+            "test_delete_records_moves_the_low_watermark_for_readers_and_across_a_kill9",
+        ),
+    ),
 )
 
 

@@ -245,3 +245,33 @@ def test_a_topic_compression_type_rewrites_batches_of_another_codec(
     assert (stored.producer_id, stored.producer_epoch, stored.base_sequence) == (9, 2, 0)
     assert batches.crc_is_valid(log.read(0, 1 << 20), 0, stored)
     assert read_all_values(log) == values
+
+
+def test_delete_records_moves_the_log_start_inside_a_segment_and_keeps_it_across_a_reopen(
+    tmp_path: Path,
+) -> None:
+    log = PartitionLog.open(tmp_path, settings(segment_bytes=1000))
+    for i in range(60):
+        append_values(log, [f"v{i}-{j}".encode() for j in range(3)])
+    segments = len(log.segments)
+    middle = log.segments[2].base_offset + 1  # inside the third segment
+    assert log.delete_records_before(middle) == middle
+    assert log.log_start_offset == middle
+    assert log.segments[0].base_offset == middle - 1 and len(log.segments) == segments - 2
+    assert read_all_values(log)[0] == b"v%d-%d" % divmod(middle, 3)
+    with pytest.raises(KafkaApiError) as below:
+        log.read(middle - 1, 1 << 20)
+    assert below.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert log.delete_records_before(3) == middle, "the log start never moves back"
+    with pytest.raises(KafkaApiError) as beyond:
+        log.delete_records_before(log.log_end_offset + 1)
+    assert beyond.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+    log.close()
+
+    reopened = PartitionLog.open(tmp_path, settings(segment_bytes=1000))
+    assert reopened.log_start_offset == middle
+    assert reopened.delete_records_before(-1) == reopened.log_end_offset == 180
+    assert len(reopened.segments) == 1 and read_all_values(reopened) == []
+    append_values(reopened, [b"after"])
+    assert read_all_values(reopened) == [b"after"]
+    reopened.close()
