@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from connect_rebalance.properties import ConfigError
+from connect_rebalance.properties import ConfigError, unknown_setting, validation_problems
 
 from .connection_limits import parse_overrides
 from .groups.settings import GroupSettings
@@ -340,29 +340,31 @@ class CoordinatorConfig(BaseModel):
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> CoordinatorConfig:
+        """The settings, or one ConfigError naming every unknown, refused or invalid one."""
         known = {f.alias for f in cls.model_fields.values() if f.alias}
         plain: dict[str, Any] = {}
+        problems = []
         for name, value in settings.items():
             if name.startswith(LISTENER_PREFIX):
                 continue
             if name not in known:
                 reason = unsupported_setting(name)
-                raise ConfigError(
-                    f"setting {name!r} is not supported: {reason}" if reason else f"unknown setting {name!r}"
+                problems.append(
+                    f"setting {name!r} is not supported: {reason}" if reason else unknown_setting(name, known)
                 )
+                continue
             plain[name] = value
         try:
             plain["listener_name_settings"] = listener_overrides(settings)
         except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
+            problems.append(str(exc))
         try:
-            return cls.model_validate(plain)
+            config = cls.model_validate(plain)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            name = ".".join(str(p) for p in first["loc"])
-            if not name:  # a rule across settings; its message names them
-                raise ConfigError(first["msg"].removeprefix("Value error, ")) from exc
-            raise ConfigError(f"invalid value for {name!r}: {first['msg']}") from exc
+            problems += validation_problems(exc.errors())
+        if problems:
+            raise ConfigError(*problems)
+        return config
 
     def kafka_settings(self) -> dict[str, str]:
         """Every setting by its Kafka name, as DescribeConfigs reports them."""

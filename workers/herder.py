@@ -127,9 +127,15 @@ class Herder:
     async def start(self) -> None:
         config = self.config
         topics = {
-            config.config_storage_topic: 1,
-            config.status_storage_topic: 5,
-            config.offset_storage_topic: 25,
+            config.config_storage_topic: (1, config.config_storage_replication_factor),
+            config.status_storage_topic: (
+                config.status_storage_partitions,
+                config.status_storage_replication_factor,
+            ),
+            config.offset_storage_topic: (
+                config.offset_storage_partitions,
+                config.offset_storage_replication_factor,
+            ),
         }
         self.kafka_cluster_id = await asyncio.to_thread(
             ensure_topics, config.bootstrap_servers, topics, security=config.client_security("admin.")

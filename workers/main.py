@@ -51,6 +51,8 @@ async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None
         sock.bind((host, port))
         sockets.append(sock)
     config = config.with_bound_ports([sock.getsockname()[1] for sock in sockets])
+    for warning in config.setting_warnings:
+        log.warning("%s", warning)
     herder = Herder(config)
     api = RestApi(herder)
     runner = web.AppRunner(api.app, access_log=None)

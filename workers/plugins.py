@@ -21,6 +21,7 @@ from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 from .connector_names import name_problem
+from .converters import converter_problems
 
 ENTRY_POINT_GROUP = "connect_rebalance.connectors"
 
@@ -105,8 +106,9 @@ COMMON_CONFIG = [
 
 # Kafka Connect's own connector settings that this runtime does not implement, each with the
 # value that means "not used" (Kafka's default), which is accepted: a task reads and writes
-# through its connector's own settings, with no converters, transforms or error handling around
-# it. Any other value is refused, naming the setting, instead of being stored and ignored.
+# through its connector's own settings and its converters (workers.converters), with no
+# transforms or error handling around it. Any other value is refused, naming the setting,
+# instead of being stored and ignored.
 UNSUPPORTED_FRAMEWORK_SETTINGS = {
     "transforms": "", "predicates": "", "errors.tolerance": "none", "errors.retry.timeout": "0",
     "errors.log.enable": "false", "errors.log.include.messages": "false",
@@ -114,7 +116,7 @@ UNSUPPORTED_FRAMEWORK_SETTINGS = {
     "transaction.boundary": "poll", "config.action.reload": "restart",
 }  # fmt: skip
 UNSUPPORTED_FRAMEWORK_PREFIXES = (
-    "key.converter", "value.converter", "header.converter", "transforms.", "predicates.", "errors.",
+    "header.converter", "transforms.", "predicates.", "errors.",
     "topic.creation.", "transaction.boundary.", "offsets.storage.", "producer.override.",
     "consumer.override.", "admin.override.",
 )  # fmt: skip
@@ -122,8 +124,11 @@ UNSUPPORTED_FRAMEWORK_PREFIXES = (
 
 def framework_problems(config: Mapping[str, str]) -> list[ConfigProblem]:
     """Kafka Connect framework settings given a value this runtime would ignore."""
-    problems = []
+    problems = [ConfigProblem.invalid(name, config[name], problem)
+                for name, problem in converter_problems(config)]  # fmt: skip
     for name, value in sorted(config.items()):
+        if name.startswith(("key.converter", "value.converter")):
+            continue  # the connector's own converters
         unused = UNSUPPORTED_FRAMEWORK_SETTINGS.get(name)
         if unused is None and not name.startswith(UNSUPPORTED_FRAMEWORK_PREFIXES):
             continue  # the connector's own setting

@@ -20,8 +20,13 @@ _READY = re.compile(r"worker listening on (https?://\S+) \(worker (\S+),")
 
 
 class WorkerProcess:
-    def __init__(self, properties: dict[str, str], workdir: Path, name: str) -> None:
+    def __init__(
+        self, properties: dict[str, str], workdir: Path, name: str, file: Path | None = None
+    ) -> None:
+        """`properties` are the worker's file; with `file`, that file is read as it is and
+        `properties` override it (`-o name=value`)."""
         self.properties = {"listeners": "http://127.0.0.1:0", **properties}
+        self.file = file
         self.workdir, self.name = Path(workdir), name
         self.config_path = self.workdir / f"{name}.properties"
         self.log_path = self.workdir / f"{name}.log"
@@ -32,15 +37,12 @@ class WorkerProcess:
 
     def start(self, timeout: float = 60.0) -> WorkerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
-        command = [
-            sys.executable,
-            "-m",
-            "connect_rebalance_cli.cli",
-            "worker",
-            "--config",
-            str(self.config_path),
-        ]
+        command = [sys.executable, "-m", "connect_rebalance_cli.cli", "worker", "--config"]
+        if self.file is None:
+            self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
+            command.append(str(self.config_path))
+        else:
+            command += [str(self.file), *(f"-o{k}={v}" for k, v in self.properties.items())]
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child from here on
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file)
         log_file.close()

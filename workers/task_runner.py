@@ -33,6 +33,7 @@ from typing import Any
 from connect_rebalance.work import CONNECTOR, Work, work_name
 
 from .config_state import PAUSED, STARTED, STOPPED, ConfigState
+from .converters import record_converters
 from .fenced_output import OutputConnection, TaskFenced, fence_id
 from .offset_store import OffsetStore
 from .plugins import Connector, Task, TaskContext, find_plugin
@@ -40,7 +41,7 @@ from .prepared_runs import PREPARE_TIMEOUT_S, Prepared, PreparedRuns
 from .spark_runtime import SparkRuntime
 from .spark_task import SparkTask
 from .status_store import StatusStore
-from .task_writes import TaskWrites
+from .task_writes import SourceOffset, TaskWrites
 from .worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
@@ -313,9 +314,17 @@ class TaskRunner:
             if runner is not None:
                 asyncio.ensure_future(self._failed(runner, task, exc))
 
+        key_converter, value_converter = record_converters(
+            self.config.converters, self.state.connectors[item[0]]
+        )
+
+        async def send(topic: str, key: Any, value: Any, source: SourceOffset | None = None) -> None:
+            """The task's key and value as its converters write them (a ConversionError fails it)."""
+            await writes.send(topic, key_converter.from_data(key), value_converter.from_data(value), source)
+
         return TaskContext(
             item[0], item[1], self.config.worker_id, self.config.bootstrap_servers,
-            read_offset=writes.read_offset, write_offset=writes.write_offset, send=writes.send,
+            read_offset=writes.read_offset, write_offset=writes.write_offset, send=send,
             fail=fail, extra={"worker_config": self.config, "spark": self.spark},
         )  # fmt: skip
 

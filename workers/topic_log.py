@@ -39,10 +39,14 @@ READ_FETCH_MAX_BYTES, READ_PARTITION_FETCH_MAX_BYTES = 1024 * 1024, 256 * 1024
 
 
 def ensure_topics(
-    bootstrap: str, topics: Mapping[str, int], compact: bool = True, security: ClientSecurity | None = None
+    bootstrap: str,
+    topics: Mapping[str, tuple[int, int]],
+    compact: bool = True,
+    security: ClientSecurity | None = None,
 ) -> str:
-    """Creates the topics (name -> partitions) that do not exist yet, in one request; returns
-    the cluster's id, read on the same connection (Kafka Connect reports it at `GET /`)."""
+    """Creates the topics (name -> partitions, replication factor) that do not exist yet, in
+    one request; returns the cluster's id, read on the same connection (Kafka Connect reports
+    it at `GET /`)."""
     admin = KafkaAdminClient(
         bootstrap_servers=bootstrap,
         client_id="connect-worker-admin",
@@ -53,7 +57,10 @@ def ensure_topics(
             {"cleanup.policy": "compact", "segment.bytes": str(INTERNAL_SEGMENT_BYTES)} if compact else {}
         )
         answer = admin.create_topics(
-            [NewTopic(name, count, 1, topic_configs=configs) for name, count in topics.items()],
+            [
+                NewTopic(name, count, factor, topic_configs=configs)
+                for name, (count, factor) in topics.items()
+            ],
             raise_errors=False,
         )
         for topic in answer["topics"]:
@@ -194,6 +201,7 @@ class TopicLog:
                 probe = KafkaConsumer(
                     bootstrap_servers=self.bootstrap,
                     client_id=f"{self.client_id}-probe",
+                    enable_auto_commit=False,  # no group: kafka-python would warn of it each time
                     **self.security.kafka_python(),
                 )
                 probe.partitions_for_topic(self.topic)  # its metadata, ready for end offsets

@@ -33,11 +33,15 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from connect_rebalance.client_security import ClientSecurity, is_security_setting
-from connect_rebalance.properties import ConfigError, read_properties
+from connect_rebalance.properties import ConfigError, read_properties, unknown_setting, validation_problems
 from connect_rebalance.tls import TlsSettings
 from connect_rebalance.tls_server import TLS_DEFAULTS, server_context
 
+from .converters import converter_problems
+from .inapplicable_settings import INAPPLICABLE, NOT_YET, sort_out
+
 CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
+CONVERTER_PREFIXES = ("key.converter", "value.converter")
 HTTPS_PREFIX = "listeners.https."
 BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
 
@@ -55,6 +59,20 @@ class WorkerConfig(BaseModel):
     config_storage_topic: str = Field(alias="config.storage.topic", min_length=1)
     offset_storage_topic: str = Field(alias="offset.storage.topic", min_length=1)
     status_storage_topic: str = Field(alias="status.storage.topic", min_length=1)
+    # The internal topics as the worker creates them (when they do not exist yet). -1: the
+    # coordinator's default replication factor (it is one node; Kafka Connect's default is 3).
+    offset_storage_partitions: int = Field(25, alias="offset.storage.partitions", ge=1)
+    status_storage_partitions: int = Field(5, alias="status.storage.partitions", ge=1)
+    config_storage_replication_factor: int = Field(-1, alias="config.storage.replication.factor", ge=-1)
+    offset_storage_replication_factor: int = Field(-1, alias="offset.storage.replication.factor", ge=-1)
+    status_storage_replication_factor: int = Field(-1, alias="status.storage.replication.factor", ge=-1)
+    # What tasks' records are written as (workers.converters), with `key.converter.*` and
+    # `value.converter.*` settings in `converter_settings`.
+    key_converter: str | None = Field(None, alias="key.converter")
+    value_converter: str | None = Field(None, alias="value.converter")
+    converter_settings: dict[str, str] = Field(default_factory=dict, exclude=True)
+    # Settings accepted that change nothing here, each with why: logged once at start.
+    setting_warnings: list[str] = Field(default_factory=list, exclude=True)
     listeners: str = Field("http://127.0.0.1:8083", alias="listeners")
     rest_advertised_host_name: str | None = Field(None, alias="rest.advertised.host.name")
     rest_advertised_port: int | None = Field(None, alias="rest.advertised.port", ge=0, le=65535)
@@ -84,6 +102,17 @@ class WorkerConfig(BaseModel):
     rest_read_only_principals: str = Field("", alias="rest.read.only.principals")
     # Kafka client security and `listeners.https.*`, by their names (validated below).
     security_settings: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
+
+    @field_validator(
+        "config_storage_replication_factor",
+        "offset_storage_replication_factor",
+        "status_storage_replication_factor",
+    )
+    @classmethod
+    def _replication_factor(cls, value: int) -> int:
+        if value == 0:
+            raise ValueError("must be -1 (the coordinator's default) or at least 1")
+        return value
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -226,29 +255,45 @@ class WorkerConfig(BaseModel):
             object.__setattr__(self, "_member_id", f"{self.worker_id}-{uuid.uuid4().hex[:12]}")
         return self._member_id  # type: ignore[attr-defined,no-any-return]
 
+    @property
+    def converters(self) -> dict[str, str]:
+        """The worker's converter settings by their names, for `workers.converters`."""
+        named = {"key.converter": self.key_converter, "value.converter": self.value_converter}
+        return {**{k: v for k, v in named.items() if v is not None}, **self.converter_settings}
+
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> WorkerConfig:
-        """Kafka Connect's names; any other `spark.*` setting is passed through to Spark."""
-        known = {f.alias for f in cls.model_fields.values()}
-        spark = {k: str(v) for k, v in settings.items() if k.startswith("spark.") and k not in known}
-        security = {k: str(v) for k, v in settings.items() if _is_security(k)}
-        unknown = sorted(set(settings) - known - set(spark) - set(security))
-        if unknown:
-            prefixed = next((p for p in (*CLIENT_PREFIXES, HTTPS_PREFIX) if unknown[0].startswith(p)), None)
+        """Kafka Connect's names; any other `spark.*` setting is passed through to Spark.
+        Every problem is reported at once, in one ConfigError; settings that change nothing
+        here are kept in `warnings`, for the worker to log at start."""
+        settings = {k: str(v) for k, v in settings.items()}
+        warnings, refusals, handled = sort_out(settings)
+        known = {f.alias for f in cls.model_fields.values() if f.alias}
+        spark = {k: v for k, v in settings.items() if k.startswith("spark.") and k not in known}
+        security = {k: v for k, v in settings.items() if _is_security(k)}
+        converters = {
+            k: v for k, v in settings.items() if k.startswith(CONVERTER_PREFIXES) and k not in handled
+        }
+        problems = [
+            f"setting {name!r}{' ' if problem.startswith('is ') else ': '}{problem}"
+            for name, problem in [*refusals, *converter_problems(converters)]
+        ]
+        for name in sorted(set(settings) - known - set(spark) - set(security) - set(converters) - handled):
+            prefixed = next((p for p in (*CLIENT_PREFIXES, HTTPS_PREFIX) if name.startswith(p)), None)
             if prefixed:
-                raise ConfigError(
-                    f"{unknown[0]} is not supported: only security settings may follow {prefixed}"
-                )
-            raise ConfigError(f"unknown setting {unknown[0]!r}")
-        plain = {k: v for k, v in settings.items() if k not in spark and k not in security}
+                problems.append(f"{name} is not supported: only security settings may follow {prefixed}")
+            else:
+                problems.append(unknown_setting(name, known | set(INAPPLICABLE) | set(NOT_YET)))
+        plain = {k: v for k, v in settings.items() if k in known}
         try:
-            return cls.model_validate({**plain, "spark_settings": spark, "security_settings": security})
+            config = cls.model_validate({**plain, "spark_settings": spark, "security_settings": security,
+                                         "converter_settings": {k: v for k, v in converters.items()
+                                                                if k not in known}})  # fmt: skip
         except ValidationError as exc:
-            first = exc.errors()[0]
-            name = ".".join(str(p) for p in first["loc"])
-            if not name:  # a rule across settings, or a security setting: its message names it
-                raise ConfigError(str(first["msg"]).removeprefix("Value error, ")) from exc
-            raise ConfigError(f"invalid value for {name!r}: {first['msg']}") from exc
+            problems += validation_problems(exc.errors())
+        if problems:
+            raise ConfigError(*problems)
+        return config.model_copy(update={"setting_warnings": warnings})
 
     @classmethod
     def from_file(cls, path: Path, overrides: dict[str, str] | None = None) -> WorkerConfig:

@@ -1287,6 +1287,49 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_delete_records_moves_the_low_watermark_for_readers_and_across_a_kill9",
         ),
     ),
+    Mutation(
+        name="inapplicable-worker-settings-silent",
+        breaks="a Kafka Connect setting that changes nothing here is accepted with a warning saying why",
+        file="workers/inapplicable_settings.py",
+        original='            warnings.append(f"{name}={value} changes nothing here: {why}")',
+        replacement="            pass  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_worker_settings_files.py::test_kafkas_own_worker_file_starts_a_worker_unchanged",
+        ),
+    ),
+    Mutation(
+        name="worker-settings-problems-one-at-a-time",
+        breaks="a worker file's problems are all reported at once",
+        file="workers/worker_config.py",
+        original="            raise ConfigError(*problems)",
+        replacement="            raise ConfigError(problems[0])",
+        tests=(
+            f"{INTEGRATION}/test_worker_settings_files.py::"
+            "test_a_file_with_three_misspelled_settings_fails_once_naming_all_three",
+        ),
+    ),
+    Mutation(
+        name="json-converter-schemas-always-on",
+        breaks="JsonConverter writes without the schema envelope when schemas.enable is false",
+        file="workers/converters.py",
+        original='        schemas=settings.get("schemas.enable", "true").strip().lower() == "true",',
+        replacement="        schemas=True,",
+        tests=(
+            f"{UNIT}/test_worker_settings.py::"
+            "test_a_connectors_converters_override_the_workers_and_unset_ones_keep_todays_bytes",
+        ),
+    ),
+    Mutation(
+        name="internal-topic-partitions-fixed",
+        breaks="the workers create their offset and status topics with the partitions their settings ask for",
+        file="workers/herder.py",
+        original="                config.offset_storage_partitions,",
+        replacement="                25,",
+        tests=(
+            f"{INTEGRATION}/test_worker_settings_files.py::"
+            "test_the_internal_topics_are_made_as_their_settings_say_and_a_replication_factor_too_big_is_refused",
+        ),
+    ),
 )
 
 

@@ -1,7 +1,8 @@
 """A verifiable source: numbered records whose order proves who ran each task, and when.
 
 Each task writes `{"connector", "task", "seq", "worker", "run", "at"}` records keyed
-`<connector>-<task>` to `topic`, `throughput` records per second (0: none, the task only
+`<connector>-<task>` to `topic` (as its converters write them: by default a string key and
+a JSON value), `throughput` records per second (0: none, the task only
 runs). With `keys.per.task` above 1, each record takes one of that many keys at random
 (`<connector>-<task>-<n>`), so a task's records spread over the topic's partitions, as a
 real source's do. `run` names one start of the task (a new one each time it is started, on any
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 import time
 import uuid
@@ -56,8 +56,7 @@ class VerifiableSourceTask(Task):
                          "at": round(time.time() * 1000, 3)}  # fmt: skip
                 # The record and the offset after it, together: the next run starts right after it.
                 key = name if self.keys == 1 else f"{name}-{random.randrange(self.keys)}"
-                await send(self.topic, key.encode(), json.dumps(value).encode(),
-                           source=(self.partition, {"seq": self.seq + 1}))  # fmt: skip
+                await send(self.topic, key, value, source=(self.partition, {"seq": self.seq + 1}))
                 self.seq += 1
                 self.sent += 1
                 await asyncio.sleep(1 / self.rate)
