@@ -16,7 +16,8 @@ from tests.support.group_scenario import MemberFleet
 def _real_peers_are_installed() -> None:
     if shutil.which("kcat") is None:
         pytest.fail(
-            "kcat is not installed: run `apt-get install kcat` (or `bash .ci/run`, which installs it)"
+            "kcat is not installed: run the suite with ./scripts/test, which installs it, "
+            "or `apt-get install kcat`"
         )
 
 
