@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from connect_rebalance.work import Work
+from connect_rebalance.work import CONNECTOR, Work, describe_work
 
 from .member_machine import Action, Assignment, Beat, MemberMachine, MemberState, Rejoin, Start, Stop
 from .rebalance_clock import RebalanceClock
@@ -89,6 +89,20 @@ class MemberDriver:
         # A protocol that changes what runs one round at a time (classic) holds this lock
         # around each round; the watchdog takes it too.
         self._serial = asyncio.Lock() if serial else None
+        self._told_epoch: int | None = None  # the latest assignment the log has told of
+
+    def _tell_assignment(self, work: frozenset[Work], assignment: Assignment) -> None:
+        """One line per new assignment, as Kafka Connect's "Joined group at generation N ...
+        with assignment": the epoch, everything assigned, and what of it starts here now."""
+        if assignment.epoch == self._told_epoch and not work:
+            return
+        self._told_epoch = assignment.epoch
+        connectors = sorted(item for item in assignment.work if item[1] == CONNECTOR)
+        tasks = sorted(item for item in assignment.work if item[1] != CONNECTOR)
+        log.info(
+            "%s: assignment at epoch %d: connectors [%s], tasks [%s]; starting [%s]", self._who(),
+            assignment.epoch, describe_work(connectors), describe_work(tasks), describe_work(work),
+        )  # fmt: skip
 
     async def carry_out(self, actions: Sequence[Action]) -> None:
         """In order: a Stop is complete before the next action is carried out."""
@@ -97,6 +111,7 @@ class MemberDriver:
                 case Stop(work, at_once):
                     await self._stop(work, at_once)
                 case Start(work, assignment):
+                    self._tell_assignment(work, assignment)
                     self.machine.starting(work)
                     task = asyncio.create_task(self._start(work, assignment))
                     self._starting[task] = work
@@ -134,13 +149,26 @@ class MemberDriver:
 
     async def _stop_for_real(self, work: frozenset[Work], at_once: bool) -> None:
         """The herder stops `work`; only then does the machine hear it stopped."""
+        began = time.monotonic()
+        log.info("%s: revoked [%s]: stopping%s", self._who(), describe_work(work),
+                 " at once (the session or generation is gone)" if at_once else "")  # fmt: skip
         try:
             await self.listener.stop_work(work, at_once)
         finally:
             self.machine.stopped(work)
+            log.info(
+                "%s: stopped [%s] in %.0f ms",
+                self._who(),
+                describe_work(work),
+                (time.monotonic() - began) * 1000,
+            )
 
     async def _start(self, work: frozenset[Work], assignment: Assignment) -> None:
+        began = time.monotonic()
         await self.listener.start_work(work, assignment)
+        if work:
+            log.info("%s: finished starting [%s] in %.0f ms", self._who(), describe_work(work),
+                     (time.monotonic() - began) * 1000)  # fmt: skip
         await self.carry_out(self.machine.started(time.monotonic(), work))
 
     async def watchdog(self, stopping: Callable[[], bool]) -> None:

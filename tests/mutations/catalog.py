@@ -1330,6 +1330,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_the_internal_topics_are_made_as_their_settings_say_and_a_replication_factor_too_big_is_refused",
         ),
     ),
+    Mutation(
+        name="assignments-not-logged",
+        breaks="a worker's log says each assignment: its epoch, what is assigned and what starts",
+        file="workers/member_driver.py",
+        original="        if assignment.epoch == self._told_epoch and not work:",
+        replacement="        if True:",
+        tests=(
+            f"{INTEGRATION}/test_worker_logs.py::"
+            "test_a_workers_log_tells_each_assignment_and_revocation_across_a_join_and_a_leave",
+        ),
+    ),
 )
 
 
