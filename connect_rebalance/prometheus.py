@@ -1,53 +1,61 @@
 """Prometheus' text exposition format, for the coordinator's admin port and the workers.
 
-One small writer so both processes render names, labels and escaping the same way.
+Written by prometheus_client, whose exposition Prometheus and its exporters are tested
+against (names, label escaping, number formatting); this module only collects each
+`/metrics` answer's families in order, from figures the processes already keep.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector, CollectorRegistry
 
 Sample = tuple[Mapping[str, str], float]
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+class _Families(Collector):
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
 
-
-def _labels(labels: Mapping[str, str]) -> str:
-    if not labels:
-        return ""
-    return "{" + ",".join(f'{k}="{_escape(str(v))}"' for k, v in labels.items()) + "}"
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)
 
 
 class Exposition:
     """Metric families in order; `text()` is the body of a `/metrics` answer."""
 
-    CONTENT_TYPE = "text/plain"
+    CONTENT_TYPE = CONTENT_TYPE_LATEST.split(";")[0]
 
     def __init__(self) -> None:
-        self._lines: list[str] = []
+        self._families: list[Metric] = []
 
     def family(self, name: str, kind: str, help_text: str, samples: Iterable[Sample]) -> Exposition:
-        self._lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-        self._lines += [f"{name}{_labels(labels)} {_number(value)}" for labels, value in samples]
+        """A counter (its name ends in `_total`) or a gauge, one sample per label set."""
+        samples = list(samples)
+        names = sorted({key for labels, _ in samples for key in labels})
+        maker = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+        family = maker(name, help_text, labels=names)
+        for labels, value in samples:
+            family.add_metric([str(labels.get(key, "")) for key in names], float(value))
+        self._families.append(family)
         return self
 
     def summary(
         self, name: str, help_text: str, samples: Iterable[tuple[Mapping[str, str], float, int]]
     ) -> Exposition:
         """A summary without quantiles: `_sum` and `_count` per label set."""
-        self._lines += [f"# HELP {name} {help_text}", f"# TYPE {name} summary"]
+        samples = list(samples)
+        names = sorted({key for labels, _, _ in samples for key in labels})
+        family = SummaryMetricFamily(name, help_text, labels=names)
         for labels, total, count in samples:
-            self._lines += [
-                f"{name}_sum{_labels(labels)} {_number(total)}",
-                f"{name}_count{_labels(labels)} {count}",
-            ]
+            family.add_metric([str(labels.get(key, "")) for key in names], count_value=count, sum_value=total)
+        self._families.append(family)
         return self
 
     def text(self) -> str:
-        return "\n".join(self._lines) + "\n"
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Families(self._families))
+        return generate_latest(registry).decode()

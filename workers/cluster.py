@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from connect_rebalance.processes import CoordinatorProcess
 
 from .process import WorkerProcess
@@ -46,13 +48,15 @@ def rest(
 
 
 def metrics(url: str) -> dict[str, float]:
+    """A `/metrics` answer read by prometheus_client's own parser (so a malformed one fails
+    here), as `name{label="value",...}` (labels in name order) -> value."""
     with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
         text = response.read().decode()
     values = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            values[name] = float(value)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+            values[sample.name + (f"{{{labels}}}" if labels else "")] = sample.value
     return values
 
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.group_scenario import MemberFleet, create_topic, groups_describe, wait_until
@@ -132,6 +134,22 @@ def test_a_connect_groups_metrics_and_its_describe_show_workers_and_their_work(t
              coordinator.bootstrap, "describe", "nope"], capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert missing.returncode == 1 and "does not exist" in missing.stderr
+
+        # Both /metrics answers as Prometheus reads them: prometheus_client's own parser.
+        def kinds(url: str) -> dict[str, str]:
+            with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
+                assert response.headers["Content-Type"].startswith("text/plain")
+                return {f.name: f.type for f in text_string_to_metric_families(response.read().decode())}
+
+        coordinator_kinds, worker_kinds = kinds(coordinator.admin_url), kinds(w1.url)
+        assert {name: coordinator_kinds[name] for name in (
+            "connect_rebalance_group_rebalances", "connect_rebalance_group_members",
+            "connect_rebalance_group_reconcile_seconds")} == {
+            "connect_rebalance_group_rebalances": "counter", "connect_rebalance_group_members": "gauge",
+            "connect_rebalance_group_reconcile_seconds": "summary"}  # fmt: skip
+        worker_wanted = ("connect_worker_work_started", "connect_worker_running")
+        assert {name: worker_kinds[name] for name in worker_wanted} == {
+            "connect_worker_work_started": "counter", "connect_worker_running": "gauge"}  # fmt: skip
     finally:
         cluster.stop_all()
         coordinator.kill()

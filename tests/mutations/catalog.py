@@ -1341,6 +1341,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_workers_log_tells_each_assignment_and_revocation_across_a_join_and_a_leave",
         ),
     ),
+    Mutation(
+        name="metrics-counters-written-as-gauges",
+        breaks="/metrics says which families are counters, as Prometheus' parser reads them",
+        file="connect_rebalance/prometheus.py",
+        original='        maker = CounterMetricFamily if kind == "counter" else GaugeMetricFamily',
+        replacement="        maker = GaugeMetricFamily",
+        tests=(
+            f"{INTEGRATION}/test_coordinator_metrics.py::"
+            "test_a_connect_groups_metrics_and_its_describe_show_workers_and_their_work",
+        ),
+    ),
 )
 
 

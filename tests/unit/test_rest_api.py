@@ -67,7 +67,7 @@ async def test_root_health_and_metrics(client: Client, herder: Herder) -> None:
         200, {"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
     )  # fmt: skip
     metrics = await client.get("/metrics")
-    assert metrics.status == 200 and "connect_worker_rebalances_total 0" in await metrics.text()
+    assert metrics.status == 200 and "connect_worker_rebalances_total 0.0" in await metrics.text()
     herder.ready.clear()  # a worker still reading its topics
     assert (await client.get("/health")).status == 503
     assert (await client.get("/")).status == 200, "answered while starting"
