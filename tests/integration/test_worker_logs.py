@@ -25,6 +25,13 @@ def told(log: str, line: re.Pattern[str]) -> list[tuple[str, ...]]:
     return [match.groups() for match in line.finditer(log)]
 
 
+def last(log: str, line: re.Pattern[str]) -> tuple[str, ...]:
+    """The latest such line's fields; the log must have one."""
+    found = told(log, line)
+    assert found, f"the log has no line like {line.pattern!r}"
+    return found[-1]
+
+
 def names(cell: str) -> set[str]:
     return set(cell.split()) - {"-"}
 
@@ -40,7 +47,7 @@ def test_a_workers_log_tells_each_assignment_and_revocation_across_a_join_and_a_
         everything = {"told-0", "told-1", "told-2"}
         wait_until(lambda: everything <= {n for (s,) in told(w1.log_text(), STARTED) for n in names(s)}, 30,
                    "w1 to say they started")  # fmt: skip
-        first = told(w1.log_text(), ASSIGNED)[-1]
+        first = last(w1.log_text(), ASSIGNED)
         assert (names(first[1]), names(first[2])) == ({"told"}, everything)
 
         w2 = cluster.start("w2")
@@ -51,14 +58,14 @@ def test_a_workers_log_tells_each_assignment_and_revocation_across_a_join_and_a_
         assert {n for (s,) in told(w1.log_text(), REVOKED) for n in names(s)} == moved_names
         assert {n for (s,) in told(w1.log_text(), STOPPED) for n in names(s)} == moved_names
         wait_until(lambda: told(w2.log_text(), STARTED), 30, "w2 to say it started its share")
-        joined = told(w2.log_text(), ASSIGNED)[-1]
+        joined = last(w2.log_text(), ASSIGNED)
         assert names(joined[1]) | names(joined[2]) == moved_names == names(joined[3])
         assert int(joined[0]) > int(first[0]), "the join's assignment is at a later epoch"
 
         w2.stop()  # SIGTERM: a graceful leave
         assert {n for (s,) in told(w2.log_text(), STOPPED) for n in names(s)} == moved_names
         wait_until(lambda: cluster.balanced("told", 4), 60, "everything back on w1")
-        wait_until(lambda: names(told(w1.log_text(), ASSIGNED)[-1][3]) == moved_names, 30,
+        wait_until(lambda: names(last(w1.log_text(), ASSIGNED)[3]) == moved_names, 30,
                    "w1 to say it starts what w2 left")  # fmt: skip
     finally:
         cluster.stop_all()
