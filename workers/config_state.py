@@ -6,7 +6,8 @@ This module alone knows the config topic's record keys, both to read them and to
 deletes it), `target-state-<name>` its target state, `task-<name>-<n>` task configurations
 that take effect only when `commit-<name>` with the task count is read (so a half-written
 set is never used), `restart-connector-<name>` a restart request, `session-key` the key that
-signs requests between workers.
+signs requests between workers, `logger-cluster-<namespace>` a log level every worker
+applies (KIP-976).
 
 `apply` folds one record in and says what it changed (`ConfigChange`), so whoever acts on
 changes never parses keys; `offset` is the config offset (last offset read + 1), which
@@ -28,6 +29,7 @@ from .session_key import SessionKey
 
 TASK_KEY = re.compile(r"^task-(?P<name>.+)-(?P<task>\d+)$")
 STARTED, PAUSED, STOPPED = "STARTED", "PAUSED", "STOPPED"
+LOGGER_PREFIX = "logger-cluster-"
 Record = tuple[bytes, bytes | None]  # a config topic record: key, value (None: a tombstone)
 
 
@@ -37,6 +39,7 @@ class Changed(StrEnum):
     TARGET_STATE = "target-state"
     TASKS = "tasks"  # new task configurations committed
     RESTART = "restart"
+    LOGGER_LEVEL = "logger-level"  # `connector` holds the logger namespace, `level` the level
     NOTHING = "nothing"  # a task config not committed yet, a session key, a tombstone of nothing
 
 
@@ -50,6 +53,7 @@ class ConfigChange:
     replaced: bool = False
     include_tasks: bool = False  # a restart request's scope
     only_failed: bool = False
+    level: str = ""  # a cluster-wide log level
 
 
 NOTHING = ConfigChange(Changed.NOTHING)
@@ -100,6 +104,11 @@ class ConfigState:
             name = key[len("restart-connector-") :]
             include, only = bool(value.get("include-tasks")), bool(value.get("only-failed"))
             return ConfigChange(Changed.RESTART, name, include_tasks=include, only_failed=only)
+        if key.startswith(LOGGER_PREFIX):
+            level = value.get("level") if value else None
+            if not isinstance(level, str):
+                return NOTHING
+            return ConfigChange(Changed.LOGGER_LEVEL, key[len(LOGGER_PREFIX) :], level=level)
         if key == SESSION_KEY_RECORD:
             if value is not None:
                 self.session_key = SessionKey.from_record(value)
@@ -124,6 +133,11 @@ class ConfigState:
 
 
 # -- the records the config store writes -------------------------------------------------
+
+
+def logger_level_record(namespace: str, level: str) -> Record:
+    """A log level for a namespace, which every worker running when it is read applies."""
+    return _record(f"{LOGGER_PREFIX}{namespace}", {"level": level})
 
 
 def connector_record(name: str, config: dict[str, str] | None) -> Record:

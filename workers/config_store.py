@@ -74,6 +74,9 @@ class ConfigStore:
         """A stopped connector has no tasks (Kafka Connect commits zero task configs)."""
         await self._write(records.commit_record(name, 0))
 
+    async def put_logger_level(self, namespace: str, level: str) -> None:
+        await self._write(records.logger_level_record(namespace, level))
+
     async def put_session_key(self, key: SessionKey) -> None:
         await self._write(records.session_key_record(key))
 

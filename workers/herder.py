@@ -43,6 +43,7 @@ from .fenced_output import OutputConnection
 from .internal_requests import send_task_configs
 from .leader_duties import ConfigAnnouncer, keep_session_key
 from .leader_planning import LeaderInfo, TargetPlanner
+from .loggers import Loggers, level_number
 from .member_machine import Assignment, MemberState
 from .offset_store import OffsetStore
 from .plugins import find_plugin
@@ -73,6 +74,10 @@ class Herder:
         self.reason = 0  # the assignor reason: a new one starts a new epoch (connect)
         self.leaving = False  # handing its work over before it leaves (connect)
         self.ready = asyncio.Event()
+        self.loggers = Loggers()  # /admin/loggers
+        # Set once the config topic was read to its end at start: cluster-wide log levels
+        # written before are history (as in Kafka Connect), those read after are applied.
+        self._config_caught_up = False
         self.kafka_cluster_id = ""  # the coordinator's, read at start (GET / reports it)
         self._tasks: list[asyncio.Task[Any]] = []
         self._key_keeper: asyncio.Future[None] | None = None  # the leader's session-key renewal
@@ -142,6 +147,7 @@ class Herder:
         )
         # The three logs are read side by side: a joining worker's start-up is part of its join.
         await asyncio.gather(*(store.log.start() for store in (self.configs, self.statuses, self.offsets)))
+        self._config_caught_up = True
         self.announcer.joined()
         await self._announce("UP")  # before joining: a bounce is not a departure
         warm = None
@@ -222,6 +228,14 @@ class Herder:
             self._spawn(runner.restart_connector(name, change.include_tasks, change.only_failed))
         elif change.kind == Changed.TARGET_STATE:
             self._spawn(runner.follow_target_state(name))
+        elif change.kind == Changed.LOGGER_LEVEL and self._config_caught_up and level_number(change.level):
+            affected = self.loggers.set_level(name, change.level)
+            log.info("log level of %s set to %s cluster-wide (%d loggers)", name, change.level, len(affected))
+
+    async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """A log level for every worker of the cluster (this one too, once it reads it back),
+        written to the config topic by whichever worker was asked, as Kafka Connect does."""
+        await self.configs.put_logger_level(namespace, level)
 
     # -- the group ------------------------------------------------------------------------
 

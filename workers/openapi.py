@@ -24,6 +24,17 @@ _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "str
 _PLUGIN = {"name": "plugin", "in": "path", "required": True, "schema": {"type": "string"}}
 _TASK = {"name": "task", "in": "path", "required": True, "schema": {"type": "integer"}}
 _FORWARD = {"name": "forward", "in": "query", "required": False, "schema": {"type": "boolean"}}
+_LOGGER = {"name": "logger", "in": "path", "required": True, "schema": {"type": "string"}}
+_LEVEL = {
+    "type": "object",
+    "properties": {"level": {"type": "string"}, "last_modified": {"type": "integer", "nullable": True}},
+}
+_SCOPE = {
+    "name": "scope",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "enum": ["worker", "cluster"]},
+}
 
 
 def _answers(*statuses: int, body: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -181,6 +192,21 @@ def document() -> dict[str, Any]:
         "/connector-plugins/{plugin}/config": {
             "get": _operation(
                 "A plugin's settings", _answers(200, 404, *_COMMON, body={"type": "array"}), [_PLUGIN]
+            ),
+        },
+        "/admin/loggers": {
+            "get": _operation(
+                "The loggers whose level is set, and root",
+                _answers(200, *_COMMON, body={"type": "object", "additionalProperties": _LEVEL}),
+            ),
+        },
+        "/admin/loggers/{logger}": {
+            "get": _operation("A logger's level", _answers(200, 404, *_COMMON, body=_LEVEL), [_LOGGER]),
+            "put": _operation(
+                "Set the level of a logger and the loggers under it, on this worker or every worker",
+                _answers(200, 204, 400, 404, *_COMMON, body={"type": "array", "items": {"type": "string"}}),
+                [_LOGGER, _SCOPE],
+                {"type": "object", "required": ["level"], "properties": {"level": {"type": "string"}}},
             ),
         },
         "/connector-plugins/{plugin}/config/validate": {

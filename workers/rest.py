@@ -27,6 +27,7 @@ from .config_state import PAUSED, STARTED, STOPPED
 from .connector_names import java_trim, name_problem
 from .herder import Herder
 from .plugins import ConfigDef, ConfigProblem, find_plugin, plugins
+from .rest_loggers import logger_routes
 from .rest_security import Refused, RestAuthenticator
 from .session_key import (
     ALGORITHM_HEADER,
@@ -134,6 +135,7 @@ class RestApi:
             web.get("/connector-plugins", self.list_plugins),
             web.get("/connector-plugins/{plugin}/config", self.plugin_config),
             web.put("/connector-plugins/{plugin}/config/validate", self.validate),
+            *logger_routes(herder, RestError),
         ]
         self.app.add_routes(routes)
 

@@ -1,11 +1,14 @@
 """A worker's log tells the rebalance story, as an operator reads it: one line per
 assignment (its epoch, the connectors and tasks assigned, what starts here now), one when
 they have finished starting, and one when work is revoked and when it has stopped, with
-how long that took. Read from two workers' logs across a join and a graceful leave."""
+how long that took. Read from two workers' logs across a join and a graceful leave. And
+log levels change at run time with curl on `/admin/loggers`, on one worker or on all."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -67,6 +70,48 @@ def test_a_workers_log_tells_each_assignment_and_revocation_across_a_join_and_a_
         wait_until(lambda: cluster.balanced("told", 4), 60, "everything back on w1")
         wait_until(lambda: names(last(w1.log_text(), ASSIGNED)[3]) == moved_names, 30,
                    "w1 to say it starts what w2 left")  # fmt: skip
+    finally:
+        cluster.stop_all()
+        coordinator.kill()
+
+
+def curl(method: str, url: str, body: str | None = None) -> tuple[int, object]:
+    """An operator's curl: the status and the JSON body (None when there is none)."""
+    command = ["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "-X", method, url]
+    if body is not None:
+        command += ["-H", "Content-Type: application/json", "-d", body]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=30, check=True).stdout
+    text, _, status = out.rpartition("\n")
+    return int(status), (json.loads(text) if text else None)
+
+
+def level_of(url: str, logger: str) -> str:
+    status, body = curl("GET", f"{url}/admin/loggers/{logger}")
+    assert status == 200 and isinstance(body, dict), (status, body)
+    return str(body["level"])
+
+
+def test_log_levels_change_at_run_time_on_one_worker_or_on_every_worker(tmp_path: Path) -> None:
+    coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(20000, 1000)).start()
+    cluster = WorkerCluster(tmp_path, coordinator)
+    try:
+        w1, w2 = cluster.start("w1"), cluster.start("w2")
+        status, affected = curl("PUT", f"{w1.url}/admin/loggers/workers.herder", '{"level": "TRACE"}')
+        assert (status, affected) == (200, ["workers.herder"])
+        assert level_of(w1.url, "workers.herder") == "TRACE"
+        assert level_of(w2.url, "workers.herder") == "INFO", "a worker-scope change reached another worker"
+
+        everywhere = f"{w2.url}/admin/loggers/workers.member_driver?scope=cluster"
+        assert curl("PUT", everywhere, '{"level": "DEBUG"}') == (204, None)
+        for worker in (w1, w2):
+            wait_until(lambda w=worker: level_of(w.url, "workers.member_driver") == "DEBUG", 30,
+                       f"{worker.name} to apply the cluster-wide level")  # fmt: skip
+        status, listed = curl("GET", f"{w1.url}/admin/loggers")
+        assert status == 200 and isinstance(listed, dict) and "root" in listed
+        assert listed["workers.member_driver"]["level"] == "DEBUG"
+        assert curl("PUT", f"{w1.url}/admin/loggers/workers", '{"level": "LOUD"}') == (
+            404, {"error_code": 404, "message": "invalid log level 'LOUD'."}
+        )  # fmt: skip
     finally:
         cluster.stop_all()
         coordinator.kill()

@@ -1352,6 +1352,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_connect_groups_metrics_and_its_describe_show_workers_and_their_work",
         ),
     ),
+    Mutation(
+        name="cluster-log-levels-not-applied",
+        breaks="a log level set with scope=cluster reaches every worker",
+        file="workers/herder.py",
+        original="            affected = self.loggers.set_level(name, change.level)",
+        replacement="            affected = []",
+        tests=(
+            f"{INTEGRATION}/test_worker_logs.py::"
+            "test_log_levels_change_at_run_time_on_one_worker_or_on_every_worker",
+        ),
+    ),
 )
 
 

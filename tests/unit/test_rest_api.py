@@ -248,3 +248,36 @@ async def test_plugins_their_configs_and_validation(client: Client) -> None:
     mismatch = await client.put(validate, json={"connector.class": "FileIngest"})
     assert "does not match" in await error_of(mismatch, 400)
     assert "must be a JSON object" in await error_of(await client.put(validate, json=[]), 400)
+
+
+async def test_admin_loggers_read_and_set_levels_as_kafka_connect_answers(client: Client) -> None:
+    import logging
+
+    logging.getLogger("workers.herder")  # made at import: a known logger
+    code, levels = await answer(await client.get("/admin/loggers"))
+    assert code == 200 and "root" in levels and set(levels["root"]) == {"level", "last_modified"}
+    code, level = await answer(await client.get("/admin/loggers/workers.herder"))
+    assert code == 200 and level["level"] in ("INFO", "WARN", "DEBUG") and level["last_modified"] is None
+    assert (
+        await error_of(await client.get("/admin/loggers/no.such.logger"), 404)
+        == "Logger no.such.logger not found."
+    )
+
+    try:
+        code, affected = await answer(await client.put("/admin/loggers/workers", json={"level": "debug"}))
+        assert code == 200 and "workers" in affected and "workers.herder" in affected
+        assert all(name == "workers" or name.startswith("workers.") for name in affected)
+        code, level = await answer(await client.get("/admin/loggers/workers.herder"))
+        assert level["level"] == "DEBUG" and isinstance(level["last_modified"], int)
+        assert (await answer(await client.get("/admin/loggers")))[1]["workers.herder"]["level"] == "DEBUG"
+        assert await error_of(await client.put("/admin/loggers/workers", json={"level": "LOUD"}), 404) == (
+            "invalid log level 'LOUD'."
+        )
+        assert await error_of(await client.put("/admin/loggers/workers", json={}), 400) == (
+            "Desired 'level' parameter was not specified in request."
+        )
+    finally:
+        for name in [
+            n for n in logging.Logger.manager.loggerDict if n == "workers" or n.startswith("workers.")
+        ]:
+            logging.getLogger(name).setLevel(logging.NOTSET)
