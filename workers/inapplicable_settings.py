@@ -87,8 +87,6 @@ NOT_YET: dict[str, str] = {
     "connect_rebalance.connectors); plugin.path is not read",
     "topic.creation.enable": "source connectors write to topics that exist (or that the coordinator "
     "creates on first write when auto.create.topics.enable is set)",
-    "topic.tracking.enable": "connectors' active topics are not tracked",
-    "topic.tracking.allow.reset": "connectors' active topics are not tracked",
     "connector.client.config.override.policy": "connectors cannot override their clients' settings "
     "(producer.override.* and the like are refused), as with the policy None",
     "connector.client.config.override.allowlist": "connectors cannot override their clients' settings",
@@ -101,8 +99,6 @@ NOT_YET: dict[str, str] = {
 NOTHING_ASKED: dict[str, set[str]] = {
     "config.providers": {""},
     "plugin.path": {""},
-    "topic.tracking.enable": {"false"},
-    "topic.tracking.allow.reset": {"false"},
     "connector.client.config.override.policy": {"None"},
     "connector.client.config.override.allowlist": {""},
     "access.control.allow.origin": {""},

@@ -182,6 +182,16 @@ def document() -> dict[str, Any]:
                 "A connector's committed offsets", _answers(200, 404, *_COMMON, body=_ANY), named
             ),
         },
+        "/connectors/{name}/topics": {
+            "get": _operation(
+                "The topics the connector used since its creation or the last reset",
+                _answers(200, *_COMMON, body=_ANY),
+                named,
+            ),
+        },
+        "/connectors/{name}/topics/reset": {
+            "put": _operation("Forget the connector's active topics", _answers(202, *_COMMON), named),
+        },
         "/connector-plugins": {
             "get": _operation(
                 "The connector plugins",

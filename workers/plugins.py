@@ -157,6 +157,9 @@ class TaskContext:
     # send(topic, key, value, source=(source partition, offset)): one record and, with `source`,
     # the offset it moves the task to, written together through the task's fence.
     send: Callable[..., Awaitable[None]] | None = None
+    # A topic the task reads (a write through `send` is noted already): its connector's
+    # active topics (GET /connectors/<name>/topics). Callable from any thread.
+    track_topic: Callable[[str], None] = lambda topic: None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -132,6 +132,8 @@ class RestApi:
             web.get("/connectors/{name}/tasks/{task}/status", self.get_task_status),
             web.post("/connectors/{name}/tasks/{task}/restart", self.restart_task),
             web.get("/connectors/{name}/offsets", self.get_offsets),
+            web.get("/connectors/{name}/topics", self.get_topics),
+            web.put("/connectors/{name}/topics/reset", self.reset_topics),
             web.get("/connector-plugins", self.list_plugins),
             web.get("/connector-plugins/{plugin}/config", self.plugin_config),
             web.put("/connector-plugins/{plugin}/config/validate", self.validate),
@@ -312,6 +314,24 @@ class RestApi:
             return forwarded
         await self.herder.delete_connector(name)
         return web.Response(status=204)
+
+    def _topic_tracking(self, reset: bool = False) -> None:
+        """403 as Kafka Connect answers it when `topic.tracking.*` turned it off."""
+        if not self.herder.config.topic_tracking_enable:
+            raise RestError(403, "Topic tracking is disabled.")
+        if reset and not self.herder.config.topic_tracking_allow_reset:
+            raise RestError(403, "Topic tracking reset is disabled.")
+
+    async def get_topics(self, request: web.Request) -> web.Response:
+        """The topics the connector's tasks used since its creation or the last reset (KIP-558)."""
+        self._topic_tracking()
+        name = request.match_info["name"]
+        return web.json_response({name: {"topics": self.herder.statuses.active_topics(name)}})
+
+    async def reset_topics(self, request: web.Request) -> web.Response:
+        self._topic_tracking(reset=True)
+        await self.herder.statuses.reset_topics(request.match_info["name"])
+        return web.Response(status=202)
 
     async def get_config(self, request: web.Request) -> web.Response:
         return web.json_response(self._known(request.match_info["name"]))

@@ -10,6 +10,10 @@ its earlier reports of the same item, read back from the topic after it, do not 
 task stopped and started again within a few milliseconds read as STOPPED until the topic
 caught up).
 
+Active topics (KIP-558): `status-topic-<topic>:connector-<connector>` records the first time a
+connector's task writes to or reads from a topic, until the connector's topics are reset
+(tombstones); every worker follows them, so any worker answers `GET .../topics`.
+
 Presence records (`status-worker-<id>`) are this project's: `UP` with the worker's REST url
 (and, on the connect protocol, its member id) when it starts, `LEFT` when it leaves for good.
 They tell the computing worker a crash from a departure, a bounce from a new worker, and map a
@@ -32,6 +36,7 @@ from .worker_config import url_host_port
 
 log = logging.getLogger(__name__)
 PRESENCE_PREFIX = "status-worker-"
+TOPIC_PREFIX, TOPIC_SEPARATOR = "status-topic-", ":connector-"
 UNKNOWN = {"state": "UNASSIGNED", "worker_id": ""}
 
 
@@ -46,12 +51,16 @@ class StatusStore:
         self.worker_id = worker_id
         self.statuses: dict[str, dict[str, Any]] = {}
         self._unread: dict[str, int] = {}  # this worker's writes of a key not read back yet
+        self.topics: dict[str, dict[str, dict[str, Any]]] = {}  # connector -> topic -> its record
         self.log = log_of(self._on_record)
 
     def _on_record(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
         if key is None:
             return
         name = key.decode()
+        if name.startswith(TOPIC_PREFIX):
+            self._on_topic(name, value)
+            return
         if value is None:
             self.statuses.pop(name, None)
             return
@@ -90,6 +99,34 @@ class StatusStore:
         if write.cancelled() or write.exception() is not None:
             self._read_back(key)  # it never comes back
             _log_failure(write)
+
+    def _on_topic(self, key: str, value: bytes | None) -> None:
+        topic, separator, connector = key[len(TOPIC_PREFIX) :].rpartition(TOPIC_SEPARATOR)
+        if not separator:
+            return
+        if value is None:
+            self.topics.get(connector, {}).pop(topic, None)
+        else:
+            self.topics.setdefault(connector, {})[topic] = json.loads(value).get("topic", {})
+
+    def record_topic(self, connector: str, topic: str, task: int, now_ms: int) -> None:
+        """A topic the connector's task uses: written once (in the background), and known here at once."""
+        if topic in self.topics.get(connector, {}):
+            return
+        value = {"name": topic, "connector": connector, "task": task, "discoverTimestamp": now_ms}
+        self.topics.setdefault(connector, {})[topic] = value
+        key = f"{TOPIC_PREFIX}{topic}{TOPIC_SEPARATOR}{connector}"
+        write = asyncio.ensure_future(self.log.write(key.encode(), encode_json({"topic": value})))
+        write.add_done_callback(_log_failure)
+
+    def active_topics(self, connector: str) -> list[str]:
+        return sorted(self.topics.get(connector, {}))
+
+    async def reset_topics(self, connector: str) -> None:
+        """Forget the connector's topics: a tombstone for each (until a task uses one again)."""
+        for topic in self.active_topics(connector):
+            self.topics[connector].pop(topic, None)
+            await self.log.write(f"{TOPIC_PREFIX}{topic}{TOPIC_SEPARATOR}{connector}".encode(), None)
 
     async def announce(self, state: str, url: str, member_id: str | None) -> None:
         """This worker's presence, `UP` or `LEFT` (awaited: it must land before what follows)."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -318,14 +319,23 @@ class TaskRunner:
             self.config.converters, self.state.connectors[item[0]]
         )
 
+        loop = asyncio.get_running_loop()
+
+        def track_topic(topic: str) -> None:
+            if self.config.topic_tracking_enable:
+                loop.call_soon_threadsafe(
+                    self.statuses.record_topic, item[0], topic, item[1], int(time.time() * 1000)
+                )
+
         async def send(topic: str, key: Any, value: Any, source: SourceOffset | None = None) -> None:
             """The task's key and value as its converters write them (a ConversionError fails it)."""
+            track_topic(topic)
             await writes.send(topic, key_converter.from_data(key), value_converter.from_data(value), source)
 
         return TaskContext(
             item[0], item[1], self.config.worker_id, self.config.bootstrap_servers,
             read_offset=writes.read_offset, write_offset=writes.write_offset, send=send,
-            fail=fail, extra={"worker_config": self.config, "spark": self.spark},
+            track_topic=track_topic, fail=fail, extra={"worker_config": self.config, "spark": self.spark},
         )  # fmt: skip
 
     async def _stop(self, item: Work, state: str, report: bool = True, at_once: bool = True) -> None:

@@ -71,6 +71,9 @@ class WorkerConfig(BaseModel):
     key_converter: str | None = Field(None, alias="key.converter")
     value_converter: str | None = Field(None, alias="value.converter")
     converter_settings: dict[str, str] = Field(default_factory=dict, exclude=True)
+    # Connectors' active topics (KIP-558): recorded, and whether REST may reset them.
+    topic_tracking_enable: bool = Field(True, alias="topic.tracking.enable")
+    topic_tracking_allow_reset: bool = Field(True, alias="topic.tracking.allow.reset")
     # Settings accepted that change nothing here, each with why: logged once at start.
     setting_warnings: list[str] = Field(default_factory=list, exclude=True)
     listeners: str = Field("http://127.0.0.1:8083", alias="listeners")

@@ -1363,6 +1363,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_log_levels_change_at_run_time_on_one_worker_or_on_every_worker",
         ),
     ),
+    Mutation(
+        name="active-topics-not-recorded",
+        breaks="the topics a connector's tasks use are listed at GET /connectors/<name>/topics",
+        file="workers/task_runner.py",
+        original="            if self.config.topic_tracking_enable:",
+        replacement="            if False:",
+        tests=(
+            f"{INTEGRATION}/test_connector_topics.py::"
+            "test_the_topics_a_connector_used_are_listed_everywhere_and_reset",
+        ),
+    ),
 )
 
 

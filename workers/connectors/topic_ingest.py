@@ -76,6 +76,8 @@ class TopicIngestTask(SparkTask):
         security = worker.client_security("consumer.")
         index, self.count = int(config["task.index"]), int(config["task.count"])
         find_partitions(bootstrap, _topics(config["topics"]), security=security)  # they exist
+        for topic in _topics(config["topics"]):
+            context.track_topic(topic)
         self.checkpoint = checkpoint_path(worker.checkpoint_dir, context.connector, index)
         handoff = {"handoffCheckpoints": str(Path(self.checkpoint).parent),
                    "initialOffsetsFile": str(Path(self.checkpoint) / "topic-initial-offsets.json"),
