@@ -50,6 +50,24 @@ class OffsetStore:
         """`offset` landed: known at once, before the offset topic is read back."""
         self.offsets[offset_key(connector, partition)] = dict(offset)
 
+    async def alter(
+        self, connector: str, changes: list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]
+    ) -> None:
+        """KIP-875: each partition's offset set (None: removed, so its task starts afresh),
+        written to the offset topic, and known here at once."""
+        for partition, offset in changes:
+            key = offset_key(connector, partition)
+            await self.log.write(key.encode(), None if offset is None else encode_json(dict(offset)))
+            if offset is None:
+                self.offsets.pop(key, None)
+            else:
+                self.offsets[key] = dict(offset)
+
+    async def reset(self, connector: str) -> None:
+        """KIP-875: every stored offset of the connector removed."""
+        await self.log.read_to_end()
+        await self.alter(connector, [(entry["partition"], None) for entry in self.of_connector(connector)])
+
     def of_connector(self, name: str) -> list[dict[str, Any]]:
         """Every stored offset of the connector, as `GET /connectors/{name}/offsets` lists them."""
         found = []

@@ -181,6 +181,17 @@ def document() -> dict[str, Any]:
             "get": _operation(
                 "A connector's committed offsets", _answers(200, 404, *_COMMON, body=_ANY), named
             ),
+            "patch": _operation(
+                "Alter a stopped connector's offsets (KIP-875)",
+                _answers(200, 400, 404, *_COMMON, body=_ANY),
+                named,
+                {"type": "object", "required": ["offsets"], "properties": {"offsets": {"type": "array"}}},
+            ),
+            "delete": _operation(
+                "Reset a stopped connector's offsets (KIP-875)",
+                _answers(200, 400, 404, *_COMMON, body=_ANY),
+                named,
+            ),
         },
         "/connectors/{name}/topics": {
             "get": _operation(

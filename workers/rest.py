@@ -36,6 +36,7 @@ from .session_key import (
     SeenSignatures,
     task_configs_path,
 )
+from .spark_task import SparkTask
 from .worker_metrics import metrics_text
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,8 @@ class RestApi:
             web.get("/connectors/{name}/tasks/{task}/status", self.get_task_status),
             web.post("/connectors/{name}/tasks/{task}/restart", self.restart_task),
             web.get("/connectors/{name}/offsets", self.get_offsets),
+            web.patch("/connectors/{name}/offsets", self.alter_offsets),
+            web.delete("/connectors/{name}/offsets", self.reset_offsets),
             web.get("/connectors/{name}/topics", self.get_topics),
             web.put("/connectors/{name}/topics/reset", self.reset_topics),
             web.get("/connector-plugins", self.list_plugins),
@@ -501,6 +504,54 @@ class RestApi:
         name = request.match_info["name"]
         self._known(name)
         return web.json_response({"offsets": await self.herder.connector_offsets(name)})
+
+    def _offsets_modifiable(self, name: str) -> None:
+        """KIP-875's preconditions, with Kafka Connect's answers: the connector exists, is
+        STOPPED, and keeps its offsets where this worker can change them."""
+        config = self._known(name)
+        if self.herder.state.target_state(name) != STOPPED or self.herder.task_configs(name):
+            raise RestError(
+                400,
+                "Connectors must be in the STOPPED state before their offsets can be modified. This can be "
+                "done for the specified connector by issuing a 'PUT' request to the "
+                f"'/connectors/{name}/stop' endpoint",
+            )
+        plugin = find_plugin(config.get("connector.class", ""))
+        if plugin is not None and issubclass(plugin.task_class, SparkTask):
+            raise RestError(
+                400,
+                f"{name} keeps its offsets in its tasks' Spark checkpoints; altering or resetting them "
+                "is not supported yet (a new checkpoint would replay batch numbers its output log holds)",
+            )
+
+    async def alter_offsets(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        self._offsets_modifiable(name)
+        body = await self._body(request)
+        entries = body.get("offsets") if isinstance(body, dict) else None
+        if not isinstance(entries, list) or not entries:
+            raise RestError(400, "The offsets to be altered must be given as a non-empty 'offsets' array")
+        changes = []
+        for entry in entries:
+            partition = entry.get("partition") if isinstance(entry, dict) else None
+            offset = entry.get("offset") if isinstance(entry, dict) else None
+            if not isinstance(partition, dict) or not (offset is None or isinstance(offset, dict)):
+                raise RestError(400, 'Each offset must be {"partition": {...}, "offset": {...} or null}')
+            changes.append((partition, offset))
+        forwarded = await self._leader_only(request)
+        if forwarded is not None:
+            return forwarded
+        await self.herder.offsets.alter(name, changes)
+        return web.json_response({"message": "The offsets for this connector have been altered successfully"})
+
+    async def reset_offsets(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        self._offsets_modifiable(name)
+        forwarded = await self._leader_only(request)
+        if forwarded is not None:
+            return forwarded
+        await self.herder.offsets.reset(name)
+        return web.json_response({"message": "The offsets for this connector have been reset successfully"})
 
     async def list_plugins(self, request: web.Request) -> web.Response:
         found = [

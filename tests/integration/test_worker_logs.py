@@ -6,15 +6,14 @@ log levels change at run time with curl on `/admin/loggers`, on one worker or on
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
+from tests.support.curl import curl
 from tests.support.group_scenario import wait_until
 from tests.support.worker_cluster import WorkerCluster, rest
 
@@ -76,16 +75,6 @@ def test_a_workers_log_tells_each_assignment_and_revocation_across_a_join_and_a_
         coordinator.kill()
 
 
-def curl(method: str, url: str, body: str | None = None) -> tuple[int, object]:
-    """An operator's curl: the status and the JSON body (None when there is none)."""
-    command = ["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "-X", method, url]
-    if body is not None:
-        command += ["-H", "Content-Type: application/json", "-d", body]
-    out = subprocess.run(command, capture_output=True, text=True, timeout=30, check=True).stdout
-    text, _, status = out.rpartition("\n")
-    return int(status), (json.loads(text) if text else None)
-
-
 def level_of(url: str, logger: str) -> str:
     status, body = curl("GET", f"{url}/admin/loggers/{logger}")
     assert status == 200 and isinstance(body, dict), (status, body)
@@ -97,13 +86,13 @@ def test_log_levels_change_at_run_time_on_one_worker_or_on_every_worker(tmp_path
     cluster = WorkerCluster(tmp_path, coordinator)
     try:
         w1, w2 = cluster.start("w1"), cluster.start("w2")
-        status, affected = curl("PUT", f"{w1.url}/admin/loggers/workers.herder", '{"level": "TRACE"}')
+        status, affected = curl("PUT", f"{w1.url}/admin/loggers/workers.herder", {"level": "TRACE"})
         assert (status, affected) == (200, ["workers.herder"])
         assert level_of(w1.url, "workers.herder") == "TRACE"
         assert level_of(w2.url, "workers.herder") == "INFO", "a worker-scope change reached another worker"
 
         everywhere = f"{w2.url}/admin/loggers/workers.member_driver?scope=cluster"
-        assert curl("PUT", everywhere, '{"level": "DEBUG"}') == (204, None)
+        assert curl("PUT", everywhere, {"level": "DEBUG"}) == (204, None)
         for worker in (w1, w2):
             deadline = time.monotonic() + 30
             while level_of(worker.url, "workers.member_driver") != "DEBUG" and time.monotonic() < deadline:
@@ -112,7 +101,7 @@ def test_log_levels_change_at_run_time_on_one_worker_or_on_every_worker(tmp_path
         status, listed = curl("GET", f"{w1.url}/admin/loggers")
         assert status == 200 and isinstance(listed, dict) and "root" in listed
         assert listed["workers.member_driver"]["level"] == "DEBUG"
-        assert curl("PUT", f"{w1.url}/admin/loggers/workers", '{"level": "LOUD"}') == (
+        assert curl("PUT", f"{w1.url}/admin/loggers/workers", {"level": "LOUD"}) == (
             404, {"error_code": 404, "message": "invalid log level 'LOUD'."}
         )  # fmt: skip
     finally:

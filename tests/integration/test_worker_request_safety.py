@@ -180,9 +180,10 @@ def test_a_write_sent_to_either_worker_acts_on_the_connector_its_url_names(tmp_p
 def test_framework_settings_the_runtime_would_ignore_are_refused_and_json_values_read_as_connect_does(
     worker: tuple[WorkerCluster, WorkerProcess],
 ) -> None:
-    """Transforms, converters, error handling, exactly-once and client overrides are Kafka
-    Connect settings this runtime does not run: any value but Kafka's default (which means
-    "not used") is refused, naming the setting, instead of being stored and ignored. Values
+    """Transforms, header converters, error handling, exactly-once and client overrides are
+    Kafka Connect settings this runtime does not run: any value but Kafka's default (which
+    means "not used") is refused, naming the setting, instead of being stored and ignored. A
+    key or value converter this runtime does not have is refused, naming it. Values
     that are JSON numbers or booleans are read as their text, as Kafka Connect's
     Map<String, String> reads them; an object or an array is refused."""
     _, w1 = worker
@@ -190,8 +191,8 @@ def test_framework_settings_the_runtime_would_ignore_are_refused_and_json_values
     base = source("plain")["config"]
     refused = {
         "transforms": "x", "transforms.x.type": "com.Nope", "predicates": "p", "errors.tolerance": "all",
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "false", "exactly.once.support": "required",
+        "header.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "exactly.once.support": "required",
         "producer.override.acks": "all", "topic.creation.default.partitions": "3",
     }  # fmt: skip
     for name, value in refused.items():
@@ -203,6 +204,15 @@ def test_framework_settings_the_runtime_would_ignore_are_refused_and_json_values
             f"Invalid value {value} for configuration {name}: this runtime does not support"
             in body["message"]
         )
+    avro = "io.confluent.connect.avro.AvroConverter"
+    code, body = raw(
+        "PUT", f"{url}/connectors/ignored/config", json.dumps({**base, "value.converter": avro}).encode()
+    )
+    assert (
+        code == 400
+        and f"Invalid value {avro} for configuration value.converter: {avro} is not a converter"
+        in (body["message"])
+    )
     with pytest.raises(requests.HTTPError) as by_client:  # the Kafka Connect REST client
         KafkaConnect(url=url).create_connector({"name": "ignored", "config": {**base, "transforms": "x"}})
     assert by_client.value.response.status_code == 400

@@ -1374,6 +1374,30 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_the_topics_a_connector_used_are_listed_everywhere_and_reset",
         ),
     ),
+    Mutation(
+        name="offsets-altered-while-running",
+        breaks="a running connector's offsets cannot be altered or reset (KIP-875: STOPPED first)",
+        file="workers/rest.py",
+        original="        if self.herder.state.target_state(name) != STOPPED or "
+        "self.herder.task_configs(name):",
+        replacement="        if False:",
+        tests=(
+            f"{INTEGRATION}/test_connector_offsets.py::"
+            "test_a_stopped_source_connectors_offsets_are_altered_and_reset",
+        ),
+    ),
+    Mutation(
+        name="offsets-reset-forgets-nothing",
+        breaks="a reset connector's task starts afresh",
+        file="workers/offset_store.py",
+        original='        await self.alter(connector, [(entry["partition"], None) for entry in '
+        "self.of_connector(connector)])",
+        replacement="        pass  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_connector_offsets.py::"
+            "test_a_stopped_source_connectors_offsets_are_altered_and_reset",
+        ),
+    ),
 )
 
 

@@ -1,0 +1,117 @@
+"""KIP-875 on a source connector whose offsets live in the offset topic (VerifiableSource),
+as an operator drives it with curl: altering or resetting a running connector's offsets is
+refused (400, Kafka Connect's message); once it is stopped, PATCH sets its task's position
+and DELETE forgets it, and the resumed task writes from exactly there (read back from the
+topic: the next run's first sequence number). A Spark connector's checkpoint offsets are
+refused for now, saying why."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from connect_rebalance.processes import CoordinatorProcess, connect_timings
+from tests.support.curl import curl
+from tests.support.group_scenario import wait_until
+from tests.support.verifiable_records import read_values
+from tests.support.worker_cluster import WorkerCluster
+
+pytestmark = pytest.mark.integration
+TO_FIVE = {"offsets": [{"partition": {"task": 0}, "offset": {"seq": 5}}]}
+
+
+def written(bootstrap: str) -> list[dict[str, object]]:
+    """What the connector wrote so far (nothing before its topic exists)."""
+    try:
+        return [value for _, value in read_values(bootstrap, "rewound")]
+    except ValueError:  # no partitions yet: the topic is made by the first record
+        return []
+
+
+def first_seq_of_latest_run(bootstrap: str) -> int | None:
+    """The first sequence number the newest run of task 0 wrote (None before it wrote one)."""
+    values = written(bootstrap)
+    if not values:
+        return None
+    latest = max(values, key=lambda v: v["at"])["run"]
+    return min(v["seq"] for v in values if v["run"] == latest)
+
+
+def test_a_stopped_source_connectors_offsets_are_altered_and_reset(tmp_path: Path) -> None:
+    coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(10000, 1000)).start()
+    cluster = WorkerCluster(tmp_path, coordinator)
+    try:
+        w1 = cluster.start("w1")
+        url, b = f"{w1.url}/connectors/seq", coordinator.bootstrap
+        config = {
+            "connector.class": "VerifiableSource",
+            "topic": "rewound",
+            "tasks.max": "1",
+            "throughput": "20",
+        }
+        assert curl("POST", f"{w1.url}/connectors", {"name": "seq", "config": config})[0] == 201
+        wait_until(lambda: len(written(b)) >= 20, 60, "20 records written")
+
+        status, refused = curl("DELETE", f"{url}/offsets")
+        assert status == 400 and "must be in the STOPPED state" in refused["message"]  # type: ignore[index]
+        assert (
+            curl("PATCH", f"{url}/offsets", {"offsets": [{"partition": {"task": 0}, "offset": {"seq": 5}}]})[
+                0
+            ]
+            == 400
+        )
+
+        def stopped_at_once() -> None:
+            assert curl("PUT", f"{url}/stop")[0] == 204
+            wait_until(lambda: cluster.status("seq")["connector"]["state"] == "STOPPED" and not
+                       cluster.status("seq")["tasks"], 30, "the connector stopped")  # fmt: skip
+
+        stopped_at_once()
+        status, stored = curl("GET", f"{url}/offsets")
+        [only] = stored["offsets"]  # type: ignore[index]
+        assert status == 200 and only["partition"] == {"task": 0} and only["offset"]["seq"] >= 20
+        assert curl("PATCH", f"{url}/offsets", TO_FIVE) == (
+            200, {"message": "The offsets for this connector have been altered successfully"}
+        )  # fmt: skip
+        assert curl("GET", f"{url}/offsets") == (
+            200,
+            {"offsets": [{"partition": {"task": 0}, "offset": {"seq": 5}}]},
+        )
+        runs_before = len({v["run"] for v in written(b)})
+        assert curl("PUT", f"{url}/resume")[0] == 202
+        deadline = time.monotonic() + 60
+        while len({v["run"] for v in written(b)}) == runs_before and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert first_seq_of_latest_run(b) == 5, "the resumed task did not write from the altered offset"
+
+        stopped_at_once()
+        assert curl("DELETE", f"{url}/offsets") == (
+            200, {"message": "The offsets for this connector have been reset successfully"}
+        )  # fmt: skip
+        assert curl("GET", f"{url}/offsets") == (200, {"offsets": []})
+        runs_before = len({v["run"] for v in written(b)})
+        assert curl("PUT", f"{url}/resume")[0] == 202
+        deadline = time.monotonic() + 60
+        while len({v["run"] for v in written(b)}) == runs_before and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert first_seq_of_latest_run(b) == 0, "the resumed task did not start afresh after the reset"
+
+        assert curl("DELETE", f"{w1.url}/connectors/nope/offsets") == (
+            404, {"error_code": 404, "message": "Connector nope not found"}
+        )  # fmt: skip
+        files = {"connector.class": "FileIngest", "input.path": str(tmp_path / "in"), "format": "json",
+                 "schema": "id long", "output.path": str(tmp_path / "out")}  # fmt: skip
+        (tmp_path / "in").mkdir()
+        assert (
+            curl(
+                "POST", f"{w1.url}/connectors", {"name": "files", "config": files, "initial_state": "STOPPED"}
+            )[0]
+            == 201
+        )
+        status, spark = curl("DELETE", f"{w1.url}/connectors/files/offsets")
+        assert status == 400 and "Spark checkpoints" in spark["message"]  # type: ignore[index]
+    finally:
+        cluster.stop_all()
+        coordinator.kill()
