@@ -1,7 +1,7 @@
 """The `connect-rebalance` command line.
 
     connect-rebalance coordinator [-c server.properties] [--listen H:P] [--data-dir D] [-o name=value ...]
-    connect-rebalance topics {list,create,describe,delete} [--bootstrap-server H:P] ...
+    connect-rebalance topics {list,create,alter,describe,delete} [--bootstrap-server H:P] ...
     connect-rebalance groups {list,describe,delete,reset-offsets} [--bootstrap-server H:P] ...
     connect-rebalance users {add,remove,list} [--bootstrap-server H:P | --data-dir D] ...
     connect-rebalance acls {add,remove,list} [--bootstrap-server H:P] ...
@@ -9,7 +9,8 @@
     connect-rebalance quickstart
 
 The admin commands are ordinary Kafka clients (kafka-python) talking to the coordinator
-over the wire, so they work against any Kafka-compatible cluster too.
+over the wire, so they work against any Kafka-compatible cluster too. Their options may
+come before or after the action, as kafka-topics and kafka-consumer-groups take them.
 """
 
 from __future__ import annotations
@@ -82,8 +83,27 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     return cluster_demo.run(args)
 
 
+def _options_after_the_action(command: argparse.ArgumentParser) -> None:
+    """A command's own options (`--bootstrap-server`, `--command-config`) are taken after its
+    action too, as kafka-topics takes them anywhere: each action's parser learns them, with
+    no default of its own, so one given before the action is kept."""
+    actions = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
+    shared = [a for a in command._actions if a.option_strings and a.dest not in ("help",)]
+    for action_parsers in actions:
+        for action_parser in action_parsers.choices.values():
+            known = {flag for a in action_parser._actions for flag in a.option_strings}
+            for option in shared:
+                if not known & set(option.option_strings):
+                    action_parser.add_argument(
+                        *option.option_strings, dest=option.dest, default=argparse.SUPPRESS, help=option.help
+                    )
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from connect_rebalance import __version__
+
     parser = argparse.ArgumentParser(prog="connect-rebalance", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"connect-rebalance {__version__}")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -110,6 +130,20 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--partitions", type=int, default=1)
     create.add_argument("--replication-factor", type=int, default=1)
     create.add_argument("--config", action="append", metavar="NAME=VALUE", default=[])
+    create.add_argument(
+        "--if-not-exists", action="store_true", help="a topic that exists already is no error"
+    )
+    alter = tsub.add_parser(
+        "alter", help="add partitions, or change configs (IncrementalAlterConfigs)",
+        epilog="example: topics alter orders --partitions 6 --config retention.ms=86400000 "
+        "--delete-config segment.ms",
+    )  # fmt: skip
+    alter.add_argument("name")
+    alter.add_argument("--partitions", type=int, help="the new, larger, partition count")
+    alter.add_argument("--config", action="append", metavar="NAME=VALUE", default=[], help="set a config")
+    alter.add_argument(
+        "--delete-config", action="append", metavar="NAME", default=[], help="back to its default"
+    )
     describe = tsub.add_parser("describe", help="partitions, offsets and configs of a topic")
     describe.add_argument("name")
     delete = tsub.add_parser("delete", help="delete a topic")
@@ -122,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     users_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     quotas_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     acls_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
+    for command in sub.choices.values():
+        _options_after_the_action(command)
 
     worker = sub.add_parser("worker", help="run a Kafka Connect-style worker")
     worker.add_argument(

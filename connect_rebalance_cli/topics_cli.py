@@ -13,6 +13,8 @@ from coordinator.storage.topic_store import INTERNAL_TOPICS
 
 from .admin_command import run_admin_command
 
+TOPIC_ALREADY_EXISTS = 36
+
 
 def _parse_configs(pairs: list[str]) -> dict[str, str]:
     configs = {}
@@ -49,6 +51,35 @@ def _describe(admin: KafkaAdminClient, bootstrap: str, name: str) -> None:
         print("\tConfigs: " + ",".join(f"{key}={entry['value']}" for key, entry in sorted(explicit.items())))
 
 
+def _alter(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
+    """More partitions (CreatePartitions) and config changes (IncrementalAlterConfigs: SET and
+    DELETE), as kafka-topics --alter and kafka-configs --alter do them."""
+    from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest
+
+    from .admin_command import send_request
+
+    if args.partitions is None and not args.config and not args.delete_config:
+        raise ValueError("nothing to alter: give --partitions, --config or --delete-config")
+    if args.partitions is not None:
+        [result] = admin.create_partitions({args.name: args.partitions}, raise_errors=False).results
+        if result.error_code:
+            raise ValueError(f"cannot add partitions to {args.name!r}: {result.error_message}")
+        print(f"Topic {args.name} has {args.partitions} partitions.")
+    changes = [(name, 0, value) for name, value in _parse_configs(args.config).items()]
+    changes += [(name, 1, None) for name in args.delete_config]
+    if changes:
+        resource = IncrementalAlterConfigsRequest.AlterConfigsResource
+        config = resource.AlterableConfig
+        request = IncrementalAlterConfigsRequest(resources=[resource(
+            resource_type=ConfigResourceType.TOPIC, resource_name=args.name,
+            configs=[config(name=n, config_operation=op, value=v) for n, op, v in changes],
+        )], validate_only=False)  # fmt: skip
+        [result] = send_request(admin, request).responses
+        if result.error_code:
+            raise ValueError(f"cannot alter the configs of {args.name!r}: {result.error_message}")
+        print(f"Altered the configs of topic {args.name}.")
+
+
 def run(args: argparse.Namespace) -> int:
     return run_admin_command(args.bootstrap_server, lambda admin: _dispatch(admin, args))
 
@@ -63,9 +94,14 @@ def _dispatch(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
             args.name, args.partitions, args.replication_factor, topic_configs=_parse_configs(args.config)
         )
         [result] = admin.create_topics([topic], raise_errors=False)["topics"]
-        if result["error_code"]:
+        if result["error_code"] == TOPIC_ALREADY_EXISTS and args.if_not_exists:
+            print(f"Topic {args.name} exists already.")
+        elif result["error_code"]:
             raise ValueError(f"cannot create topic {args.name!r}: {result['error_message']}")
-        print(f"Created topic {args.name}.")
+        else:
+            print(f"Created topic {args.name}.")
+    elif args.action == "alter":
+        _alter(admin, args)
     elif args.action == "describe":
         _describe(admin, args.bootstrap_server, args.name)
     elif args.action == "delete":

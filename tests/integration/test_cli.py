@@ -41,6 +41,34 @@ def test_topics_create_list_describe_delete(coordinator) -> None:
     assert cli(*b, "list", "--exclude-internal").stdout.split() == []
 
 
+def test_topics_alter_and_create_if_not_exists_with_options_after_the_action(coordinator) -> None:
+    """kafka-topics' way: `--bootstrap-server` before or after the action, `--if-not-exists`,
+    and `alter` for more partitions and for configs (set, and back to the default)."""
+    b = coordinator.bootstrap
+    assert cli("--version").stdout.strip() == "connect-rebalance 0.1.0"
+    created = cli("topics", "create", "events", "--partitions", "2", "--bootstrap-server", b)
+    assert created.returncode == 0, created.stderr
+    again = cli("topics", "create", "events", "--if-not-exists", "--bootstrap-server", b)
+    assert (again.returncode, again.stdout.strip()) == (0, "Topic events exists already.")
+    altered = cli("topics", "alter", "events", "--partitions", "4", "--config", "retention.ms=3600000",
+                  "--config", "segment.ms=600000", "--bootstrap-server", b)  # fmt: skip
+    assert altered.returncode == 0, altered.stderr
+    described = cli("topics", "describe", "events", "--bootstrap-server", b).stdout
+    assert "PartitionCount: 4" in described and "retention.ms=3600000,segment.ms=600000" in described
+    assert (
+        cli("topics", "--bootstrap-server", b, "alter", "events", "--delete-config", "segment.ms").returncode
+        == 0
+    )
+    described = cli("topics", "describe", "events", "--bootstrap-server", b).stdout
+    assert "Configs: retention.ms=3600000" in described and "segment.ms" not in described
+    fewer = cli("topics", "alter", "events", "--partitions", "2", "--bootstrap-server", b)
+    assert fewer.returncode == 1 and "cannot add partitions" in fewer.stderr
+    bad = cli("topics", "alter", "events", "--config", "retention.ms=soon", "--bootstrap-server", b)
+    assert bad.returncode == 1 and "invalid value 'soon' for topic config 'retention.ms'" in bad.stderr
+    nothing = cli("topics", "alter", "events", "--bootstrap-server", b)
+    assert nothing.returncode == 1 and "nothing to alter" in nothing.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "named"),
     [

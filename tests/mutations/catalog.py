@@ -1398,6 +1398,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_stopped_source_connectors_offsets_are_altered_and_reset",
         ),
     ),
+    Mutation(
+        name="cli-options-only-before-the-action",
+        breaks="an admin command's options are taken after its action too",
+        file="connect_rebalance_cli/cli.py",
+        original="    actions = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]",
+        replacement="    actions = []",
+        tests=(
+            f"{INTEGRATION}/test_cli.py::"
+            "test_topics_alter_and_create_if_not_exists_with_options_after_the_action",
+        ),
+    ),
 )
 
 
