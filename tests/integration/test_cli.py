@@ -3,6 +3,7 @@ name the setting, and the quickstart ending with its summary."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -146,6 +147,35 @@ def test_groups_list_describe_reset_offsets_and_delete(tmp_path) -> None:
         lags = cli(*b, "describe", "cli-group").stdout
         assert "STATE Empty" in lags and sum(int(line.split()[4]) for line in lags.splitlines()
                                               if line.startswith("orders")) == 60  # fmt: skip
+
+        # kafka-consumer-groups' other ways, with the options after the action: some
+        # partitions, a time, a duration, the current offsets, a plan exported and applied.
+        server = ["--bootstrap-server", process.bootstrap]
+
+        def plan(*args: str) -> dict[tuple[str, int], int]:
+            result = cli("groups", "reset-offsets", "cli-group", *args, *server, "--output", "json")
+            assert result.returncode == 0, result.stderr
+            return {(row["topic"], row["partition"]): row["offset"] for row in json.loads(result.stdout)}
+
+        ends = plan("--topic", "orders", "--to-latest")
+        assert plan("--topic", "orders:0,2", "--to-offset", "1") == {("orders", 0): 1, ("orders", 2): 1}
+        assert plan("--all-topics", "--to-current") == {tp: 0 for tp in ends}
+        assert plan("--topic", "orders", "--to-datetime", "2000-01-01T00:00:00.000") == {tp: 0 for tp in ends}
+        assert plan("--topic", "orders", "--to-datetime", "2999-01-01T00:00:00.000Z") == ends
+        assert plan("--topic", "orders", "--by-duration", "P1D") == {tp: 0 for tp in ends}
+        assert plan("--topic", "orders", "--by-duration", "PT0S") == ends
+        exported = cli("groups", "reset-offsets", "cli-group", "--topic", "orders:1", "--shift-by", "5",
+                       "--export", *server)  # fmt: skip
+        assert exported.stdout.splitlines() == ["orders,1,5"]
+        (tmp_path / "plan.csv").write_text(exported.stdout)
+        applied = cli("groups", "reset-offsets", "cli-group", "--from-file", str(tmp_path / "plan.csv"),
+                      "--execute", *server)  # fmt: skip
+        assert applied.returncode == 0, applied.stderr
+        assert plan("--all-topics", "--to-current")[("orders", 1)] == 5
+        bad = cli("groups", "reset-offsets", "cli-group", "--topic", "orders:7", "--to-earliest", *server)
+        assert bad.returncode == 1 and "topic 'orders' has no partition 7" in bad.stderr
+        listed = json.loads(cli("groups", "list", *server, "--output", "json").stdout)
+        assert listed == [{"group": "cli-group", "type": "classic", "protocol": "consumer", "state": "Empty"}]
         assert cli(*b, "delete", "cli-group").returncode == 0
         assert "cli-group" not in cli(*b, "list").stdout
     finally:

@@ -1409,6 +1409,14 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_topics_alter_and_create_if_not_exists_with_options_after_the_action",
         ),
     ),
+    Mutation(
+        name="reset-offsets-ignores-partition-selection",
+        breaks="groups reset-offsets --topic T:P,... resets only the partitions named",
+        file="connect_rebalance_cli/groups_cli.py",
+        original="            partitions = [tp for tp in partitions if tp.partition in wanted]",
+        replacement="            pass  # mutation",
+        tests=(f"{INTEGRATION}/test_cli.py::test_groups_list_describe_reset_offsets_and_delete",),
+    ),
 )
 
 
