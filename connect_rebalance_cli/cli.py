@@ -187,8 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    for noisy in ("kafka", "aiokafka"):
+    from connect_rebalance.log_noise import NOISY, quiet_repeats
+
+    for noisy in NOISY:
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    quiet_repeats()
     return int(args.func(args) or 0)
 
 

@@ -1417,6 +1417,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="            pass  # mutation",
         tests=(f"{INTEGRATION}/test_cli.py::test_groups_list_describe_reset_offsets_and_delete",),
     ),
+    Mutation(
+        name="client-noise-not-quieted",
+        breaks="a Kafka client's repeated message is logged once per quiet period, not every few ms",
+        file="connect_rebalance/log_noise.py",
+        original="        handler.addFilter(RepeatedMessages())",
+        replacement="        pass  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_coordinator_restart.py::"
+            "test_workers_keep_their_work_through_a_restart_whose_load_outlasts_their_watchdog",
+        ),
+    ),
 )
 
 
