@@ -222,7 +222,7 @@ def incrementally_altered(
                 items = [i for i in items if i not in given]
             value = ",".join(items)
         result[name] = value
-    return validate_topic_configs(dict(result))
+    return validate_topic_configs(result)
 
 
 def effective_configs(explicit: dict[str, str], config: CoordinatorConfig) -> dict[str, tuple[str, int]]:

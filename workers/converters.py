@@ -31,6 +31,7 @@ KAFKA_PACKAGES = {
     "JsonConverter": "org.apache.kafka.connect.json.JsonConverter",
 }
 DEFAULTS = {"key.converter": "StringConverter", "value.converter": "JsonConverter"}
+SETTING_PREFIXES = tuple(DEFAULTS)  # `key.converter`, `value.converter` and the settings under them
 DEFAULT_SETTINGS = {"value.converter": {"schemas.enable": "false"}}  # when no converter is named
 SETTINGS_OF = {"StringConverter": {"encoding"}, "ByteArrayConverter": set(),
                "JsonConverter": {"schemas.enable", "schemas.cache.size", "decimal.format",

@@ -21,6 +21,7 @@ from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 from .connector_names import name_problem
+from .converters import SETTING_PREFIXES as CONVERTER_SETTINGS
 from .converters import converter_problems
 
 ENTRY_POINT_GROUP = "connect_rebalance.connectors"
@@ -127,7 +128,7 @@ def framework_problems(config: Mapping[str, str]) -> list[ConfigProblem]:
     problems = [ConfigProblem.invalid(name, config[name], problem)
                 for name, problem in converter_problems(config)]  # fmt: skip
     for name, value in sorted(config.items()):
-        if name.startswith(("key.converter", "value.converter")):
+        if name.startswith(CONVERTER_SETTINGS):
             continue  # the connector's own converters
         unused = UNSUPPORTED_FRAMEWORK_SETTINGS.get(name)
         if unused is None and not name.startswith(UNSUPPORTED_FRAMEWORK_PREFIXES):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -38,6 +39,11 @@ log = logging.getLogger(__name__)
 PRESENCE_PREFIX = "status-worker-"
 TOPIC_PREFIX, TOPIC_SEPARATOR = "status-topic-", ":connector-"
 UNKNOWN = {"state": "UNASSIGNED", "worker_id": ""}
+
+
+def topic_key(connector: str, topic: str) -> bytes:
+    """An active topic's record key, as Kafka Connect's status store writes it."""
+    return f"{TOPIC_PREFIX}{topic}{TOPIC_SEPARATOR}{connector}".encode()
 
 
 def status_key(item: Work) -> str:
@@ -109,14 +115,21 @@ class StatusStore:
         else:
             self.topics.setdefault(connector, {})[topic] = json.loads(value).get("topic", {})
 
-    def record_topic(self, connector: str, topic: str, task: int, now_ms: int) -> None:
-        """A topic the connector's task uses: written once (in the background), and known here at once."""
+    def record_topic(self, connector: str, topic: str, task: int) -> None:
+        """A topic the connector's task uses: written once (in the background), and known here
+        at once; every later call for it is a dictionary lookup (a source calls it per record)."""
         if topic in self.topics.get(connector, {}):
             return
-        value = {"name": topic, "connector": connector, "task": task, "discoverTimestamp": now_ms}
+        value = {
+            "name": topic,
+            "connector": connector,
+            "task": task,
+            "discoverTimestamp": int(time.time() * 1000),
+        }
         self.topics.setdefault(connector, {})[topic] = value
-        key = f"{TOPIC_PREFIX}{topic}{TOPIC_SEPARATOR}{connector}"
-        write = asyncio.ensure_future(self.log.write(key.encode(), encode_json({"topic": value})))
+        write = asyncio.ensure_future(
+            self.log.write(topic_key(connector, topic), encode_json({"topic": value}))
+        )
         write.add_done_callback(_log_failure)
 
     def active_topics(self, connector: str) -> list[str]:
@@ -126,7 +139,7 @@ class StatusStore:
         """Forget the connector's topics: a tombstone for each (until a task uses one again)."""
         for topic in self.active_topics(connector):
             self.topics[connector].pop(topic, None)
-            await self.log.write(f"{TOPIC_PREFIX}{topic}{TOPIC_SEPARATOR}{connector}".encode(), None)
+            await self.log.write(topic_key(connector, topic), None)
 
     async def announce(self, state: str, url: str, member_id: str | None) -> None:
         """This worker's presence, `UP` or `LEFT` (awaited: it must land before what follows)."""

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -316,20 +315,21 @@ class TaskRunner:
                 asyncio.ensure_future(self._failed(runner, task, exc))
 
         key_converter, value_converter = record_converters(
-            self.config.converters, self.state.connectors[item[0]]
+            self.config.converter_settings, self.state.connectors[item[0]]
         )
 
         loop = asyncio.get_running_loop()
+        tracking = self.config.topic_tracking_enable
 
         def track_topic(topic: str) -> None:
-            if self.config.topic_tracking_enable:
-                loop.call_soon_threadsafe(
-                    self.statuses.record_topic, item[0], topic, item[1], int(time.time() * 1000)
-                )
+            """From any thread (a Spark task's planning): handed to the loop."""
+            if tracking:
+                loop.call_soon_threadsafe(self.statuses.record_topic, item[0], topic, item[1])
 
         async def send(topic: str, key: Any, value: Any, source: SourceOffset | None = None) -> None:
             """The task's key and value as its converters write them (a ConversionError fails it)."""
-            track_topic(topic)
+            if tracking:  # on the loop already: no hand-over per record
+                self.statuses.record_topic(item[0], topic, item[1])
             await writes.send(topic, key_converter.from_data(key), value_converter.from_data(value), source)
 
         return TaskContext(

@@ -37,11 +37,11 @@ from connect_rebalance.properties import ConfigError, read_properties, unknown_s
 from connect_rebalance.tls import TlsSettings
 from connect_rebalance.tls_server import TLS_DEFAULTS, server_context
 
+from .converters import SETTING_PREFIXES as CONVERTER_SETTINGS
 from .converters import converter_problems
 from .inapplicable_settings import INAPPLICABLE, NOT_YET, sort_out
 
 CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
-CONVERTER_PREFIXES = ("key.converter", "value.converter")
 HTTPS_PREFIX = "listeners.https."
 BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
 
@@ -66,10 +66,8 @@ class WorkerConfig(BaseModel):
     config_storage_replication_factor: int = Field(-1, alias="config.storage.replication.factor", ge=-1)
     offset_storage_replication_factor: int = Field(-1, alias="offset.storage.replication.factor", ge=-1)
     status_storage_replication_factor: int = Field(-1, alias="status.storage.replication.factor", ge=-1)
-    # What tasks' records are written as (workers.converters), with `key.converter.*` and
-    # `value.converter.*` settings in `converter_settings`.
-    key_converter: str | None = Field(None, alias="key.converter")
-    value_converter: str | None = Field(None, alias="value.converter")
+    # What tasks' records are written as: `key.converter`, `value.converter` and the settings
+    # under them, by their names (workers.converters).
     converter_settings: dict[str, str] = Field(default_factory=dict, exclude=True)
     # Connectors' active topics (KIP-558): recorded, and whether REST may reset them.
     topic_tracking_enable: bool = Field(True, alias="topic.tracking.enable")
@@ -258,24 +256,18 @@ class WorkerConfig(BaseModel):
             object.__setattr__(self, "_member_id", f"{self.worker_id}-{uuid.uuid4().hex[:12]}")
         return self._member_id  # type: ignore[attr-defined,no-any-return]
 
-    @property
-    def converters(self) -> dict[str, str]:
-        """The worker's converter settings by their names, for `workers.converters`."""
-        named = {"key.converter": self.key_converter, "value.converter": self.value_converter}
-        return {**{k: v for k, v in named.items() if v is not None}, **self.converter_settings}
-
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> WorkerConfig:
         """Kafka Connect's names; any other `spark.*` setting is passed through to Spark.
         Every problem is reported at once, in one ConfigError; settings that change nothing
-        here are kept in `warnings`, for the worker to log at start."""
+        here are kept in `setting_warnings`, for the worker to log at start."""
         settings = {k: str(v) for k, v in settings.items()}
         warnings, refusals, handled = sort_out(settings)
         known = {f.alias for f in cls.model_fields.values() if f.alias}
         spark = {k: v for k, v in settings.items() if k.startswith("spark.") and k not in known}
         security = {k: v for k, v in settings.items() if _is_security(k)}
         converters = {
-            k: v for k, v in settings.items() if k.startswith(CONVERTER_PREFIXES) and k not in handled
+            k: v for k, v in settings.items() if k.startswith(CONVERTER_SETTINGS) and k not in handled
         }
         problems = [
             f"setting {name!r}{' ' if problem.startswith('is ') else ': '}{problem}"
@@ -286,12 +278,11 @@ class WorkerConfig(BaseModel):
             if prefixed:
                 problems.append(f"{name} is not supported: only security settings may follow {prefixed}")
             else:
-                problems.append(unknown_setting(name, known | set(INAPPLICABLE) | set(NOT_YET)))
+                problems.append(unknown_setting(name, {*known, *CONVERTER_SETTINGS, *INAPPLICABLE, *NOT_YET}))
         plain = {k: v for k, v in settings.items() if k in known}
         try:
             config = cls.model_validate({**plain, "spark_settings": spark, "security_settings": security,
-                                         "converter_settings": {k: v for k, v in converters.items()
-                                                                if k not in known}})  # fmt: skip
+                                         "converter_settings": converters})  # fmt: skip
         except ValidationError as exc:
             problems += validation_problems(exc.errors())
         if problems:

@@ -156,13 +156,9 @@ async def create_partitions(ctx: RequestContext, request: Any) -> dict[str, Any]
 def _delete_records_before(ctx: RequestContext, name: str, index: int, offset: int) -> int:
     """Move one partition's log start offset (on a thread: it writes and deletes files)."""
     ctx.require(AclOperation.DELETE, ResourceType.TOPIC, name)
-    topic = ctx.broker.topics.get(name)
-    if topic is None or not 0 <= index < len(topic.partitions):
+    topic = ctx.broker.topics.existing_user_topic(name)  # unknown or internal: refused there
+    if not 0 <= index < len(topic.partitions):
         raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {name}-{index}")
-    if topic.is_internal:
-        raise KafkaApiError(
-            ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot delete records of internal topic {name}"
-        )
     partition = topic.partitions[index]
     if "delete" not in partition.settings.cleanup_policy:
         raise KafkaApiError(

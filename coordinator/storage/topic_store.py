@@ -232,7 +232,7 @@ class TopicStore:
         write_json_atomically(topic.directory / "topic.json", topic.describe())
 
     def check_partition_increase(self, name: str, total: int) -> Topic:
-        topic = self._existing_user_topic(name)
+        topic = self.existing_user_topic(name)
         if not len(topic.partitions) < total <= MAX_PARTITIONS:
             raise KafkaApiError(
                 ErrorCode.INVALID_PARTITIONS,
@@ -259,7 +259,7 @@ class TopicStore:
         self._write_meta(topic)
         return topic
 
-    def _existing_user_topic(self, name: str) -> Topic:
+    def existing_user_topic(self, name: str) -> Topic:
         topic = self.topics.get(name)
         if topic is None:
             raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
@@ -268,7 +268,7 @@ class TopicStore:
         return topic
 
     def delete(self, name: str) -> Topic:
-        topic = self._existing_user_topic(name)
+        topic = self.existing_user_topic(name)
         self.deleted_dir.mkdir(exist_ok=True)
         graveyard = self.deleted_dir / topic.topic_id.hex  # names can be 249 characters; ids are short
         topic.directory.rename(graveyard)

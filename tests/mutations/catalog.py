@@ -1367,8 +1367,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="active-topics-not-recorded",
         breaks="the topics a connector's tasks use are listed at GET /connectors/<name>/topics",
         file="workers/task_runner.py",
-        original="            if self.config.topic_tracking_enable:",
-        replacement="            if False:",
+        original="        tracking = self.config.topic_tracking_enable",
+        replacement="        tracking = False",
         tests=(
             f"{INTEGRATION}/test_connector_topics.py::"
             "test_the_topics_a_connector_used_are_listed_everywhere_and_reset",
