@@ -17,6 +17,7 @@ from confluent_kafka.admin import ResourceType as Rt
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.processes import CoordinatorProcess
+from tests.support.clients import first_message
 from tests.support.connect_driver import ConnectDriver, TcpTransport
 from tests.support.group_scenario import wait_until
 
@@ -51,18 +52,9 @@ def watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
 
 def first_offset_read(bootstrap: str, topic: str) -> int:
     """The offset of the first record a consumer reads from the earliest position."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{topic}-{time.monotonic_ns()}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
-    try:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                return message.offset()  # type: ignore[no-any-return]
-        raise AssertionError(f"nothing was read from {topic} in 30 s")
-    finally:
-        consumer.close()
+    message = first_message(bootstrap, topic)
+    assert message is not None, f"nothing was read from {topic} in 30 s"
+    return message.offset()  # type: ignore[no-any-return]
 
 
 def explicit_configs(admin: AdminClient, topic: str) -> dict[str, str]:

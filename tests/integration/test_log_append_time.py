@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer
+from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connect_rebalance.processes import CoordinatorProcess
+from tests.support.clients import first_message
 
 pytestmark = pytest.mark.integration
 PRODUCER_TIME_MS = 1_000_000  # 1970: far from any append time
@@ -25,19 +26,9 @@ def produced_and_read(bootstrap: str, topic: str) -> tuple[tuple[int, int], tupl
         topic, value=b"v", timestamp=PRODUCER_TIME_MS, on_delivery=lambda err, msg: reports.append(msg)
     )
     assert producer.flush(30) == 0 and reports and reports[0].error() is None
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"read-{topic}", "auto.offset.reset": "earliest"}
-    )
-    try:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                return reports[0].timestamp(), message.timestamp()
-    finally:
-        consumer.close()
-    raise AssertionError(f"nothing read back from {topic}")
+    message = first_message(bootstrap, topic)
+    assert message is not None, f"nothing read back from {topic}"
+    return reports[0].timestamp(), message.timestamp()
 
 
 def test_a_log_append_time_topic_stamps_records_with_the_append_time(tmp_path: Path) -> None:

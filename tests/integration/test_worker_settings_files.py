@@ -17,10 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient
 
 from connect_rebalance.processes import CoordinatorProcess
 from tests.support.group_scenario import wait_until
+from tests.support.verifiable_records import read_raw
 from tests.support.worker_cluster import rest
 from workers.process import WorkerProcess
 
@@ -34,22 +35,12 @@ EXPECTED_WARNINGS = [
 ]
 
 
-def first_records(bootstrap: str, topic: str, count: int) -> list[tuple[bytes, bytes]]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
+def partition_counts(bootstrap: str, *topics: str) -> dict[str, int]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        if not partitions:  # not written to yet
-            return []
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        found: list[tuple[bytes, bytes]] = []
-        deadline = time.monotonic() + 30
-        while len(found) < count and time.monotonic() < deadline:
-            for records in consumer.poll(timeout_ms=500).values():
-                found += [(r.key, r.value) for r in records]
-        return found[:count]
+        return {t["name"]: len(t["partitions"]) for t in admin.describe_topics(list(topics))}
     finally:
-        consumer.close()
+        admin.close()
 
 
 def test_kafkas_own_worker_file_starts_a_worker_unchanged(tmp_path: Path) -> None:
@@ -63,12 +54,9 @@ def test_kafkas_own_worker_file_starts_a_worker_unchanged(tmp_path: Path) -> Non
                     for line in worker.log_text().splitlines() if "WARNING" in line]  # fmt: skip
         assert warnings == EXPECTED_WARNINGS
 
-        admin = KafkaAdminClient(bootstrap_servers=coordinator.bootstrap)
-        try:
-            described = {t["name"]: len(t["partitions"]) for t in admin.describe_topics(
-                ["connect-offsets", "connect-configs", "connect-status"])}  # fmt: skip
-        finally:
-            admin.close()
+        described = partition_counts(
+            coordinator.bootstrap, "connect-offsets", "connect-configs", "connect-status"
+        )
         assert described == {"connect-offsets": 25, "connect-configs": 1, "connect-status": 5}
 
         source = {
@@ -78,8 +66,8 @@ def test_kafkas_own_worker_file_starts_a_worker_unchanged(tmp_path: Path) -> Non
             "throughput": "50",
         }
         assert rest("POST", f"{worker.url}/connectors", {"name": "seq", "config": source})[0] == 201
-        wait_until(lambda: len(first_records(coordinator.bootstrap, "converted", 3)) == 3, 60, "3 records")
-        key, value = first_records(coordinator.bootstrap, "converted", 1)[0]
+        wait_until(lambda: len(read_raw(coordinator.bootstrap, "converted")) >= 3, 60, "3 records")
+        _, _, key, value = read_raw(coordinator.bootstrap, "converted")[0]
         # JsonConverter with schemas.enable=true, for keys and values: Kafka Connect's envelope.
         assert json.loads(key) == {"schema": {"type": "string", "optional": False}, "payload": "seq-0"}
         envelope = json.loads(value)
@@ -130,12 +118,7 @@ def test_the_internal_topics_are_made_as_their_settings_say_and_a_replication_fa
                              "config.storage.replication.factor": "3"}, tmp_path / "w", "big")  # fmt: skip
     try:
         sized.start()
-        admin = KafkaAdminClient(bootstrap_servers=coordinator.bootstrap)
-        try:
-            described = {t["name"]: len(t["partitions"]) for t in admin.describe_topics(
-                ["sized-offsets", "sized-configs", "sized-status"])}  # fmt: skip
-        finally:
-            admin.close()
+        described = partition_counts(coordinator.bootstrap, "sized-offsets", "sized-configs", "sized-status")
         assert described == {"sized-offsets": 7, "sized-configs": 1, "sized-status": 2}
         with pytest.raises(RuntimeError) as refused:
             too_big.start()

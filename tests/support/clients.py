@@ -104,6 +104,25 @@ def read_to_end(bootstrap: str, topic: str, partition: int = 0, timeout: float =
     return out
 
 
+def first_message(bootstrap: str, topic: str, timeout: float = 30) -> Any:
+    """The first record a new consumer group subscribed from the earliest offset reads (a
+    confluent-kafka Message), or None if none comes within `timeout`."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"first-{topic}-{time.monotonic_ns()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                return message
+        return None
+    finally:
+        consumer.close()
+
+
 def _poll_confluent(consumer: Any, expected: int, timeout: float) -> list[Record]:
     out: list[Record] = []
     deadline = time.monotonic() + timeout

@@ -14,25 +14,36 @@ from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
 
+Raw = tuple[int, int, bytes | None, bytes | None]  # partition, timestamp ms, key, value
 
-def read_records(bootstrap: str, topic: str) -> list[tuple[int, int, dict[str, Any]]]:
-    """(partition, record timestamp ms, decoded value) of every record in `topic`, read to its
-    end: partition by partition, each in log order."""
+
+def read_raw(bootstrap: str, topic: str) -> list[Raw]:
+    """(partition, record timestamp ms, key, value) of every record in `topic`, read to its
+    end: partition by partition, each in log order; nothing before the topic exists."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
     try:
         partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        if not partitions:  # made by its first record, not yet written
+            return []
         consumer.assign(partitions)
         consumer.seek_to_beginning(*partitions)
         end = consumer.end_offsets(partitions)
-        found: dict[int, list[tuple[int, int, dict[str, Any]]]] = {tp.partition: [] for tp in partitions}
+        found: dict[int, list[Raw]] = {tp.partition: [] for tp in partitions}
         deadline = time.monotonic() + 30
         while any(consumer.position(tp) < end[tp] for tp in partitions):
             assert time.monotonic() < deadline, f"could not read {topic} to its end"
             for tp, records in consumer.poll(timeout_ms=500).items():
-                found[tp.partition].extend((tp.partition, r.timestamp, json.loads(r.value)) for r in records)
+                found[tp.partition].extend((tp.partition, r.timestamp, r.key, r.value) for r in records)
         return [record for p in sorted(found) for record in found[p]]
     finally:
         consumer.close()
+
+
+def read_records(bootstrap: str, topic: str) -> list[tuple[int, int, dict[str, Any]]]:
+    """(partition, record timestamp ms, decoded value) of every record in `topic`, read to its
+    end: partition by partition, each in log order."""
+    raw = read_raw(bootstrap, topic)
+    return [(partition, timestamp, json.loads(value)) for partition, timestamp, _, value in raw]  # type: ignore[arg-type]
 
 
 def read_values(bootstrap: str, topic: str) -> list[tuple[int, dict[str, Any]]]:
