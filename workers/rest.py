@@ -27,6 +27,7 @@ from .config_state import PAUSED, STARTED, STOPPED
 from .connector_names import java_trim, name_problem
 from .herder import Herder
 from .plugins import ConfigDef, ConfigProblem, find_plugin, plugins
+from .rest_errors import RestError, error
 from .rest_loggers import logger_routes
 from .rest_security import Refused, RestAuthenticator
 from .session_key import (
@@ -46,16 +47,6 @@ INITIAL_STATES = {"RUNNING": STARTED, "PAUSED": PAUSED, "STOPPED": STOPPED}
 # port answers first), waits this long for the start, as Kafka Connect queues it; then 503.
 STARTUP_WAIT_S = 60.0
 ANSWERED_WHILE_STARTING = frozenset({"/", "/health", "/metrics", "/openapi.json"})
-
-
-class RestError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
-def error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response({"error_code": status, "message": message}, status=status, headers=headers)
 
 
 @web.middleware
@@ -140,7 +131,7 @@ class RestApi:
             web.get("/connector-plugins", self.list_plugins),
             web.get("/connector-plugins/{plugin}/config", self.plugin_config),
             web.put("/connector-plugins/{plugin}/config/validate", self.validate),
-            *logger_routes(herder, RestError),
+            *logger_routes(herder),
         ]
         self.app.add_routes(routes)
 

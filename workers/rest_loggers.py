@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from .loggers import level_number
+from .rest_errors import RestError
 
 if TYPE_CHECKING:
     from .herder import Herder
-    from .rest import RestError
 
 log = logging.getLogger(__name__)
 
 
-def logger_routes(herder: Herder, refuse: type[RestError]) -> list[web.RouteDef]:
+def logger_routes(herder: Herder) -> list[web.RouteDef]:
     async def list_loggers(request: web.Request) -> web.Response:
         return web.json_response(herder.loggers.all_levels())
 
@@ -36,7 +36,7 @@ def logger_routes(herder: Herder, refuse: type[RestError]) -> list[web.RouteDef]
         name = request.match_info["logger"]
         found = herder.loggers.level(name)
         if found is None:
-            raise refuse(404, f"Logger {name} not found.")
+            raise RestError(404, f"Logger {name} not found.")
         return web.json_response(found)
 
     async def set_level(request: web.Request) -> web.StreamResponse:
@@ -44,12 +44,12 @@ def logger_routes(herder: Herder, refuse: type[RestError]) -> list[web.RouteDef]
         try:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise refuse(400, f"Invalid JSON in the request body: {exc}") from exc
+            raise RestError(400, f"Invalid JSON in the request body: {exc}") from exc
         level = body.get("level") if isinstance(body, dict) else None
         if not isinstance(level, str):
-            raise refuse(400, "Desired 'level' parameter was not specified in request.")
+            raise RestError(400, "Desired 'level' parameter was not specified in request.")
         if level_number(level) is None:
-            raise refuse(404, f"invalid log level '{level}'.")
+            raise RestError(404, f"invalid log level '{level}'.")
         scope = request.query.get("scope", "worker").lower()
         if scope == "cluster":
             await herder.set_cluster_logger_level(name, level.upper())
