@@ -39,6 +39,7 @@ from .classic_membership import ClassicMembership
 from .config_state import Changed, ConfigChange, ConfigState
 from .config_store import ConfigStore
 from .connect_membership import ConnectMembership
+from .connectors.checkpoint_generations import CheckpointedConnector, OffsetChanges
 from .fenced_output import OutputConnection
 from .internal_requests import send_task_configs
 from .leader_duties import ConfigAnnouncer, keep_session_key
@@ -405,15 +406,34 @@ class Herder:
     async def restart(self, item: Work) -> None:
         await self.runner.restart(item)
 
+    def _checkpointed(self, name: str) -> type[CheckpointedConnector] | None:
+        """The connector's plugin, if its offsets are its tasks' Spark checkpoints."""
+        plugin = find_plugin(self.state.connectors.get(name, {}).get("connector.class", ""))
+        return plugin if plugin is not None and issubclass(plugin, CheckpointedConnector) else None
+
     async def connector_offsets(self, name: str) -> list[dict[str, Any]]:
         """KIP-875's offsets: the offset topic's, or those in the Spark checkpoints of connectors
         that keep them there, of every task (also while the connector is stopped)."""
-        config = self.state.connectors.get(name, {})
-        plugin = find_plugin(config.get("connector.class", ""))
-        if not hasattr(plugin, "checkpoint_offsets"):
+        plugin = self._checkpointed(name)
+        if plugin is None:
             return self.offsets.of_connector(name)
-        tasks = len(self.task_configs(name)) or int(config.get("tasks.max", "1"))
-        return await asyncio.to_thread(plugin.checkpoint_offsets, self.config, name, tasks)
+        return await asyncio.to_thread(plugin.checkpoint_offsets, self.config, name)
+
+    async def alter_offsets(self, name: str, changes: OffsetChanges) -> None:
+        """KIP-875's alter of a stopped connector (OffsetsRefused: one it cannot do)."""
+        plugin = self._checkpointed(name)
+        if plugin is None:
+            await self.offsets.alter(name, list(changes))
+        else:
+            await asyncio.to_thread(plugin.alter_offsets, self.config, name, changes)
+
+    async def reset_offsets(self, name: str) -> None:
+        """KIP-875's reset of a stopped connector."""
+        plugin = self._checkpointed(name)
+        if plugin is None:
+            await self.offsets.reset(name)
+        else:
+            await asyncio.to_thread(plugin.reset_offsets, self.config, name)
 
     def figures(self) -> WorkerFigures:
         membership, runner, spark = self.membership, self.runner, self.spark

@@ -25,6 +25,7 @@ from connect_rebalance.prometheus import Exposition
 from . import openapi
 from .config_state import PAUSED, STARTED, STOPPED
 from .connector_names import java_trim, name_problem
+from .connectors.checkpoint_generations import OffsetsRefused
 from .herder import Herder
 from .plugins import ConfigDef, ConfigProblem, find_plugin, plugins
 from .rest_errors import RestError, error
@@ -37,7 +38,6 @@ from .session_key import (
     SeenSignatures,
     task_configs_path,
 )
-from .spark_task import SparkTask
 from .worker_metrics import metrics_text
 
 log = logging.getLogger(__name__)
@@ -498,21 +498,14 @@ class RestApi:
 
     def _offsets_modifiable(self, name: str) -> None:
         """KIP-875's preconditions, with Kafka Connect's answers: the connector exists, is
-        STOPPED, and keeps its offsets where this worker can change them."""
-        config = self._known(name)
+        STOPPED (none of its tasks runs)."""
+        self._known(name)
         if self.herder.state.target_state(name) != STOPPED or self.herder.task_configs(name):
             raise RestError(
                 400,
                 "Connectors must be in the STOPPED state before their offsets can be modified. This can be "
                 "done for the specified connector by issuing a 'PUT' request to the "
                 f"'/connectors/{name}/stop' endpoint",
-            )
-        plugin = find_plugin(config.get("connector.class", ""))
-        if plugin is not None and issubclass(plugin.task_class, SparkTask):
-            raise RestError(
-                400,
-                f"{name} keeps its offsets in its tasks' Spark checkpoints; altering or resetting them "
-                "is not supported yet (a new checkpoint would replay batch numbers its output log holds)",
             )
 
     async def alter_offsets(self, request: web.Request) -> web.StreamResponse:
@@ -532,7 +525,10 @@ class RestApi:
         forwarded = await self._leader_only(request)
         if forwarded is not None:
             return forwarded
-        await self.herder.offsets.alter(name, changes)
+        try:
+            await self.herder.alter_offsets(name, changes)
+        except OffsetsRefused as exc:
+            raise RestError(400, str(exc)) from exc
         return web.json_response({"message": "The offsets for this connector have been altered successfully"})
 
     async def reset_offsets(self, request: web.Request) -> web.StreamResponse:
@@ -541,7 +537,7 @@ class RestApi:
         forwarded = await self._leader_only(request)
         if forwarded is not None:
             return forwarded
-        await self.herder.offsets.reset(name)
+        await self.herder.reset_offsets(name)
         return web.json_response({"message": "The offsets for this connector have been reset successfully"})
 
     async def list_plugins(self, request: web.Request) -> web.Response:

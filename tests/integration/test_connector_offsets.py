@@ -2,8 +2,8 @@
 as an operator drives it with curl: altering or resetting a running connector's offsets is
 refused (400, Kafka Connect's message); once it is stopped, PATCH sets its task's position
 and DELETE forgets it, and the resumed task writes from exactly there (read back from the
-topic: the next run's first sequence number). A Spark connector's checkpoint offsets are
-refused for now, saying why."""
+topic: the next run's first sequence number). Requests a Spark connector cannot take are
+refused as Kafka Connect refuses them."""
 
 from __future__ import annotations
 
@@ -98,17 +98,41 @@ def test_a_stopped_source_connectors_offsets_are_altered_and_reset(tmp_path: Pat
         assert curl("DELETE", f"{w1.url}/connectors/nope/offsets") == (
             404, {"error_code": 404, "message": "Connector nope not found"}
         )  # fmt: skip
+        # Spark connectors' offsets are their checkpoints' (tests/e2e/test_spark_connector_offsets.py
+        # alters and resets them); the requests are checked as Kafka Connect checks them.
         files = {"connector.class": "FileIngest", "input.path": str(tmp_path / "in"), "format": "json",
                  "schema": "id long", "output.path": str(tmp_path / "out")}  # fmt: skip
         (tmp_path / "in").mkdir()
-        assert (
-            curl(
-                "POST", f"{w1.url}/connectors", {"name": "files", "config": files, "initial_state": "STOPPED"}
-            )[0]
-            == 201
+        created = curl(
+            "POST", f"{w1.url}/connectors", {"name": "files", "config": files, "initial_state": "STOPPED"}
         )
-        status, spark = curl("DELETE", f"{w1.url}/connectors/files/offsets")
-        assert status == 400 and "Spark checkpoints" in spark["message"]  # type: ignore[index]
+        assert created[0] == 201
+        status, refused = curl("PATCH", f"{w1.url}/connectors/files/offsets", TO_FIVE)
+        assert status == 400 and refused["message"] == (  # type: ignore[index]
+            "Failed to modify offsets for connector files because it doesn't support external "
+            "modification of offsets (it can be reset with DELETE)"
+        )
+        topics = {
+            "connector.class": "TopicIngest",
+            "topics": "rewound",
+            "output.path": str(tmp_path / "out2"),
+        }
+        created = curl(
+            "POST", f"{w1.url}/connectors", {"name": "topics", "config": topics, "initial_state": "STOPPED"}
+        )
+        assert created[0] == 201
+        for partition, message in [
+            ({"topic": "rewound"}, "must contain the keys 'kafka_topic' and 'kafka_partition'"),
+            (
+                {"kafka_topic": "rewound", "kafka_partition": "one"},
+                "Partition values for sink connectors need",
+            ),
+            ({"kafka_topic": None, "kafka_partition": 0}, "Kafka topic names must be valid strings"),
+        ]:
+            entry = {"partition": partition, "offset": {"kafka_offset": 1}}
+            status, refused = curl("PATCH", f"{w1.url}/connectors/topics/offsets", {"offsets": [entry]})
+            assert status == 400 and message in refused["message"], refused  # type: ignore[index]
+        assert curl("GET", f"{w1.url}/connectors/topics/offsets") == (200, {"offsets": []})
     finally:
         cluster.stop_all()
         coordinator.kill()

@@ -685,11 +685,51 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="stopped-connector-offsets-empty",
         breaks="a stopped TopicIngest reports the offsets its checkpoints committed (KIP-875)",
         file="workers/herder.py",
-        original='        tasks = len(self.task_configs(name)) or int(config.get("tasks.max", "1"))\n',
-        replacement="        tasks = len(self.task_configs(name))  # mutation: none while stopped\n",
+        original=(
+            "        plugin = self._checkpointed(name)\n        if plugin is None:\n"
+            "            return self.offsets.of_connector(name)\n"
+        ),
+        replacement=(
+            "        plugin = self._checkpointed(name)\n"
+            "        if plugin is None or not self.task_configs(name):  # mutation: running tasks only\n"
+            "            return self.offsets.of_connector(name)\n"
+        ),
         tests=(
-            "tests/e2e/test_topic_ingest.py::"
-            "test_a_stopped_topic_ingest_reports_the_offsets_its_checkpoints_committed",
+            "tests/e2e/test_spark_connector_offsets.py::"
+            "test_a_stopped_topic_ingest_rereads_from_altered_offsets_and_from_the_start_after_a_reset",
+        ),
+    ),
+    Mutation(
+        name="spark-offsets-reset-keeps-checkpoints",
+        breaks="a stopped FileIngest whose offsets are reset reads every file again (KIP-875)",
+        file="workers/connectors/checkpoint_generations.py",
+        original="        shutil.rmtree(root / str(task))\n",
+        replacement="        pass  # mutation: the old checkpoints stay\n",
+        tests=(
+            "tests/e2e/test_spark_connector_offsets.py::"
+            "test_a_stopped_file_ingest_shows_its_files_and_a_reset_reads_them_all_again",
+        ),
+    ),
+    Mutation(
+        name="spark-offsets-generation-output-reused",
+        breaks="a Spark connector's checkpoints after a reset write where the old sink log skips them",
+        file="workers/connectors/parquet_output.py",
+        original='    name = f"task-{index}" if generation == 0 else f"task-{index}-g{generation}"\n',
+        replacement='    name = f"task-{index}"  # mutation: one output directory for every generation\n',
+        tests=(
+            "tests/unit/test_checkpoint_generations.py::"
+            "test_a_new_generation_deletes_the_checkpoints_and_writes_to_new_output_directories",
+        ),
+    ),
+    Mutation(
+        name="topic-ingest-alter-ignored",
+        breaks="a stopped TopicIngest whose partition is altered reads on from the altered offset (KIP-875)",
+        file="workers/connectors/topic_spark_source.py",
+        original='        return flatten(generation.get("offsets"))\n',
+        replacement="        return {}  # mutation: the generation's starting offsets are not read\n",
+        tests=(
+            "tests/e2e/test_spark_connector_offsets.py::"
+            "test_a_stopped_topic_ingest_rereads_from_altered_offsets_and_from_the_start_after_a_reset",
         ),
     ),
     Mutation(

@@ -9,7 +9,7 @@ import pytest
 
 from workers.connectors.partition_split import partitions_of_task
 from workers.connectors.share_handoff import committed_offsets
-from workers.connectors.topic_ingest import TopicIngest, offsets_of_checkpoints
+from workers.connectors.topic_ingest import TopicIngest, current_offsets, sink_offsets
 from workers.connectors.topic_spark_source import (
     PartitionRange,
     TopicStreamReader,
@@ -90,14 +90,13 @@ def write_batch(checkpoint: Path, batch: int, offsets: str, committed: bool) -> 
 
 
 def test_offsets_are_those_of_the_last_committed_batch(tmp_path: Path) -> None:
-    assert committed_offsets(str(tmp_path)) is None
-    write_batch(tmp_path, 0, '{"t":{"0":10}}', committed=True)
-    write_batch(tmp_path, 1, '{"t":{"0":20}}', committed=True)
-    write_batch(tmp_path, 2, '{"t":{"0":30}}', committed=False)  # in flight: re-run on restart
-    assert committed_offsets(str(tmp_path)) == {"t": {"0": 20}}
-    other = tmp_path / "other"
-    write_batch(other, 0, '{"u":{"1":4,"0":2}}', committed=True)
-    assert offsets_of_checkpoints([str(tmp_path), str(other), str(tmp_path / "none")]) == [
+    assert committed_offsets(str(tmp_path / "0")) is None
+    write_batch(tmp_path / "0", 0, '{"t":{"0":10}}', committed=True)
+    write_batch(tmp_path / "0", 1, '{"t":{"0":20}}', committed=True)
+    write_batch(tmp_path / "0", 2, '{"t":{"0":30}}', committed=False)  # in flight: re-run on restart
+    assert committed_offsets(str(tmp_path / "0")) == {"t": {"0": 20}}
+    write_batch(tmp_path / "1", 0, '{"u":{"1":4,"0":2}}', committed=True)
+    assert sink_offsets(current_offsets(tmp_path)) == [
         {"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 20}},
         {"partition": {"kafka_topic": "u", "kafka_partition": 0}, "offset": {"kafka_offset": 2}},
         {"partition": {"kafka_topic": "u", "kafka_partition": 1}, "offset": {"kafka_offset": 4}},

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..plugins import ConfigDef, Connector, TaskContext, indexed_task_configs, non_negative_int, positive_int
+from ..plugins import ConfigDef, TaskContext, indexed_task_configs, non_negative_int, positive_int
 from ..spark_task import SparkTask
+from .checkpoint_generations import CheckpointedConnector
 from .parquet_output import parquet_sink
 
 
@@ -32,10 +33,10 @@ class DatagenTask(SparkTask):
         total = int(config.get("rows.total") or 0)
         if total:
             frame = frame.where(f.col("id") < total)
-        return parquet_sink(frame, config, index)
+        return parquet_sink(frame, config, context)
 
 
-class Datagen(Connector):
+class Datagen(CheckpointedConnector):
     type = "source"
     task_class = DatagenTask
     config_defs = [

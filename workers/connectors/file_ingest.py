@@ -12,6 +12,12 @@ restarts (`POST /connectors/{name}/restart?includeTasks=true`).
 Which files a task has read lives in its checkpoint, so a task that moves to another
 worker — after a graceful stop or a crash — reads each file once, and reading the output
 through Spark (`parquet_output.read_output`) gives every row once.
+
+Its offsets (`GET /connectors/{name}/offsets`) are, per sub-directory, how many of its files
+the tasks' committed batches have read and the last of them. They can be reset (KIP-875
+`DELETE`: every file is read again, into a new generation of output directories,
+checkpoint_generations.py) but not altered: a file source's position is the set of files it
+has read, which Spark keeps and cannot be told.
 """
 
 from __future__ import annotations
@@ -20,10 +26,14 @@ import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
-from ..plugins import ConfigDef, ConfigProblem, Connector, TaskContext, indexed_task_configs, positive_int
+from ..plugins import ConfigDef, ConfigProblem, TaskContext, indexed_task_configs, positive_int
 from ..spark_task import SparkTask
+from .checkpoint_generations import CheckpointedConnector, connector_root
 from .parquet_output import parquet_sink
+from .share_handoff import task_checkpoints
+from .spark_logs import log_entries
 
 FORMATS = ("json", "csv", "parquet")
 
@@ -82,10 +92,10 @@ class FileIngestTask(SparkTask):
             reader = reader.schema(spark.read.parquet(input_glob(config["input.path"], directories)).schema)
         if fmt == "csv":
             reader = reader.option("header", (config.get("csv.header") or "true").lower())
-        return parquet_sink(reader.load(input_glob(config["input.path"], directories)), config, index)
+        return parquet_sink(reader.load(input_glob(config["input.path"], directories)), config, context)
 
 
-class FileIngest(Connector):
+class FileIngest(CheckpointedConnector):
     type = "source"
     task_class = FileIngestTask
     config_defs = [
@@ -119,3 +129,27 @@ class FileIngest(Connector):
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         return indexed_task_configs(self.declared(config), max_tasks)
+
+    @classmethod
+    def checkpoint_offsets(cls, worker: Any, connector: str) -> list[dict[str, Any]]:
+        root = connector_root(worker.checkpoint_dir, connector)
+        read: dict[str, list[str]] = {}
+        for task in task_checkpoints(root):
+            for path in files_read(root / str(task)):
+                read.setdefault(Path(path).parent.name, []).append(Path(path).name)
+        return [
+            {"partition": {"directory": directory}, "offset": {"files": len(files), "last_file": files[-1]}}
+            for directory, files in sorted(read.items())
+        ]
+
+
+def files_read(checkpoint: Path) -> list[str]:
+    """The files the query's committed batches read, in the order it read them: its file
+    source's log (`sources/0`) up to the last batch with a commit (a later one is re-run)."""
+    commits = checkpoint / "commits"
+    done = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
+    if not done:
+        return []
+    entries = log_entries(checkpoint / "sources" / "0", max(done))
+    ordered = sorted(entries, key=lambda e: (e["batchId"], e["path"]))
+    return [unquote(urlsplit(entry["path"]).path) for entry in ordered]  # the log holds URIs

@@ -1,20 +1,27 @@
 """Where Spark ingestion tasks write, and how their output is read back.
 
 Each task writes Parquet under `<output.path>/task-<n>`: one directory per task, because a
-file sink's `_spark_metadata` log has one writer. Reading through Spark (`read_output`)
-honours each sink's log, so files a killed run left half-committed are not counted.
+file sink's `_spark_metadata` log has one writer; after the connector's offsets were reset or
+altered, under `task-<n>-g<generation>` (checkpoint_generations.py). Reading through Spark
+(`read_output`) honours each sink's log, so files a killed run left half-committed are not
+counted.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..plugins import TaskContext
+from .checkpoint_generations import connector_root, generation
+from .spark_logs import log_entries
 
-def output_dir(config: Mapping[str, str], index: int) -> str:
-    return str(Path(config["output.path"]) / f"task-{index}")
+
+def output_dir(config: Mapping[str, str], index: int, generation: int = 0) -> str:
+    """Task `index`'s output directory in the connector's `generation`."""
+    name = f"task-{index}" if generation == 0 else f"task-{index}-g{generation}"
+    return str(Path(config["output.path"]) / name)
 
 
 def read_output(spark: Any, path: str) -> Any:
@@ -30,11 +37,13 @@ def read_output(spark: Any, path: str) -> Any:
     return result
 
 
-def parquet_sink(frame: Any, config: Mapping[str, str], index: int) -> Any:
-    """The task's DataStreamWriter: Parquet under its own directory, on the configured trigger."""
+def parquet_sink(frame: Any, config: Mapping[str, str], context: TaskContext) -> Any:
+    """The task's DataStreamWriter: Parquet under its own directory (of the connector's current
+    generation), on the configured trigger."""
+    root = connector_root(context.extra["worker_config"].checkpoint_dir, context.connector)
     return (
         frame.writeStream.format("parquet")
-        .option("path", output_dir(config, index))
+        .option("path", output_dir(config, int(config["task.index"]), generation(root)))
         .trigger(processingTime=f"{config.get('trigger.interval.ms') or 1000} milliseconds")
     )
 
@@ -43,26 +52,11 @@ def committed_files(task_dir: Path) -> list[str]:
     """The Parquet files a file sink has committed, from its `_spark_metadata` log.
 
     Reading only these (not every `part-*` file) is what makes the output exactly-once: a
-    run killed mid-batch can leave a file the log never took in. The log is a series of
-    batch files, compacted every few batches into `<n>.compact`, each a version line then
-    one JSON entry per file.
+    run killed mid-batch can leave a file the log never took in.
     """
-    log_dir = task_dir / "_spark_metadata"
-    if not log_dir.is_dir():
-        return []
-    batches = {}
-    for entry in log_dir.iterdir():
-        stem = entry.name.removesuffix(".compact")
-        if stem.isdigit():
-            batches[int(stem)] = entry
-    compacted = [n for n, entry in batches.items() if entry.name.endswith(".compact")]
-    start = max(compacted, default=-1)
     files: dict[str, bool] = {}
-    for number in sorted(n for n in batches if n >= start):
-        for line in batches[number].read_text().splitlines()[1:]:
-            if line.strip():
-                entry = json.loads(line)
-                files[entry["path"]] = entry.get("action", "add") == "add"
+    for entry in log_entries(task_dir / "_spark_metadata"):
+        files[entry["path"]] = entry.get("action", "add") == "add"
     return sorted(path.removeprefix("file://") for path, added in files.items() if added)
 
 

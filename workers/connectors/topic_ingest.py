@@ -29,11 +29,20 @@ from typing import Any
 
 from connect_rebalance.client_security import ClientSecurity
 
-from ..plugins import ConfigDef, Connector, TaskContext, indexed_task_configs, non_negative_int, positive_int
+from ..plugins import ConfigDef, TaskContext, indexed_task_configs, non_negative_int, positive_int
 from ..spark_runtime import checkpoint_path
 from ..spark_task import SparkTask
+from .checkpoint_generations import (
+    GENERATION,
+    CheckpointedConnector,
+    OffsetChanges,
+    OffsetsRefused,
+    begin_generation,
+    connector_root,
+    starting_offsets,
+)
 from .parquet_output import parquet_sink
-from .share_handoff import committed_offsets, flatten, mark, task_checkpoints
+from .share_handoff import Partition, committed_offsets, flatten, mark, task_checkpoints
 
 STARTING = ("earliest", "latest")
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
@@ -81,11 +90,12 @@ class TopicIngestTask(SparkTask):
         self.checkpoint = checkpoint_path(worker.checkpoint_dir, context.connector, index)
         handoff = {"handoffCheckpoints": str(Path(self.checkpoint).parent),
                    "initialOffsetsFile": str(Path(self.checkpoint) / "topic-initial-offsets.json"),
+                   "startingOffsetsFile": str(Path(self.checkpoint).parent / GENERATION),
                    # a killed worker's task, gone from the layout, holds partitions no longer
                    # than its session: the worker is gone, or stops its work before that
                    "handoffTimeoutMs": str(2 * worker.session_timeout_ms),
                    **self.gate_options()}  # fmt: skip
-        return parquet_sink(topic_stream(spark, config, bootstrap, security, handoff), config, index)
+        return parquet_sink(topic_stream(spark, config, bootstrap, security, handoff), config, context)
 
     def begin_run(self) -> None:
         # This run's previous one has stopped: what its checkpoint planned is what the task
@@ -98,7 +108,7 @@ class TopicIngestTask(SparkTask):
             mark(self.checkpoint, self.count, stopped=True)
 
 
-class TopicIngest(Connector):
+class TopicIngest(CheckpointedConnector):
     type = "source"
     task_class = TopicIngestTask
     config_defs = [
@@ -125,25 +135,81 @@ class TopicIngest(Connector):
         return indexed_task_configs(shared, max_tasks)
 
     @classmethod
-    def checkpoint_offsets(cls, worker: Any, connector: str, tasks: int) -> list[dict[str, Any]]:
+    def checkpoint_offsets(cls, worker: Any, connector: str) -> list[dict[str, Any]]:
         """`GET /connectors/{name}/offsets`: what the tasks' checkpoints record as committed
-        (every task that has one: a partition's latest may be in a task tasks.max dropped)."""
-        root = Path(checkpoint_path(worker.checkpoint_dir, connector, 0)).parent
-        return offsets_of_checkpoints([str(root / str(task)) for task in task_checkpoints(root)])
+        (every task that has one: a partition's latest may be in a task tasks.max dropped),
+        or, for a partition none has committed since an alter, where the alter set it."""
+        return sink_offsets(current_offsets(connector_root(worker.checkpoint_dir, connector)))
+
+    @classmethod
+    def alter_offsets(cls, worker: Any, connector: str, changes: OffsetChanges) -> None:
+        """KIP-875, as for a sink connector: each named partition to its offset (None: where
+        `starting.offsets` says); the others stay where the checkpoints left them."""
+        root = connector_root(worker.checkpoint_dir, connector)
+        offsets = current_offsets(root)
+        for partition, offset in parse_sink_offsets(changes):
+            if offset is None:
+                offsets.pop(partition, None)
+            else:
+                offsets[partition] = offset
+        begin_generation(root, offsets)
 
 
-def offsets_of_checkpoints(checkpoints: Sequence[str]) -> list[dict[str, Any]]:
-    """Kafka Connect's offsets (a sink connector's shape) for the given checkpoints: each
-    partition's highest committed offset (after tasks.max changed, a partition's former
-    task still records where it left it)."""
-    latest: dict[tuple[str, int], int] = {}
-    for checkpoint in checkpoints:
-        for partition, offset in flatten(committed_offsets(checkpoint)).items():
-            latest[partition] = max(latest.get(partition, 0), offset)
+def current_offsets(root: Path) -> dict[Partition, int]:
+    """Each partition's position: the highest offset any task's checkpoint has committed (after
+    tasks.max changed, a partition's former task still records where it left it), or else
+    where the connector's current generation starts it."""
+    latest = starting_offsets(root)
+    committed: dict[Partition, int] = {}
+    for task in task_checkpoints(root):
+        for partition, offset in flatten(committed_offsets(root / str(task))).items():
+            committed[partition] = max(committed.get(partition, 0), offset)
+    return {**latest, **committed}
+
+
+def sink_offsets(offsets: Mapping[Partition, int]) -> list[dict[str, Any]]:
+    """Kafka Connect's offsets of a sink connector, by topic partition."""
     return [
         {"partition": {"kafka_topic": t, "kafka_partition": p}, "offset": {"kafka_offset": offset}}
-        for (t, p), offset in sorted(latest.items())
+        for (t, p), offset in sorted(offsets.items())
     ]
+
+
+def _integer(value: Any, what: str) -> int:
+    """Kafka Connect takes both 10 and "10"."""
+    try:
+        if isinstance(value, bool) or value is None:
+            raise ValueError
+        return int(value)
+    except (TypeError, ValueError):
+        raise OffsetsRefused(
+            f"Failed to parse the following Kafka {what} value in the provided offsets: '{value}'. "
+            f"{what.capitalize()} values for sink connectors need to be integers."
+        ) from None
+
+
+def parse_sink_offsets(changes: OffsetChanges) -> list[tuple[Partition, int | None]]:
+    """KIP-875 offsets of a sink connector, checked with Kafka Connect's messages."""
+    parsed: list[tuple[Partition, int | None]] = []
+    for partition, offset in changes:
+        if "kafka_topic" not in partition or "kafka_partition" not in partition:
+            raise OffsetsRefused(
+                "The partition for a sink connector offset must contain the keys 'kafka_topic' and "
+                "'kafka_partition'"
+            )
+        topic = partition["kafka_topic"]
+        if not isinstance(topic, str) or _valid_topics(topic) is not None:
+            raise OffsetsRefused("Kafka topic names must be valid strings and may not be null")
+        number = _integer(partition["kafka_partition"], "partition")
+        if offset is not None and "kafka_offset" not in offset:
+            raise OffsetsRefused(
+                "The offset for a sink connector should either be null or contain the key 'kafka_offset'"
+            )
+        position = None if offset is None else _integer(offset["kafka_offset"], "offset")
+        if number < 0 or (position is not None and position < 0):
+            raise OffsetsRefused(f"Partitions and offsets cannot be negative: {topic}-{number} at {position}")
+        parsed.append(((topic, number), position))
+    return parsed
 
 
 def find_partitions(

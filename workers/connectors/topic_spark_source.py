@@ -34,6 +34,9 @@ Options (case-insensitive):
   partition new to the query starts (share_handoff.py);
 - `initialOffsetsFile`: where the query's first starting offsets are kept, so that its first
   batch run again after a restart reads the same;
+- `startingOffsetsFile`: a JSON file whose `offsets` (the offset shape) override
+  `startingOffsets` for the partitions they name, where no other task's checkpoint holds them
+  (a connector's offsets altered through KIP-875, checkpoint_generations.py);
 - `startGate`, `startGateTimeoutMs`: a query started ahead of its task's assignment waits,
   in its reader's constructor (before Spark reads the checkpoint), until the worker grants
   this gate file (start_gate.py);
@@ -162,6 +165,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise ValueError("the option handoffCheckpoints needs share")
         self.handoff_timeout_s = int(options.get("handoffTimeoutMs", "60000")) / 1000
         self.initial_offsets_file = options.get("initialOffsetsFile") or None
+        self.starting_offsets_file = options.get("startingOffsetsFile") or None
         self._unmarked_since: dict[int, float] = {}  # gone tasks with no marker, first seen
         self._clear = False  # this run has seen its whole share clear of other tasks
         self.discovery_interval_s = int(options.get("partitionDiscoveryIntervalMs", "10000")) / 1000
@@ -260,17 +264,25 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offsets
 
     def _initial_offset(self) -> Offsets:
+        altered = self._starting_offsets_of_file()
         if self.starting in ("earliest", "latest"):
             bounds = self._bounds(earliest=self.starting == "earliest")
             moved = self._handoff(set(bounds))
-            return nest({tp: moved.starts.get(tp, offset) for tp, offset in bounds.items()
+            return nest({tp: moved.starts.get(tp, altered.get(tp, offset)) for tp, offset in bounds.items()
                          if tp not in moved.waiting})  # fmt: skip
         try:
             given = flatten(json.loads(self.starting))
         except (ValueError, AttributeError, TypeError) as exc:
             raise ValueError(f"startingOffsets: {self.starting!r} is not earliest, latest or JSON") from exc
         # Partitions the JSON leaves out start at their earliest record.
-        return nest({**self._bounds(earliest=True), **given})
+        bounds = self._bounds(earliest=True)
+        return nest({**bounds, **given, **{tp: o for tp, o in altered.items() if tp in bounds}})
+
+    def _starting_offsets_of_file(self) -> dict[tuple[str, int], int]:
+        if self.starting_offsets_file is None or not Path(self.starting_offsets_file).is_file():
+            return {}
+        generation = json.loads(Path(self.starting_offsets_file).read_text())
+        return flatten(generation.get("offsets"))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_per_trigger) if self.max_per_trigger > 0 else ReadAllAvailable()
