@@ -4,7 +4,7 @@ setting. Shared by the coordinator's and the workers' configuration and by the c
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +36,10 @@ def unknown_setting(name: str, known: Iterable[str]) -> str:
     return f"unknown setting {name!r}{did_you_mean(name, known)}"
 
 
-def validation_problems(errors: list[Any]) -> list[str]:
+def validation_problems(errors: list[Any], hidden: Collection[str] = ()) -> list[str]:
     """pydantic's errors in our words: the setting's name, the value given (unless the name
-    says it is a secret) and what is wrong with it."""
+    says it is a secret, or it is one of `hidden`: a value a config provider read) and what
+    is wrong with it."""
     problems = []
     for error in errors:
         name = ".".join(str(p) for p in error["loc"])
@@ -46,7 +47,11 @@ def validation_problems(errors: list[Any]) -> list[str]:
         given = error.get("input")
         if not name:  # a rule across settings: its message names them
             problems.append(message)
-        elif isinstance(given, str | int | float) and not any(w in name for w in _SECRET_WORDS):
+        elif (
+            isinstance(given, str | int | float)
+            and not any(w in name for w in _SECRET_WORDS)
+            and name not in hidden
+        ):
             problems.append(f"invalid value {str(given)!r} for {name!r}: {message}")
         else:
             problems.append(f"invalid value for {name!r}: {message}")

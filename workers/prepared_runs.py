@@ -36,7 +36,8 @@ class Prepared:
     """A Spark task's run started ahead of its assignment here, held at its start gate."""
 
     task: SparkTask
-    config: dict[str, str]
+    config: dict[str, str]  # as the config topic holds it: what `release` compares
+    resolved: dict[str, str]  # as the task sees it: its variables resolved (workers.config_providers)
     writes: TaskWrites
     gate: Gate
     job: asyncio.Future[None] | None = None  # the start, then the wait for the reader at the gate
@@ -95,7 +96,7 @@ class PreparedRuns:
         task, gate = prepared.task, prepared.gate
         loop = asyncio.get_running_loop()
         try:
-            await task.prepare(prepared.config, self.context(item, task, prepared.writes), gate)
+            await task.prepare(prepared.resolved, self.context(item, task, prepared.writes), gate)
             deadline = loop.time() + PREPARE_TIMEOUT_S
             while not gate.waiting() and task.prepare_error is None and is_active(task.query):
                 if loop.time() > deadline:

@@ -23,11 +23,12 @@ from connect_rebalance import __version__
 from connect_rebalance.prometheus import Exposition
 
 from . import openapi
+from .config_providers import VariableError, resolve
 from .config_state import PAUSED, STARTED, STOPPED
 from .connector_names import java_trim, name_problem
 from .connectors.checkpoint_generations import OffsetsRefused
 from .herder import Herder
-from .plugins import ConfigDef, ConfigProblem, find_plugin, plugins
+from .plugins import ConfigDef, ConfigProblem, Connector, find_plugin, plugins
 from .rest_errors import RestError, error
 from .rest_loggers import logger_routes
 from .rest_security import Refused, RestAuthenticator
@@ -176,10 +177,29 @@ class RestApi:
                 "Failed to find any class that implements Connector and which name matches "
                 f"{config['connector.class']}",
             )
-        problems = plugin.validate(config)
+        problems = self._problems(plugin, config)
         if problems:
             raise _invalid(problems)
         return config
+
+    def _problems(self, plugin: type[Connector], config: dict[str, str]) -> list[ConfigProblem]:
+        """The plugin's problems with `config` as its connector will see it: variables resolved
+        by the worker's config providers, as Kafka Connect validates. A variable that cannot
+        be read is its setting's problem; a value a provider read is not shown (a problem in
+        Kafka's "Invalid value <value> for configuration <name>" form shows the `${...}` text)."""
+        try:
+            resolution = resolve(config, self.herder.runner.providers)
+        except VariableError as exc:
+            return [ConfigProblem(f.setting, str(f)) for f in exc.failures]
+        problems = []
+        for problem in plugin.validate(resolution.values):
+            name = problem.name
+            read = ConfigProblem.invalid(name, resolution.values.get(name, ""), "").message
+            if name in resolution.resolved and problem.message.startswith(read):  # Kafka's form
+                shown = ConfigProblem.invalid(name, config[name], "").message
+                problem = ConfigProblem(name, shown + problem.message[len(read) :])
+            problems.append(problem)
+        return problems
 
     async def _leader_only(self, request: web.Request) -> web.StreamResponse | None:
         """Forward a config write to the leader unless this worker is it."""
@@ -566,7 +586,7 @@ class RestApi:
             raise RestError(400, "Included connector type does not match request type")
         config = _string_values(body)
         config.setdefault("connector.class", request.match_info["plugin"])
-        problems = {p.name: p.message for p in plugin.validate(config)}
+        problems = {p.name: p.message for p in self._problems(plugin, config)}
         definitions = plugin.all_config_defs()
         defined = {d.name for d in definitions}
         # Refused framework settings (transforms, converters...) are listed too, as Kafka lists its own.

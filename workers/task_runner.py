@@ -18,6 +18,13 @@ Rules:
 
 What starts the work (assignment, config changes, restart requests) is the herder's; where a
 connector's task configs go is the `TaskConfigSink` the herder gives (the leader writes them).
+
+Configs are kept as the config topic holds them, `${provider:[path:]key}` variables and all
+(workers.config_providers); a connector or task is given them resolved by the worker's config
+providers as it starts (or is prepared), and a connector's generated task configs get the
+variables of its own config back before they are sent, so no value a provider read is ever
+written to the config topic. A variable that cannot be read fails the start: FAILED, with a
+trace naming the setting and the variable.
 """
 
 from __future__ import annotations
@@ -32,7 +39,9 @@ from typing import Any
 
 from connect_rebalance.work import CONNECTOR, Work, work_name
 
+from .config_providers import VariableError, resolve, with_variables
 from .config_state import PAUSED, STARTED, STOPPED, ConfigState
+from .converters import SETTING_PREFIXES as CONVERTER_SETTINGS
 from .converters import record_converters
 from .fenced_output import OutputConnection, TaskFenced, fence_id
 from .offset_store import OffsetStore
@@ -81,6 +90,7 @@ class TaskRunner:
         self._lock = asyncio.Lock()
         self._assigned: dict[Work, int] = {}  # times each item was assigned or revoked
         self._generated: dict[str, list[dict[str, str]]] = {}  # task configs of connectors running here
+        self.providers = config.config_providers()  # what resolves variables in configs (Kafka's Worker's)
         self.prepared = PreparedRuns(self._prepared_run, self._context)  # work moving here
 
     # -- assignment and revocation --------------------------------------------------------
@@ -143,11 +153,15 @@ class TaskRunner:
         task = _plugin(self.state.connectors[name]).task_class()
         if not isinstance(task, SparkTask) or not task.preparable:
             return None
+        try:
+            resolved = self.resolved(item, configs[index])
+        except VariableError:
+            return None  # it starts cold when assigned, and fails there, saying why
         writes = TaskWrites(self.output, fence_id(self.config.group_id, name, index), name, self.offsets)
         # The gate exists from here: a cancel before the query starts is found by its reader.
         gate = self.spark.gate(name, index, self.config.rebalance_timeout_ms / 1000 + PREPARE_TIMEOUT_S)
         task.gate = gate
-        return Prepared(task, dict(configs[index]), writes, gate)
+        return Prepared(task, dict(configs[index]), resolved, writes, gate)
 
     def runs_preparable(self) -> bool:
         """Whether a task running here could be prepared by the worker taking it over."""
@@ -284,12 +298,22 @@ class TaskRunner:
             log.warning("%s failed to start: %s", item, exc)
         self._report(item, runner.state, runner.trace)
 
+    def resolved(self, item: Work, config: Mapping[str, str]) -> dict[str, str]:
+        """`config` as the item's run sees it: its variables resolved by the worker's config
+        providers (those left as they are logged); VariableError if one cannot be read."""
+        resolution = resolve(config, self.providers)
+        for unresolved in resolution.unresolved:
+            log.warning("%s: %s", work_name(item), unresolved)
+        return resolution.values
+
     async def _start_connector(self, runner: Running) -> None:
         name = runner.item[0]
         config = self.state.connectors[name]
         connector = _plugin(config)()
         runner.instance, runner.config = connector, dict(config)
-        wanted = connector.task_configs(config, int(config.get("tasks.max", "1")))
+        resolved = self.resolved(runner.item, config)
+        generated = connector.task_configs(resolved, int(resolved.get("tasks.max", "1")))
+        wanted = with_variables(config, generated)
         if self.state.target_state(name) == STOPPED:
             wanted = []
         self._generated[name] = wanted
@@ -301,10 +325,11 @@ class TaskRunner:
             return
         name, index = runner.item
         task_config = self.state.tasks[name][index]
+        resolved = self.resolved(runner.item, task_config)
         task = _plugin(self.state.connectors[name]).task_class()
         writes = TaskWrites(self.output, fence_id(self.config.group_id, name, index), name, self.offsets)
         runner.instance, runner.config, runner.writes = task, task_config, writes
-        await task.start(task_config, self._context(runner.item, task, writes))
+        await task.start(resolved, self._context(runner.item, task, writes))
 
     def _context(self, item: Work, task: Task, writes: TaskWrites) -> TaskContext:
         """What a task run may use; its failures are reported while it is the item's run here."""
@@ -314,8 +339,10 @@ class TaskRunner:
             if runner is not None:
                 asyncio.ensure_future(self._failed(runner, task, exc))
 
+        connector = self.state.connectors[item[0]]
+        converting = {k: v for k, v in connector.items() if k.startswith(CONVERTER_SETTINGS)}
         key_converter, value_converter = record_converters(
-            self.config.converter_settings, self.state.connectors[item[0]]
+            self.config.converter_settings, self.resolved(item, converting)
         )
 
         loop = asyncio.get_running_loop()

@@ -37,6 +37,14 @@ from connect_rebalance.properties import ConfigError, read_properties, unknown_s
 from connect_rebalance.tls import TlsSettings
 from connect_rebalance.tls_server import TLS_DEFAULTS, server_context
 
+from .config_providers import (
+    PROVIDERS,
+    ConfigProvider,
+    VariableError,
+    is_provider_setting,
+    parse_providers,
+    resolve,
+)
 from .converters import SETTING_PREFIXES as CONVERTER_SETTINGS
 from .converters import converter_problems
 from .inapplicable_settings import INAPPLICABLE, NOT_YET, sort_out
@@ -103,6 +111,9 @@ class WorkerConfig(BaseModel):
     rest_read_only_principals: str = Field("", alias="rest.read.only.principals")
     # Kafka client security and `listeners.https.*`, by their names (validated below).
     security_settings: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
+    # `config.providers` and its `config.providers.<alias>.*` (workers.config_providers): the
+    # worker's other settings were resolved with them; connectors' configs are when they start.
+    config_provider_settings: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     @field_validator(
         "config_storage_replication_factor",
@@ -256,42 +267,83 @@ class WorkerConfig(BaseModel):
             object.__setattr__(self, "_member_id", f"{self.worker_id}-{uuid.uuid4().hex[:12]}")
         return self._member_id  # type: ignore[attr-defined,no-any-return]
 
+    def config_providers(self) -> dict[str, ConfigProvider]:
+        """The config providers, by alias, that resolve variables in connectors' configs."""
+        providers, problems = parse_providers(self.config_provider_settings)
+        if problems:  # checked by from_settings: only a config made otherwise gets here
+            raise ConfigError(*(_named(name, problem) for name, problem in problems))
+        return providers
+
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> WorkerConfig:
         """Kafka Connect's names; any other `spark.*` setting is passed through to Spark.
-        Every problem is reported at once, in one ConfigError; settings that change nothing
-        here are kept in `setting_warnings`, for the worker to log at start."""
+        Variables (`${provider:[path:]key}`) are resolved first, with the providers the
+        settings configure. Every problem is reported at once, in one ConfigError; settings
+        that change nothing here, and variables left as they are, are kept in
+        `setting_warnings`, for the worker to log at start."""
         settings = {k: str(v) for k, v in settings.items()}
+        providing = {k: v for k, v in settings.items() if is_provider_setting(k)}
+        settings, problems, hidden, unresolved, failed = _resolved(settings, providing)
         warnings, refusals, handled = sort_out(settings)
+        handled |= set(providing)
         known = {f.alias for f in cls.model_fields.values() if f.alias}
         spark = {k: v for k, v in settings.items() if k.startswith("spark.") and k not in known}
         security = {k: v for k, v in settings.items() if _is_security(k)}
         converters = {
             k: v for k, v in settings.items() if k.startswith(CONVERTER_SETTINGS) and k not in handled
         }
-        problems = [
-            f"setting {name!r}{' ' if problem.startswith('is ') else ': '}{problem}"
-            for name, problem in [*refusals, *converter_problems(converters)]
-        ]
+        problems += [_named(name, problem) for name, problem in [*refusals, *converter_problems(converters)]]
         for name in sorted(set(settings) - known - set(spark) - set(security) - set(converters) - handled):
             prefixed = next((p for p in (*CLIENT_PREFIXES, HTTPS_PREFIX) if name.startswith(p)), None)
             if prefixed:
                 problems.append(f"{name} is not supported: only security settings may follow {prefixed}")
             else:
-                problems.append(unknown_setting(name, {*known, *CONVERTER_SETTINGS, *INAPPLICABLE, *NOT_YET}))
+                problems.append(
+                    unknown_setting(name, {*known, *CONVERTER_SETTINGS, *INAPPLICABLE, *NOT_YET, PROVIDERS})
+                )
         plain = {k: v for k, v in settings.items() if k in known}
         try:
             config = cls.model_validate({**plain, "spark_settings": spark, "security_settings": security,
-                                         "converter_settings": converters})  # fmt: skip
+                                         "converter_settings": converters,
+                                         "config_provider_settings": providing})  # fmt: skip
         except ValidationError as exc:
-            problems += validation_problems(exc.errors())
+            # A setting whose variable could not be read was reported as such, not as its text.
+            errors = [e for e in exc.errors() if ".".join(str(p) for p in e["loc"]) not in failed]
+            problems += validation_problems(errors, hidden)
         if problems:
             raise ConfigError(*problems)
-        return config.model_copy(update={"setting_warnings": warnings})
+        return config.model_copy(update={"setting_warnings": [*unresolved, *warnings]})
 
     @classmethod
     def from_file(cls, path: Path, overrides: dict[str, str] | None = None) -> WorkerConfig:
         return cls.from_settings({**read_properties(path), **(overrides or {})})
+
+
+def _named(name: str, problem: str) -> str:
+    """A problem of one setting, as the worker reports it: "setting 'x' is ..." or "setting 'x': ..."."""
+    return f"setting {name!r}{' ' if problem.startswith('is ') else ': '}{problem}"
+
+
+def _resolved(
+    settings: dict[str, str], providing: dict[str, str]
+) -> tuple[dict[str, str], list[str], frozenset[str], list[str], set[str]]:
+    """The settings with their variables resolved (as Kafka resolves a worker config's values
+    before reading them), the problems of the provider settings and of variables that could
+    not be read, the names whose values came from a provider (never shown in a problem), a
+    warning for each variable left as it is, and the names whose variables could not be read
+    (left as they are, so that every other problem is still found)."""
+    providers, provider_problems = parse_providers(providing)
+    problems = [_named(name, problem) for name, problem in provider_problems]
+    others = {k: v for k, v in settings.items() if k not in providing}
+    failed: set[str] = set()
+    try:
+        resolution = resolve(others, providers)
+    except VariableError as exc:
+        problems += exc.problems
+        failed = {f.setting for f in exc.failures}
+        resolution = resolve({k: v for k, v in others.items() if k not in failed}, providers)
+    unresolved = [str(u) for u in resolution.unresolved]
+    return {**settings, **resolution.values}, problems, resolution.resolved, unresolved, failed
 
 
 def _is_security(name: str) -> bool:

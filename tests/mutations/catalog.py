@@ -1349,6 +1349,32 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="config-provider-variables-not-resolved",
+        breaks="a task runs with its config's ${provider:path:key} variables resolved by the worker's "
+        "config providers",
+        file="workers/task_runner.py",
+        original="        await task.start(resolved, self._context(runner.item, task, writes))",
+        replacement="        await task.start(task_config, self._context(runner.item, task, writes))",
+        tests=(
+            f"{INTEGRATION}/test_config_providers.py::"
+            "test_a_connector_runs_with_its_variables_resolved_while_its_config_keeps_them",
+        ),
+    ),
+    Mutation(
+        name="config-provider-values-written-to-the-config-topic",
+        breaks="a value a config provider read is never written to the config topic: task configs keep "
+        "the connector's ${...} text",
+        file="workers/task_runner.py",
+        original="        wanted = with_variables(config, generated)",
+        replacement="        wanted = generated",
+        tests=(
+            f"{UNIT}/test_config_providers.py::"
+            "test_a_connector_sees_its_config_resolved_and_the_config_topic_keeps_the_variables",
+            f"{INTEGRATION}/test_config_providers.py::"
+            "test_a_connector_runs_with_its_variables_resolved_while_its_config_keeps_them",
+        ),
+    ),
+    Mutation(
         name="json-converter-schemas-always-on",
         breaks="JsonConverter writes without the schema envelope when schemas.enable is false",
         file="workers/converters.py",
