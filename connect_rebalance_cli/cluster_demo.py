@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from connect_rebalance.properties import read_properties
@@ -37,27 +42,64 @@ SPARK = {"spark.master": "local[1]", "spark.ui.enabled": "false", "spark.driver.
          "spark.sql.shuffle.partitions": "1", "spark.session.warmup": "true"}  # fmt: skip
 
 
-class Display:
-    """Task progress redrawn in place on a terminal; a line every few seconds otherwise."""
+@dataclass
+class Frame:
+    """What the quickstart shows at one moment: the phase, a row per task, the output so far."""
 
-    def __init__(self) -> None:
-        self.tty = sys.stdout.isatty()
-        self.drawn = 0
+    phase: str
+    tasks: list[tuple[int, str, str, dict[str, Any]]]  # index, worker name, state, progress
+    note: str | None
+    rows_out: int
+    expected: int
+
+    def table(self) -> Table:
+        """The live table a terminal redraws in place."""
+        table = Table(title=self.phase, title_justify="left", caption_justify="left",
+                      caption=self._caption(), box=box.SIMPLE_HEAD)  # fmt: skip
+        for column in ("task", "worker", "state", "rows (run)", "rows/s", "batches"):
+            table.add_column(column, justify="left" if column in ("worker", "state") else "right")
+        for index, worker, state, progress in self.tasks:
+            style = {"RUNNING": "green", "FAILED": "bold red", "UNASSIGNED": "yellow"}.get(state, "")
+            table.add_row(str(index), worker, f"[{style}]{state}[/]" if style else state,
+                          f"{progress.get('rows', 0):,}", f"{progress.get('processed_rows_per_second', 0):,}",
+                          f"{progress.get('batches', 0):,}")  # fmt: skip
+        return table
+
+    def _caption(self) -> str:
+        committed = f"committed rows in the output: {self.rows_out:,} of {self.expected:,}"
+        return f"{self.note}\n{committed}" if self.note else committed
+
+    def line(self) -> str:
+        """One line for a log or a pipe: task 0 w1 RUNNING 250 rows; ..."""
+        parts = [f"task {i} {worker} {state} {progress.get('rows', 0)} rows"
+                 for i, worker, state, progress in self.tasks]  # fmt: skip
+        parts += [self.note] if self.note else []
+        return "; ".join([*parts, f"output {self.rows_out}/{self.expected} rows"])
+
+
+class Display:
+    """Task progress as a live table on a terminal (rich); a line every few seconds otherwise."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console()
+        self.tty = self.console.is_terminal
+        self.live: Live | None = None
         self.last_plain = 0.0
 
-    def show(self, lines: list[str]) -> None:
+    def show(self, frame: Frame) -> None:
         if self.tty:
-            if self.drawn:
-                sys.stdout.write(f"\x1b[{self.drawn}F\x1b[J")
-            sys.stdout.write("\n".join(lines) + "\n")
-            sys.stdout.flush()
-            self.drawn = len(lines)
+            if self.live is None:
+                self.live = Live(frame.table(), console=self.console, auto_refresh=False)
+                self.live.start()
+            self.live.update(frame.table(), refresh=True)
         elif time.monotonic() - self.last_plain >= 5:
-            print("    " + "; ".join(lines[2:]), flush=True)
+            print("    " + frame.line(), flush=True)
             self.last_plain = time.monotonic()
 
     def done(self) -> None:
-        self.drawn = 0
+        if self.live is not None:
+            self.live.stop()  # the last table stays on the screen
+            self.live = None
 
 
 class Demo:
@@ -116,8 +158,8 @@ class Demo:
 
     # -- showing it ---------------------------------------------------------------------------
 
-    def frame(self, phase: str, rows_out: int) -> list[str]:
-        """A heading, a column header, a line per task, and the output so far."""
+    def frame(self, phase: str, rows_out: int) -> Frame:
+        """The phase, a row per task, and the output so far."""
         tasks = sorted(self.statuses().items())
         # A task assigned to a worker whose Spark session is still starting says so in its trace.
         waiting = sorted(
@@ -127,21 +169,10 @@ class Demo:
                 if t["state"] == "UNASSIGNED" and SESSION_STARTING in t.get("trace", "")
             }
         )
-        note = [f"waiting for the Spark session of {', '.join(waiting)}: its tasks start once it is ready"
-                ] if waiting else []  # fmt: skip
-        if not self.display.tty:  # one line: task 0 w1 RUNNING 250 rows; ...
-            return [phase, "", *(f"task {i} {self.names.get(t['worker_id'], '-')} {t['state']} "
-                                 f"{t.get('progress', {}).get('rows', 0)} rows" for i, t in tasks),
-                    *note, f"output {rows_out}/{self.expected} rows"]  # fmt: skip
-        lines = [f"    {phase}", "    task  worker  state      rows(run)   rows/s  batches"]
-        for i, task in tasks:
-            progress = task.get("progress", {})
-            lines.append(f"    {i:>4}  {self.names.get(task['worker_id'], '-'):<6}  {task['state']:<9}  "
-                         f"{progress.get('rows', 0):>9}  {progress.get('processed_rows_per_second', 0):>7}  "
-                         f"{progress.get('batches', 0):>7}")  # fmt: skip
-        lines += [f"    {line}" for line in note]
-        lines.append(f"    committed rows in the output: {rows_out} of {self.expected}")
-        return lines
+        note = (f"waiting for the Spark session of {', '.join(waiting)}: its tasks start once it is ready"
+                if waiting else None)  # fmt: skip
+        rows = [(i, self.names.get(t["worker_id"], "-"), t["state"], t.get("progress", {})) for i, t in tasks]
+        return Frame(phase, rows, note, rows_out, self.expected)
 
     def session_starts(self) -> str:
         """How long each worker's Spark session took to start (from its `/`)."""
