@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -53,12 +54,6 @@ def cmd_coordinator(args: argparse.Namespace) -> int:
     return run(config)
 
 
-def cmd_topics(args: argparse.Namespace) -> int:
-    from . import topics_cli
-
-    return topics_cli.run(args)
-
-
 def cmd_worker(args: argparse.Namespace) -> int:
     from coordinator.config import ConfigError
     from workers.main import run
@@ -83,6 +78,39 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     return cluster_demo.run(args)
 
 
+def _says_its_default(action: argparse.Action) -> bool:
+    """Whether the help names the default already, or has none worth naming: a flag's (off),
+    none at all, or one its help spells out (`default: literal (add), any (list, remove)`)."""
+    return (
+        action.nargs == 0
+        or action.default in (None, [], argparse.SUPPRESS)
+        or "default" in (action.help or "").lower()
+    )
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Help that names each option's default, and keeps the examples of an epilog as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        return action.help if _says_its_default(action) else super()._get_help_string(action)
+
+
+def _with_help_formatter(parser: argparse.ArgumentParser) -> None:
+    """The formatter for a parser and every parser under it (subparsers do not inherit it)."""
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _with_help_formatter(child)
+
+
+def _help_with_default(option: argparse.Action) -> str | None:
+    """An option's help as its copy after the action shows it: that copy has no default of its own."""
+    if option.help is None or _says_its_default(option):
+        return option.help
+    return f"{option.help} (default: {option.default})"
+
+
 def _options_after_the_action(command: argparse.ArgumentParser) -> None:
     """A command's own options (`--bootstrap-server`, `--command-config`) are taken after its
     action too, as kafka-topics takes them anywhere: each action's parser learns them, with
@@ -95,8 +123,9 @@ def _options_after_the_action(command: argparse.ArgumentParser) -> None:
             for option in shared:
                 if not known & set(option.option_strings):
                     action_parser.add_argument(
-                        *option.option_strings, dest=option.dest, default=argparse.SUPPRESS, help=option.help
-                    )
+                        *option.option_strings, dest=option.dest, default=argparse.SUPPRESS,
+                        help=_help_with_default(option), choices=option.choices, metavar=option.metavar,
+                    )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="connect-rebalance", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"connect-rebalance {__version__}")
-    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    parser.add_argument("--log-level", default="INFO", help="logging level")
     sub = parser.add_subparsers(dest="command", required=True)
 
     coord = sub.add_parser("coordinator", help="run a coordinator (Kafka-wire broker and group coordinator)")
@@ -118,40 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     coord.set_defaults(func=cmd_coordinator)
 
-    topics = sub.add_parser("topics", help="list, create, describe and delete topics")
-    topics.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP)
-    tsub = topics.add_subparsers(dest="action", required=True)
-    listing = tsub.add_parser("list", help="list topics")
-    listing.add_argument(
-        "--exclude-internal", action="store_true", help="leave out the coordinator's own topics"
-    )
-    create = tsub.add_parser("create", help="create a topic")
-    create.add_argument("name")
-    create.add_argument("--partitions", type=int, default=1)
-    create.add_argument("--replication-factor", type=int, default=1)
-    create.add_argument("--config", action="append", metavar="NAME=VALUE", default=[])
-    create.add_argument(
-        "--if-not-exists", action="store_true", help="a topic that exists already is no error"
-    )
-    alter = tsub.add_parser(
-        "alter", help="add partitions, or change configs (IncrementalAlterConfigs)",
-        epilog="example: topics alter orders --partitions 6 --config retention.ms=86400000 "
-        "--delete-config segment.ms",
-    )  # fmt: skip
-    alter.add_argument("name")
-    alter.add_argument("--partitions", type=int, help="the new, larger, partition count")
-    alter.add_argument("--config", action="append", metavar="NAME=VALUE", default=[], help="set a config")
-    alter.add_argument(
-        "--delete-config", action="append", metavar="NAME", default=[], help="back to its default"
-    )
-    describe = tsub.add_parser("describe", help="partitions, offsets and configs of a topic")
-    describe.add_argument("name")
-    delete = tsub.add_parser("delete", help="delete a topic")
-    delete.add_argument("name")
-    topics.set_defaults(func=cmd_topics)
+    from . import acls_cli, groups_cli, quotas_cli, topics_cli, users_cli
 
-    from . import acls_cli, groups_cli, quotas_cli, users_cli
-
+    topics_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     groups_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     users_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     quotas_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
@@ -179,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     quick.add_argument("--data-dir", help="--coordinator-only: data directory (default: a temporary one)")
     quick.add_argument("--records", type=int, default=3000, help="--coordinator-only: records to produce")
     quick.set_defaults(func=cmd_quickstart)
+    _with_help_formatter(parser)
     return parser
 
 
@@ -192,7 +191,14 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in NOISY:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     quiet_repeats()
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (`groups describe --all-groups | head`): the rest of the answer has
+        # no one to go to, which is no error of ours. Python would print a traceback on exit
+        # flushing stdout, so it flushes into /dev/null instead.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a shell reports a command ended by SIGPIPE
 
 
 if __name__ == "__main__":

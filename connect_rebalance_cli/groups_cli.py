@@ -1,28 +1,26 @@
 """`connect-rebalance groups ...`: consumer groups in the spirit of `kafka-consumer-groups`.
 
     groups list
-    groups describe GROUP          type, protocol, state, members and their assignments,
-                                   committed offsets, log-end offsets and lag; for consumer
-                                   and connect groups also the epochs, the assignor, and each
-                                   member's current versus target assignment (and for connect
-                                   groups the computing worker and each worker's url)
-    groups delete GROUP
-    groups reset-offsets GROUP (--topic T[:P,...] ... | --all-topics | --from-file CSV)
+    groups describe (GROUP ... | --all-groups) [--offsets | --members | --state] [--verbose]
+    groups delete (GROUP ... | --all-groups)
+    groups reset-offsets (GROUP ... | --all-groups) (--topic T[:P,...] ... | --all-topics | --from-file CSV)
         (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N |
          --to-datetime YYYY-MM-DDTHH:mm:SS.sss | --by-duration PnDTnHnMnS) [--export] [--execute]
 
-Like Kafka's tool, reset-offsets prints the plan and changes nothing without --execute
-(`--export` prints it as CSV for `--from-file`), and only an empty group's offsets can be
-reset. `--output json` prints lists and plans as JSON. Everything goes through kafka-python's admin
-client over the wire.
+`--all-groups` means the consumer groups, classic or KIP-848, as kafka-consumer-groups lists
+them: a connect group is described, deleted or reset only by its name. `describe`'s views are
+Kafka 4's (group_views.py). Like Kafka's tool, reset-offsets prints the plan and changes nothing
+without --execute (`--export` prints it as CSV for `--from-file`), and only a group with no
+active members is reset. `--output json` prints any answer as a JSON array, one object per row.
+Everything goes through kafka-python's admin client over the wire, and for the describes
+kafka-python lacks (ConsumerGroupDescribe, ConnectGroupDescribe) through the project's client.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import re
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -32,159 +30,80 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka.structs import OffsetAndMetadata
 
-from connect_rebalance.protocol.client import AssignmentGroupApi, ProtocolClient
-from connect_rebalance.protocol.connect_group import ConnectGroupApi
-from connect_rebalance.protocol.consumer_group import ConsumerGroupApi
-from connect_rebalance.work import describe_work, work_of
-
+from . import group_views
 from .admin_command import run_admin_command
+from .group_views import end_offsets
+from .tables import emit
 
 DURATION = re.compile(
     r"P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?"
 )
+RESETTABLE = ("Empty", "Dead")  # a group with no active members, or none at all yet
+LISTED = [("GROUP", "group"), ("TYPE", "type"), ("PROTOCOL", "protocol"), ("STATE", "state")]
+PLANNED = [("GROUP", "group"), ("TOPIC", "topic"), ("PARTITION", "partition"), ("NEW-OFFSET", "offset")]
 
 
-def _table(rows: list[list[str]]) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+def is_consumer_group(listed: dict[str, Any]) -> bool:
+    """What kafka-consumer-groups' `--all-groups` takes: classic or consumer groups of the
+    consumer protocol (or of none, as an offsets-only group is)."""
+    kind = listed.get("group_type", "classic")
+    return kind in ("classic", "consumer") and listed["protocol_type"] in ("consumer", "")
 
 
-def _end_offsets(admin: KafkaAdminClient, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-    if not partitions:
-        return {}
-    found = admin.list_partition_offsets({tp: OffsetSpec.LATEST for tp in partitions})
-    return {tp: info.offset for tp, info in found.items()}
+def selection_error(args: argparse.Namespace) -> str | None:
+    """Groups named or `--all-groups`: exactly one of the two, as Kafka's tool asks."""
+    if args.all_groups and args.groups:
+        return "name groups or give --all-groups, not both"
+    if not (args.all_groups or args.groups):
+        return f"groups {args.action}: name a group, or give --all-groups"
+    return None
 
 
-def _topic_partitions(admin: KafkaAdminClient, topic: str) -> list[TopicPartition]:
-    [described] = admin.describe_topics([topic])
-    if described["error_code"]:
-        raise ValueError(f"topic {topic!r} does not exist")
-    return [TopicPartition(topic, p["partition_index"]) for p in described["partitions"]]
-
-
-def _described(bootstrap: str, api: type[AssignmentGroupApi], group: str) -> dict[str, Any]:
-    """ConsumerGroupDescribe or ConnectGroupDescribe, through the project's protocol client."""
-
-    async def ask() -> dict[str, Any]:
-        client = await ProtocolClient.connect(bootstrap, "connect-rebalance-groups")
-        try:
-            [described] = await asyncio.wait_for(api(client).describe(group), 15)
-            return described
-        finally:
-            await client.close()
-
-    described = asyncio.run(ask())
-    if described["error_code"]:
-        raise ValueError(described["error_message"] or f"cannot describe group {group!r}")
-    return described
-
-
-def _partitions(assignment: dict[str, Any] | None) -> list[TopicPartition]:
-    entries = (assignment or {}).get("topic_partitions") or []
-    return sorted(TopicPartition(e["topic_name"], p) for e in entries for p in e["partitions"])
-
-
-def _shown(partitions: list[TopicPartition]) -> str:
-    by_topic: dict[str, list[int]] = {}
-    for tp in partitions:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted(by_topic.items())) or "-"
-
-
-def _epochs_line(group: str, kind: str, described: dict[str, Any], extra: str = "") -> None:
-    assignor, members = described["assignor_name"] or "-", len(described["members"])
-    print(f"GROUP {group}  TYPE {kind}  STATE {described['group_state']}  "
-          f"GROUP-EPOCH {described['group_epoch']}  ASSIGNMENT-EPOCH {described['assignment_epoch']}  "
-          f"ASSIGNOR {assignor}{extra}  MEMBERS {members}")  # fmt: skip
-
-
-def describe_consumer_group(bootstrap: str, group: str) -> dict[TopicPartition, str]:
-    """Epochs, assignor, and each member's current versus target partitions; returns owners."""
-    described = _described(bootstrap, ConsumerGroupApi, group)
-    _epochs_line(group, "consumer", described)
-    owner: dict[TopicPartition, str] = {}
-    rows = [["MEMBER-ID", "INSTANCE-ID", "RACK", "CLIENT-ID", "HOST", "EPOCH", "CURRENT", "TARGET"]]
-    for m in described["members"]:
-        current = _partitions(m["assignment"])
-        owner.update({tp: m["member_id"] for tp in current})
-        rows.append([m["member_id"], m["instance_id"] or "-", m["rack_id"] or "-", m["client_id"],
-                     m["client_host"], str(m["member_epoch"]), _shown(current),
-                     _shown(_partitions(m["target_assignment"]))])  # fmt: skip
-    if described["members"]:
-        print()
-        _table(rows)
-    return owner
-
-
-def describe_connect_group(bootstrap: str, group: str) -> None:
-    """Epochs, assignor, computing worker, and each worker's url and current versus target work."""
-    described = _described(bootstrap, ConnectGroupApi, group)
-    computing = described["computing_member_id"] or "-"
-    _epochs_line(group, "connect", described, f"  COMPUTING-WORKER {computing}")
-    rows = [["MEMBER-ID", "URL", "EPOCH", "STATE", "CURRENT", "TARGET", "REVOKING"]]
-    for m in described["members"]:
-        rows.append([m["member_id"], m["url"] or "-", str(m["member_epoch"]), m["member_state"],
-                     describe_work(work_of(m["assignment"])), describe_work(work_of(m["target_assignment"])),
-                     describe_work(work_of(m["pending_revocation"]))])  # fmt: skip
-    if described["members"]:
-        print()
-        _table(rows)
-
-
-def describe(admin: KafkaAdminClient, group: str, bootstrap: str) -> None:
+def selected_groups(admin: KafkaAdminClient, args: argparse.Namespace) -> dict[str, dict[str, Any] | None]:
+    """The groups an action is for, each with its ListGroups entry (None: no such group)."""
     listed = {g["group_id"]: g for g in admin.list_groups()}
-    if group not in listed:
-        raise ValueError(f"group {group!r} does not exist")
-    kind = listed[group].get("group_type", "classic")
-    if kind == "connect":
-        describe_connect_group(bootstrap, group)
+    if args.all_groups:
+        return {group: entry for group, entry in sorted(listed.items()) if is_consumer_group(entry)}
+    return {group: listed.get(group) for group in dict.fromkeys(args.groups)}
+
+
+def describe(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
+    """The view asked for, of every group asked for; a group named that does not exist is an
+    error before anything is printed, so a script never reads half an answer as a whole one."""
+    chosen = selected_groups(admin, args)
+    missing = [group for group, entry in chosen.items() if entry is None]
+    if missing:
+        raise ValueError(f"group {missing[0]!r} does not exist")
+    # A broker before KIP-848 lists no group type: every group there is classic.
+    kinds = {group: entry.get("group_type", "classic") for group, entry in chosen.items() if entry}
+    groups = group_views.groups_of(admin, args.bootstrap_server, kinds)
+    group_views.print_sections(group_views.sections(admin, groups, args.view, args.verbose), args.output)
+
+
+def delete(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
+    """Delete every group asked for that can be: as Kafka's tool, one with active members (or
+    none at all) does not stop the others, and is named in the error that ends the command."""
+    chosen = list(selected_groups(admin, args))
+    if not chosen:
+        print("No consumer group to delete.")
         return
-    if kind == "consumer":
-        _offsets_and_lag(admin, group, describe_consumer_group(bootstrap, group))
-        return
-    info = admin.describe_groups([group])[group]
-    protocol = f"{info['protocol_type'] or '-'}/{info['protocol_data'] or '-'}"
-    members = len(info["members"])
-    print(f"GROUP {group}  TYPE {kind}  STATE {info['group_state']}  PROTOCOL {protocol}  MEMBERS {members}")
-    owner: dict[TopicPartition, str] = {}
-    if info["members"]:
-        rows = [["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"]]
-        for member in info["members"]:
-            assignment = member["member_assignment"]
-            parts = []
-            if isinstance(assignment, dict):
-                for entry in assignment.get("assigned_partitions", []):
-                    parts.append(f"{entry['topic']}:{','.join(map(str, sorted(entry['partitions'])))}")
-                    for partition in entry["partitions"]:
-                        owner[TopicPartition(entry["topic"], partition)] = member["member_id"]
-            rows.append([member["member_id"], member["group_instance_id"] or "-", member["client_id"],
-                         member["client_host"], " ".join(parts) or "-"])  # fmt: skip
-        print()
-        _table(rows)
-    _offsets_and_lag(admin, group, owner)
+    outcomes = admin.delete_groups(chosen)
+    reasons = {"NonEmptyGroupError": "the group has active members", "GroupIdNotFoundError": "no such group"}
+    failed = []
+    for group in chosen:
+        if outcomes[group] == "OK":
+            print(f"Deleted group {group}.")
+        else:
+            failed.append(f"cannot delete group {group!r}: {reasons.get(outcomes[group], outcomes[group])}")
+    if failed:
+        raise ValueError("; ".join(failed))
 
 
-def _offsets_and_lag(admin: KafkaAdminClient, group: str, owner: dict[TopicPartition, str]) -> None:
-    committed = admin.list_group_offsets({group: None}).get(group, {})
-    ends = _end_offsets(admin, sorted(set(committed) | set(owner)))
-    if ends:
-        rows = [["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID"]]
-        for tp in sorted(ends):
-            current = committed[tp].offset if tp in committed else None
-            lag = "-" if current is None else str(max(ends[tp] - current, 0))
-            shown = "-" if current is None else str(current)
-            rows.append([tp.topic, str(tp.partition), shown, str(ends[tp]), lag, owner.get(tp, "-")])
-        print()
-        _table(rows)
-
-
-def _selected(admin: KafkaAdminClient, args: argparse.Namespace) -> list[TopicPartition]:
+def _selected(admin: KafkaAdminClient, args: argparse.Namespace, group: str) -> list[TopicPartition]:
     """The partitions a reset is for: `--topic t` (every partition) or `--topic t:0,2`,
     repeatable, or `--all-topics` (those the group has committed offsets for)."""
     if args.all_topics:
-        return sorted(admin.list_group_offsets({args.group: None}).get(args.group, {}))
+        return sorted(admin.list_group_offsets({group: None}).get(group, {}))
     selected: list[TopicPartition] = []
     for spec in args.topic or []:
         topic, _, numbers = spec.partition(":")
@@ -197,6 +116,13 @@ def _selected(admin: KafkaAdminClient, args: argparse.Namespace) -> list[TopicPa
             partitions = [tp for tp in partitions if tp.partition in wanted]
         selected += partitions
     return sorted(set(selected))
+
+
+def _topic_partitions(admin: KafkaAdminClient, topic: str) -> list[TopicPartition]:
+    [described] = admin.describe_topics([topic])
+    if described["error_code"]:
+        raise ValueError(f"topic {topic!r} does not exist")
+    return [TopicPartition(topic, p["partition_index"]) for p in described["partitions"]]
 
 
 def parse_duration_ms(text: str) -> int:
@@ -221,14 +147,15 @@ def parse_datetime_ms(text: str) -> int:
 
 
 def _plan(
-    admin: KafkaAdminClient, args: argparse.Namespace, partitions: list[TopicPartition]
+    admin: KafkaAdminClient, args: argparse.Namespace, group: str, partitions: list[TopicPartition]
 ) -> dict[TopicPartition, int]:
+    """Where the target option puts each partition's offset, within the log's bounds."""
     earliest = {
         tp: i.offset
         for tp, i in admin.list_partition_offsets({tp: OffsetSpec.EARLIEST for tp in partitions}).items()
     }
-    latest = _end_offsets(admin, partitions)
-    committed = admin.list_group_offsets({args.group: partitions}).get(args.group, {})
+    latest = end_offsets(admin, partitions)
+    committed = admin.list_group_offsets({group: partitions}).get(group, {})
     at_time: dict[TopicPartition, int] = {}
     if args.to_datetime or args.by_duration:
         when = parse_datetime_ms(args.to_datetime) if args.to_datetime else (
@@ -254,133 +181,245 @@ def _plan(
     return plan
 
 
-def _read_plan(path: str) -> dict[TopicPartition, int]:
-    """A plan `--export` wrote: `topic,partition,offset` lines."""
-    plan = {}
+def read_plans(path: str, groups: list[str]) -> dict[str, dict[TopicPartition, int]]:
+    """A plan `--export` wrote: `topic,partition,offset` lines for one group, or
+    `group,topic,partition,offset` lines for several (a topic name has no comma)."""
+    plans: dict[str, dict[TopicPartition, int]] = {}
     for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            topic, partition, offset = (field.strip() for field in line.rsplit(",", 2))
-            plan[TopicPartition(topic, int(partition))] = int(offset)
+            head, partition, offset = (field.strip() for field in line.rsplit(",", 2))
+            group, _, topic = head.rpartition(",")
+            tp, target = TopicPartition(topic, int(partition)), int(offset)
         except ValueError as exc:
-            raise ValueError(f"{path}:{number}: expected topic,partition,offset, got {line!r}") from exc
-    return plan
+            raise ValueError(
+                f"{path}:{number}: expected [group,]topic,partition,offset, got {line!r}"
+            ) from exc
+        if not group and len(groups) != 1:
+            raise ValueError(
+                f"{path}:{number}: a line without its group is for one group only, not {len(groups)}"
+            )
+        plans.setdefault(group or groups[0], {})[tp] = target
+    absent = [group for group in groups if group not in plans]
+    if absent:
+        raise ValueError(f"{path} has no plan for group {absent[0]!r}")
+    return plans
+
+
+def _check_reset_args(args: argparse.Namespace) -> None:
+    if args.from_file:
+        return
+    if not (args.topic or args.all_topics):
+        raise ValueError("name the partitions: --topic T[:P,...] (repeatable), --all-topics or --from-file")
+    if not any((args.to_earliest, args.to_latest, args.to_offset is not None, args.shift_by is not None,
+                args.to_current, args.to_datetime, args.by_duration)):  # fmt: skip
+        raise ValueError("name the target: --to-earliest, --to-latest, --to-offset, --shift-by, "
+                         "--to-current, --to-datetime or --by-duration")  # fmt: skip
+
+
+def _plans(
+    admin: KafkaAdminClient, args: argparse.Namespace
+) -> tuple[dict[str, dict[TopicPartition, int]], list[str]]:
+    """Each resettable group's plan, and why each other group is not reset: as Kafka's tool,
+    a group with active members gets no plan, not even a dry run's."""
+    chosen = selected_groups(admin, args)
+    from_file = read_plans(args.from_file, list(chosen)) if args.from_file else {}
+    plans, refused = {}, []
+    for group, entry in chosen.items():
+        state = entry["group_state"] if entry else "Dead"
+        if state not in RESETTABLE:
+            refused.append(f"cannot reset the offsets of group {group!r}: it is {state}, and only a group "
+                           "with no active members can be reset")  # fmt: skip
+        else:
+            plans[group] = (
+                from_file[group]
+                if args.from_file
+                else _plan(admin, args, group, _selected(admin, args, group))
+            )
+    return plans, refused
+
+
+def _show_plans(plans: dict[str, dict[TopicPartition, int]], args: argparse.Namespace) -> None:
+    rows = [{"group": group, "topic": tp.topic, "partition": tp.partition, "offset": offset}
+            for group, plan in plans.items() for tp, offset in sorted(plan.items())]  # fmt: skip
+    if args.export:
+        # Kafka's CSV: the group is named when the command is not about one group only.
+        with_group = args.all_groups or len(args.groups) > 1
+        keys = ("group", "topic", "partition", "offset") if with_group else ("topic", "partition", "offset")
+        for row in rows:
+            print(",".join(str(row[key]) for key in keys))
+    else:
+        emit(PLANNED, rows, args.output)
+
+
+def _apply(admin: KafkaAdminClient, group: str, plan: dict[TopicPartition, int]) -> str | None:
+    """Commit the plan's offsets for the group; what went wrong, if anything."""
+    results = admin.alter_group_offsets(group, {tp: OffsetAndMetadata(o, "", -1) for tp, o in plan.items()})
+    failed = {tp: err for tp, err in results.items() if getattr(err, "errno", 0)}
+    if not failed:
+        return None
+    names = sorted({getattr(err, "__name__", str(err)) for err in failed.values()})
+    return (f"offsets of group {group!r} not reset for {len(failed)} partition(s): {', '.join(names)} "
+            "(the group must have no active members)")  # fmt: skip
 
 
 def reset_offsets(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
-    if args.from_file:
-        plan = _read_plan(args.from_file)
-    else:
-        if not (args.topic or args.all_topics):
-            raise ValueError(
-                "name the partitions: --topic T[:P,...] (repeatable), --all-topics or --from-file"
-            )
-        if not any((args.to_earliest, args.to_latest, args.to_offset is not None, args.shift_by is not None,
-                    args.to_current, args.to_datetime, args.by_duration)):  # fmt: skip
-            raise ValueError("name the target: --to-earliest, --to-latest, --to-offset, --shift-by, "
-                             "--to-current, --to-datetime or --by-duration")  # fmt: skip
-        plan = _plan(admin, args, _selected(admin, args))
-    if args.export:
-        for tp, offset in sorted(plan.items()):
-            print(f"{tp.topic},{tp.partition},{offset}")
-    elif args.output == "json":
-        print(
-            json.dumps(
-                [
-                    {"topic": tp.topic, "partition": tp.partition, "offset": o}
-                    for tp, o in sorted(plan.items())
-                ]
-            )
-        )
-    else:
-        _table(
-            [["TOPIC", "PARTITION", "NEW-OFFSET"]]
-            + [[tp.topic, str(tp.partition), str(o)] for tp, o in sorted(plan.items())]
-        )
-    if not args.execute:
-        if not args.export and args.output != "json":
-            print("\n(dry run: nothing changed; add --execute to apply)")
-        return
-    results = admin.alter_group_offsets(
-        args.group, {tp: OffsetAndMetadata(o, "", -1) for tp, o in plan.items()}
-    )
-    failed = {tp: err for tp, err in results.items() if getattr(err, "errno", 0)}
-    if failed:
-        names = sorted({getattr(err, "__name__", str(err)) for err in failed.values()})
-        raise ValueError(f"offsets not reset for {len(failed)} partition(s): {', '.join(names)} "
-                         "(the group must have no active members)")  # fmt: skip
-    if not args.export and args.output != "json":
-        print(f"\nReset {len(plan)} partition(s) of group {args.group}.")
+    _check_reset_args(args)
+    plans, refused = _plans(admin, args)
+    _show_plans(plans, args)
+    chatty = not args.export and args.output != "json"
+    if plans and not args.execute and chatty:
+        print("\n(dry run: nothing changed; add --execute to apply)")
+    if plans and args.execute:
+        refused += [problem for group, plan in plans.items() if (problem := _apply(admin, group, plan))]
+        if chatty:
+            count = sum(len(plan) for plan in plans.values())
+            print(f"\nReset {count} partition(s) of group{'s' if len(plans) > 1 else ''} {', '.join(plans)}.")
+    if refused:
+        raise ValueError("; ".join(refused))
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action != "list" and (problem := selection_error(args)):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     return run_admin_command(args.bootstrap_server, lambda admin: _dispatch(admin, args))
 
 
 def _dispatch(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
     if args.action == "list":
-        groups = sorted(admin.list_groups(), key=lambda g: g["group_id"])
         listed = [
             {"group": g["group_id"], "type": g.get("group_type", "classic"),
              "protocol": g["protocol_type"] or "-", "state": g.get("group_state", "-")}
-            for g in groups
+            for g in sorted(admin.list_groups(), key=lambda g: g["group_id"])
         ]  # fmt: skip
-        if args.output == "json":
-            print(json.dumps(listed))
-        else:
-            _table([["GROUP", "TYPE", "PROTOCOL", "STATE"]] + [list(g.values()) for g in listed])
+        emit(LISTED, listed, args.output)
     elif args.action == "describe":
-        describe(admin, args.group, args.bootstrap_server)
+        describe(admin, args)
     elif args.action == "delete":
-        outcome = admin.delete_groups([args.group])[args.group]
-        if outcome != "OK":
-            reason = {"NonEmptyGroupError": "the group has active members",
-                      "GroupIdNotFoundError": "no such group"}.get(outcome, outcome)  # fmt: skip
-            raise ValueError(f"cannot delete group {args.group!r}: {reason}")
-        print(f"Deleted group {args.group}.")
+        delete(admin, args)
     elif args.action == "reset-offsets":
         reset_offsets(admin, args)
 
 
-def add_parser(sub: argparse._SubParsersAction, default_bootstrap: str) -> None:  # type: ignore[type-arg]
-    groups = sub.add_parser("groups", help="list, describe, delete consumer groups and reset their offsets")
-    groups.add_argument("--bootstrap-server", default=default_bootstrap)
-    groups.add_argument("--output", choices=("table", "json"), default="table", help="(default: table)")
-    gsub = groups.add_subparsers(dest="action", required=True)
-    gsub.add_parser("list", help="list groups with their type, protocol and state")
-    for name, text in (
-        ("describe", "members, assignments, offsets and lag"),
-        ("delete", "delete an empty group"),
-    ):
-        gsub.add_parser(name, help=text).add_argument("group")
+GROUPS_EXAMPLES = """\
+examples:
+  groups list --output json
+  groups describe orders-app                       offsets and lag of each partition
+  groups describe --all-groups --members --verbose every consumer group's members and assignments
+  groups describe orders-app --state --verbose     coordinator, assignor, state, epochs
+  groups delete --all-groups                       the consumer groups with no active members
+  groups reset-offsets orders-app --topic orders --to-earliest --execute
+  groups reset-offsets --all-groups --all-topics --to-latest --export > plan.csv
+  groups reset-offsets --all-groups --from-file plan.csv --execute
+"""
+
+RESET_EXAMPLES = """\
+examples:
+  reset-offsets g --topic orders:0,1 --to-datetime 2026-11-27T09:00:00.000 --execute
+  reset-offsets g --all-topics --by-duration PT1H --export > plan.csv
+  reset-offsets g --from-file plan.csv --execute
+"""
+
+
+def _add_selection(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("groups", nargs="*", metavar="GROUP", help=f"the group(s) to {what}")
+    parser.add_argument(
+        "--all-groups",
+        action="store_true",
+        help=f"{what} every consumer group (classic or consumer protocol)",
+    )
+
+
+def _add_describe(gsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    describe_parser = gsub.add_parser("describe", help="offsets and lag, members, or state of groups")
+    _add_selection(describe_parser, "describe")
+    view = describe_parser.add_mutually_exclusive_group()
+    view.add_argument(
+        "--offsets",
+        dest="view",
+        action="store_const",
+        const="offsets",
+        help="each partition's committed and log-end offsets, lag and holder (the default)",
+    )
+    view.add_argument(
+        "--members",
+        dest="view",
+        action="store_const",
+        const="members",
+        help="each member's host, client id and partition count",
+    )
+    view.add_argument(
+        "--state",
+        dest="view",
+        action="store_const",
+        const="state",
+        help="coordinator, assignment strategy, state and member count",
+    )
+    describe_parser.set_defaults(view="offsets")
+    describe_parser.add_argument(
+        "--verbose", action="store_true", help="more columns: leader epochs, assignments and epochs"
+    )
+
+
+def _add_reset(gsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     reset = gsub.add_parser(
-        "reset-offsets", help="move an empty group's committed offsets (a dry run unless --execute)",
-        epilog="examples: reset-offsets g --topic orders:0,1 --to-datetime 2026-11-27T09:00:00.000 "
-        "--execute; "
-        "reset-offsets g --all-topics --by-duration PT1H --export > plan.csv; "
-        "reset-offsets g --from-file plan.csv --execute",
-    )  # fmt: skip
-    reset.add_argument("group")
-    reset.add_argument("--topic", action="append", metavar="TOPIC[:P,...]",
-                       help="a topic, or some of its partitions; repeatable")  # fmt: skip
+        "reset-offsets",
+        help="move empty groups' committed offsets (a dry run unless --execute)",
+        epilog=RESET_EXAMPLES,
+    )
+    _add_selection(reset, "reset")
+    reset.add_argument(
+        "--topic",
+        action="append",
+        metavar="TOPIC[:P,...]",
+        help="a topic, or some of its partitions; repeatable",
+    )
     reset.add_argument("--all-topics", action="store_true", help="every topic the group has offsets for")
     reset.add_argument(
-        "--from-file", metavar="CSV", help="a plan --export wrote: topic,partition,offset lines"
+        "--from-file", metavar="CSV", help="a plan --export wrote: [group,]topic,partition,offset lines"
     )
     target = reset.add_mutually_exclusive_group()
-    target.add_argument("--to-earliest", action="store_true")
-    target.add_argument("--to-latest", action="store_true")
+    target.add_argument("--to-earliest", action="store_true", help="the log's first offset")
+    target.add_argument("--to-latest", action="store_true", help="the log's end")
     target.add_argument("--to-current", action="store_true", help="the committed offset (or the earliest)")
-    target.add_argument("--to-offset", type=int)
-    target.add_argument("--shift-by", type=int)
-    target.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss",
-                        help="the first offset at or after this time (local time unless zoned)")  # fmt: skip
+    target.add_argument("--to-offset", type=int, metavar="N", help="offset N (kept within the log)")
+    target.add_argument(
+        "--shift-by", type=int, metavar="N", help="the committed offset plus N (N may be negative)"
+    )
+    target.add_argument(
+        "--to-datetime",
+        metavar="YYYY-MM-DDTHH:mm:SS.sss",
+        help="the first offset at or after this time (local time unless zoned)",
+    )
     target.add_argument(
         "--by-duration", metavar="PnDTnHnMnS", help="the first offset at or after now less this"
     )
     reset.add_argument(
         "--export", action="store_true", help="print the plan as CSV, to apply with --from-file"
     )
-    reset.add_argument("--execute", action="store_true", help="apply the plan (default: dry run)")
+    reset.add_argument("--execute", action="store_true", help="apply the plan (without it: a dry run)")
+
+
+def add_parser(sub: argparse._SubParsersAction, default_bootstrap: str) -> None:  # type: ignore[type-arg]
+    groups = sub.add_parser(
+        "groups",
+        help="list, describe, delete consumer groups and reset their offsets",
+        epilog=GROUPS_EXAMPLES,
+    )
+    groups.add_argument(
+        "--bootstrap-server", default=default_bootstrap, metavar="HOST:PORT", help="a broker to ask"
+    )
+    groups.add_argument(
+        "--output",
+        choices=("table", "json"),
+        default="table",
+        help="a table for people, or a JSON array of one object per row for scripts",
+    )
+    gsub = groups.add_subparsers(dest="action", required=True)
+    gsub.add_parser("list", help="list groups with their type, protocol and state")
+    _add_describe(gsub)
+    _add_selection(gsub.add_parser("delete", help="delete groups with no active members"), "delete")
+    _add_reset(gsub)
     groups.set_defaults(func=lambda args: run(args))

@@ -1,9 +1,14 @@
-"""`connect-rebalance topics ...`: topic administration through kafka-python's admin client."""
+"""`connect-rebalance topics ...`: topic administration through kafka-python's admin client.
+
+`list` and `describe` print what kafka-topics prints, or with `--output json` a JSON array:
+one object per topic (`describe`'s with its partitions, one object each, and its configs).
+"""
 
 from __future__ import annotations
 
 import argparse
 import uuid
+from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
@@ -12,6 +17,7 @@ from coordinator.broker import kafka_uuid_string
 from coordinator.storage.topic_store import INTERNAL_TOPICS
 
 from .admin_command import run_admin_command
+from .tables import print_json
 
 TOPIC_ALREADY_EXISTS = 36
 
@@ -26,29 +32,43 @@ def _parse_configs(pairs: list[str]) -> dict[str, str]:
     return configs
 
 
-def _describe(admin: KafkaAdminClient, bootstrap: str, name: str) -> None:
+def described(admin: KafkaAdminClient, bootstrap: str, name: str) -> dict[str, Any]:
+    """A topic as `describe` shows it: id, partitions with their leaders and offsets, and the
+    configs set on the topic itself (kafka-python's default filter keeps only those)."""
     [topic] = admin.describe_topics([name])
     if topic["error_code"]:
         raise ValueError(f"topic {name!r}: error {topic['error_code']}")
-    partitions = sorted(p["partition_index"] for p in topic["partitions"])
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    listed = sorted(topic["partitions"], key=lambda p: p["partition_index"])
+    tps = [TopicPartition(name, p["partition_index"]) for p in listed]
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:
-        tps = [TopicPartition(name, p) for p in partitions]
         earliest, latest = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
     finally:
         consumer.close()
-    topic_id = kafka_uuid_string(uuid.UUID(topic["topic_id"]))
-    print(f"Topic: {name}\tTopicId: {topic_id}\tPartitionCount: {len(partitions)}\tReplicationFactor: 1")
-    for p in topic["partitions"]:
-        tp = TopicPartition(name, p["partition_index"])
-        print(
-            f"\tPartition: {p['partition_index']}\tLeader: {p['leader_id']}\tReplicas: {p['replica_nodes']}"
-            f"\tIsr: {p['isr_nodes']}\tOffsets: {earliest[tp]}..{latest[tp]}"
-        )
-    # kafka-python's default filter keeps only configs set on the topic itself.
     explicit = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])["topic"][name]
-    if explicit:
-        print("\tConfigs: " + ",".join(f"{key}={entry['value']}" for key, entry in sorted(explicit.items())))
+    partitions = [
+        {"partition": tp.partition, "leader": p["leader_id"], "replicas": list(p["replica_nodes"]),
+         "isr": list(p["isr_nodes"]), "earliest_offset": earliest[tp], "latest_offset": latest[tp]}
+        for tp, p in zip(tps, listed, strict=True)
+    ]  # fmt: skip
+    return {
+        "topic": name, "topic_id": kafka_uuid_string(uuid.UUID(topic["topic_id"])),
+        "partition_count": len(partitions), "replication_factor": 1,
+        "configs": {key: entry["value"] for key, entry in sorted(explicit.items())}, "partitions": partitions,
+    }  # fmt: skip
+
+
+def _print_described(topic: dict[str, Any]) -> None:
+    """kafka-topics --describe's lines, with each partition's offsets after its ISR."""
+    print(f"Topic: {topic['topic']}\tTopicId: {topic['topic_id']}\tPartitionCount: {topic['partition_count']}"
+          f"\tReplicationFactor: {topic['replication_factor']}")  # fmt: skip
+    for p in topic["partitions"]:
+        print(
+            f"\tPartition: {p['partition']}\tLeader: {p['leader']}\tReplicas: {p['replicas']}"
+            f"\tIsr: {p['isr']}\tOffsets: {p['earliest_offset']}..{p['latest_offset']}"
+        )
+    if topic["configs"]:
+        print("\tConfigs: " + ",".join(f"{key}={value}" for key, value in topic["configs"].items()))
 
 
 def _alter(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
@@ -86,8 +106,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _dispatch(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
     if args.action == "list":
-        for name in sorted(admin.list_topics()):
-            if not (args.exclude_internal and name in INTERNAL_TOPICS):
+        names = [
+            n for n in sorted(admin.list_topics()) if not (args.exclude_internal and n in INTERNAL_TOPICS)
+        ]
+        if args.output == "json":
+            print_json([{"topic": name, "internal": name in INTERNAL_TOPICS} for name in names])
+        else:
+            for name in names:
                 print(name)
     elif args.action == "create":
         topic = NewTopic(
@@ -103,9 +128,65 @@ def _dispatch(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
     elif args.action == "alter":
         _alter(admin, args)
     elif args.action == "describe":
-        _describe(admin, args.bootstrap_server, args.name)
+        topic = described(admin, args.bootstrap_server, args.name)
+        if args.output == "json":
+            print_json([topic])
+        else:
+            _print_described(topic)
     elif args.action == "delete":
         [result] = admin.delete_topics([args.name], raise_errors=False)["topics"]
         if result["error_code"]:
             raise ValueError(f"cannot delete topic {args.name!r}: {result['error_message']}")
         print(f"Deleted topic {args.name}.")
+
+
+TOPICS_EXAMPLES = """\
+examples:
+  topics create orders --partitions 6 --config retention.ms=86400000 --if-not-exists
+  topics list --exclude-internal --output json
+  topics describe orders --output json
+  topics alter orders --partitions 12 --config retention.ms=3600000 --delete-config segment.ms
+  topics delete orders
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction, default_bootstrap: str) -> None:  # type: ignore[type-arg]
+    topics = sub.add_parser(
+        "topics", help="list, create, alter, describe and delete topics", epilog=TOPICS_EXAMPLES
+    )
+    topics.add_argument(
+        "--bootstrap-server", default=default_bootstrap, metavar="HOST:PORT", help="a broker to ask"
+    )
+    topics.add_argument(
+        "--output", choices=("table", "json"), default="table",
+        help="kafka-topics' text for people, or a JSON array of one object per topic for scripts",
+    )  # fmt: skip
+    tsub = topics.add_subparsers(dest="action", required=True)
+    listing = tsub.add_parser("list", help="list topics")
+    listing.add_argument(
+        "--exclude-internal", action="store_true", help="leave out the coordinator's own topics"
+    )
+    create = tsub.add_parser("create", help="create a topic")
+    create.add_argument("name")
+    create.add_argument("--partitions", type=int, default=1, help="how many partitions")
+    create.add_argument("--replication-factor", type=int, default=1, help="copies of each partition")
+    create.add_argument("--config", action="append", metavar="NAME=VALUE", default=[], help="a topic config")
+    create.add_argument(
+        "--if-not-exists", action="store_true", help="a topic that exists already is no error"
+    )
+    alter = tsub.add_parser(
+        "alter", help="add partitions, or change configs (IncrementalAlterConfigs)",
+        epilog="example:\n"
+        "  topics alter orders --partitions 6 --config retention.ms=86400000 --delete-config segment.ms",
+    )  # fmt: skip
+    alter.add_argument("name")
+    alter.add_argument("--partitions", type=int, help="the new, larger, partition count")
+    alter.add_argument("--config", action="append", metavar="NAME=VALUE", default=[], help="set a config")
+    alter.add_argument(
+        "--delete-config", action="append", metavar="NAME", default=[], help="back to its default"
+    )
+    describe = tsub.add_parser("describe", help="partitions, offsets and configs of a topic")
+    describe.add_argument("name")
+    delete = tsub.add_parser("delete", help="delete a topic")
+    delete.add_argument("name")
+    topics.set_defaults(func=run)

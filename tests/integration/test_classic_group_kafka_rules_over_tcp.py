@@ -44,18 +44,18 @@ def group_figures(coordinator: CoordinatorProcess, group: str) -> tuple[float, f
     )
 
 
-def described_members(shown: str) -> tuple[str, dict[str, list[str]]]:
-    """`connect-rebalance groups describe`'s header line, and each member's row by instance id
-    (or member id for a dynamic member): [member id, client id, assignment]."""
-    lines = shown.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("MEMBER-ID"))
+def described_members(bootstrap: str, group: str) -> tuple[str, dict[str, list[str]]]:
+    """`connect-rebalance groups describe --state`'s row (state, strategy, member count), and
+    each member's row of `--members --verbose` by instance id (or member id for a dynamic
+    member): [member id, client id, assignment]."""
+    state = groups_describe(bootstrap, group, "--state").splitlines()[1]
+    header, *lines = groups_describe(bootstrap, group, "--members", "--verbose").splitlines()
     rows: dict[str, list[str]] = {}
-    for line in lines[at + 1 :]:
-        if not line.strip():
-            break
-        member_id, instance_id, client_id, _host, assignment = line.split()
-        rows[member_id if instance_id == "-" else instance_id] = [member_id, client_id, assignment]
-    return lines[0], rows
+    for line in lines:
+        row = dict(zip(header.split(), line.split(), strict=True))
+        key = row["CONSUMER-ID"] if row["GROUP-INSTANCE-ID"] == "-" else row["GROUP-INSTANCE-ID"]
+        rows[key] = [row["CONSUMER-ID"], row["CLIENT-ID"], row["CURRENT-ASSIGNMENT"]]
+    return state, rows
 
 
 def assert_consumed_without_pause(fleet: MemberFleet, member: str, since: float, until: float) -> float:
@@ -127,9 +127,8 @@ def restart_the_static_leader(group_coordinator: CoordinatorProcess, fleet: Memb
     wait_until(lambda: all(fleet.holding(m) <= {r["p"] for r in fleet.records(m) if r["t"] > settled_at}
                            for m in members), 60, "every member consuming what it holds")  # fmt: skip
     generation, rebalances = group_figures(group_coordinator, "statics")
-    shown_before = groups_describe(group_coordinator.bootstrap, "statics")
-    header_before, before = described_members(shown_before)
-    assert "STATE Stable" in header_before and len(before) == 3 and {"host-1", "host-2"} <= set(before)
+    header_before, before = described_members(group_coordinator.bootstrap, "statics")
+    assert " Stable " in header_before and len(before) == 3 and {"host-1", "host-2"} <= set(before)
     s1_partitions = fleet.holding("s1")
 
     since = time.time()
@@ -153,8 +152,7 @@ def restart_the_static_leader(group_coordinator: CoordinatorProcess, fleet: Memb
     )
 
     assert group_figures(group_coordinator, "statics") == (generation, rebalances), "no new generation"
-    shown_after = groups_describe(group_coordinator.bootstrap, "statics")
-    header_after, after = described_members(shown_after)
+    header_after, after = described_members(group_coordinator.bootstrap, "statics")
     assert header_after == header_before, "same state, protocol and member count"
     assert after["host-1"][0] != before["host-1"][0], "the restarted process is a new member id"
     assert after["host-1"][1:] == ["s1b", before["host-1"][2]], "with the old member's assignment"
@@ -164,7 +162,8 @@ def restart_the_static_leader(group_coordinator: CoordinatorProcess, fleet: Memb
     gaps = {member: assert_consumed_without_pause(fleet, member, since, until) for member in ("s2", "d1")}
     print(f"generation {generation:.0f} before and after, {rebalances:.0f} rebalances counted; restart took "
           f"{until - since:.2f}s; longest gap between records of s2, d1: "
-          f"{', '.join(f'{g:.2f}s' for g in gaps.values())}\n{shown_before}\n{shown_after}")  # fmt: skip
+          f"{', '.join(f'{g:.2f}s' for g in gaps.values())}\n{header_before} {before}\n"
+          f"{header_after} {after}")  # fmt: skip
 
 
 # -- raw requests: exact states and bytes ------------------------------------------------------

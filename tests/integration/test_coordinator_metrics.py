@@ -39,6 +39,12 @@ def connect_figures(coordinator: CoordinatorProcess) -> tuple[float, ...]:
     )  # fmt: skip
 
 
+def described_rows(shown: str) -> list[dict[str, str]]:
+    """The rows of a consumer group's `groups describe` table, by column name (no cell has a blank)."""
+    header, *rows = (line.split() for line in shown.splitlines() if line.strip())
+    return [dict(zip(header, row, strict=True)) for row in rows]
+
+
 def column(header: str, row: str, name: str) -> str:
     """A cell of `groups describe`'s table, by its column's position in the header."""
     start = header.index(name)
@@ -68,15 +74,14 @@ def test_a_consumer_groups_rebalances_reconcile_time_and_moved_partitions(
     wait_until(lambda: of_group(scrape(group_coordinator), "moved_total", "kip848", "consumer") == 6, 30,
                "the 6 partitions m2 took counted as moved")  # fmt: skip
 
-    shown = groups_describe(group_coordinator.bootstrap, "kip848")
-    assert "TYPE consumer" in shown and "ASSIGNOR uniform" in shown and "MEMBERS 2" in shown
-    lines = shown.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("MEMBER-ID"))
-    header, rows = lines[at].split(), [line.split() for line in lines[at + 1 : at + 3]]
-    assert header[-2:] == ["CURRENT", "TARGET"], shown
-    for row in rows:
-        assert row[-2] == row[-1], f"a settled member holds its target: {row}"
-    assert "LOG-END-OFFSET" in shown, "committed offsets and lag follow the members"
+    [state] = described_rows(groups_describe(group_coordinator.bootstrap, "kip848", "--state"))
+    assert (state["ASSIGNMENT-STRATEGY"], state["#MEMBERS"]) == ("uniform", "2"), state
+    members = described_rows(groups_describe(group_coordinator.bootstrap, "kip848", "--members", "--verbose"))
+    assert len(members) == 2
+    for member in members:
+        assert member["CURRENT-ASSIGNMENT"] == member["TARGET-ASSIGNMENT"], f"a settled member: {member}"
+    offsets = described_rows(groups_describe(group_coordinator.bootstrap, "kip848"))
+    assert sorted(int(row["PARTITION"]) for row in offsets) == list(range(PARTITIONS)), "offsets and lag"
 
     fleet.stop("m2")
     holding([12])

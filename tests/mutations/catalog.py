@@ -1484,6 +1484,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(f"{INTEGRATION}/test_cli.py::test_groups_list_describe_reset_offsets_and_delete",),
     ),
     Mutation(
+        name="groups-describe-members-drops-partition-count",
+        breaks="groups describe --members shows each member's #PARTITIONS, as kafka-consumer-groups does",
+        file="connect_rebalance_cli/group_views.py",
+        original='("CLIENT-ID", "client_id"), ("#PARTITIONS", "partition_count")]',
+        replacement='("CLIENT-ID", "client_id")]',
+        tests=(
+            f"{INTEGRATION}/test_cli.py::test_groups_describe_offsets_members_and_state_views_of_all_groups",
+        ),
+    ),
+    Mutation(
+        name="groups-all-groups-takes-connect-groups",
+        breaks="groups --all-groups means the consumer groups: a connect group is never described, reset "
+        "or deleted with them",
+        file="connect_rebalance_cli/groups_cli.py",
+        original='    return kind in ("classic", "consumer") and listed["protocol_type"] in ("consumer", "")',
+        replacement="    return True  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_cli.py::test_groups_describe_offsets_members_and_state_views_of_all_groups",
+            f"{INTEGRATION}/test_cli.py::test_groups_all_groups_reset_offsets_and_delete",
+        ),
+    ),
+    Mutation(
         name="client-noise-not-quieted",
         breaks="a Kafka client's repeated message is logged once per quiet period, not every few ms",
         file="connect_rebalance/log_noise.py",

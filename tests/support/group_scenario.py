@@ -33,11 +33,12 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         future.result(30)
 
 
-def groups_describe(bootstrap: str, group: str) -> str:
-    """What `connect-rebalance groups describe GROUP` prints, as an operator runs it."""
+def groups_describe(bootstrap: str, group: str, *view: str) -> str:
+    """What `connect-rebalance groups describe GROUP [--members|--state] [--verbose]` prints, as
+    an operator runs it."""
     result = subprocess.run(
         [sys.executable, "-m", "connect_rebalance_cli.cli", "groups", "--bootstrap-server", bootstrap,
-         "describe", group],
+         "describe", group, *view],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
