@@ -89,9 +89,6 @@ NOT_YET: dict[str, str] = {
     "connector.client.config.override.policy": "connectors cannot override their clients' settings "
     "(producer.override.* and the like are refused), as with the policy None",
     "connector.client.config.override.allowlist": "connectors cannot override their clients' settings",
-    "access.control.allow.origin": "the REST API answers no CORS requests",
-    "access.control.allow.methods": "the REST API answers no CORS requests",
-    "response.http.headers.config": "the REST API adds no configured headers",
     "admin.listeners": "the admin endpoints are served on the REST listeners",
 }
 # The value of a NOT_YET setting that asks for nothing: accepted without a word.
@@ -99,9 +96,6 @@ NOTHING_ASKED: dict[str, set[str]] = {
     "plugin.path": {""},
     "connector.client.config.override.policy": {"None"},
     "connector.client.config.override.allowlist": {""},
-    "access.control.allow.origin": {""},
-    "access.control.allow.methods": {""},
-    "response.http.headers.config": {""},
     "admin.listeners": {""},
 }
 

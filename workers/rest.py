@@ -30,6 +30,7 @@ from .connectors.checkpoint_generations import OffsetsRefused
 from .herder import Herder
 from .plugins import ConfigDef, ConfigProblem, Connector, find_plugin, plugins
 from .rest_errors import RestError, error
+from .rest_http_headers import configured_headers, cross_origin, header_rules
 from .rest_loggers import logger_routes
 from .rest_security import Refused, RestAuthenticator
 from .session_key import (
@@ -100,9 +101,16 @@ class RestApi:
         self.herder = herder
         self._seen_signatures = SeenSignatures()  # internal requests already taken (replays)
         authenticator = RestAuthenticator(herder.config)
-        self.app = web.Application(
-            middlewares=[errors_as_json, authentication(authenticator), after_start(herder)]
-        )
+        config = herder.config
+        # Outermost first: configured headers go on every answer, errors included; a CORS
+        # preflight is answered before authentication, as browsers send it without credentials.
+        middlewares = [configured_headers(header_rules(config.response_http_headers_config))]
+        if config.access_control_allow_origin.strip():
+            middlewares.append(
+                cross_origin(config.access_control_allow_origin, config.access_control_allow_methods)
+            )
+        middlewares += [errors_as_json, authentication(authenticator), after_start(herder)]
+        self.app = web.Application(middlewares=middlewares)
         routes = [
             web.get("/", self.root),
             web.get("/health", self.health),

@@ -48,6 +48,7 @@ from .config_providers import (
 from .converters import SETTING_PREFIXES as CONVERTER_SETTINGS
 from .converters import converter_problems
 from .inapplicable_settings import INAPPLICABLE, NOT_YET, sort_out
+from .rest_http_headers import header_rule_problems
 
 CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
 HTTPS_PREFIX = "listeners.https."
@@ -109,6 +110,10 @@ class WorkerConfig(BaseModel):
     jaas_config_file: str | None = Field(None, alias="java.security.auth.login.config")
     rest_authorized_principals: str = Field("", alias="rest.authorized.principals")
     rest_read_only_principals: str = Field("", alias="rest.read.only.principals")
+    # Cross-origin answers and added response headers, as Kafka Connect's (workers.rest_http_headers).
+    access_control_allow_origin: str = Field("", alias="access.control.allow.origin")
+    access_control_allow_methods: str = Field("", alias="access.control.allow.methods")
+    response_http_headers_config: str = Field("", alias="response.http.headers.config")
     # Kafka client security and `listeners.https.*`, by their names (validated below).
     security_settings: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
     # `config.providers` and its `config.providers.<alias>.*` (workers.config_providers): the
@@ -124,6 +129,14 @@ class WorkerConfig(BaseModel):
     def _replication_factor(cls, value: int) -> int:
         if value == 0:
             raise ValueError("must be -1 (the coordinator's default) or at least 1")
+        return value
+
+    @field_validator("response_http_headers_config")
+    @classmethod
+    def _header_rules(cls, value: str) -> str:
+        problems = header_rule_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
         return value
 
     @field_validator("bootstrap_servers")

@@ -733,6 +733,16 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="cors-any-origin-allowed",
+        breaks="a worker answers cross-origin requests only from the origins it is told to allow",
+        file="workers/rest_http_headers.py",
+        original='    if "*" in allowed:\n',
+        replacement="    if True:  # mutation: every origin is allowed\n",
+        tests=(
+            "tests/integration/test_worker_cors_and_headers.py::test_cors_answers_and_configured_headers",
+        ),
+    ),
+    Mutation(
         name="session-wait-unreported",
         breaks="a task waiting for its worker's Spark session to start says so in its status",
         file="workers/task_runner.py",
