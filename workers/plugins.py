@@ -42,7 +42,7 @@ class ConfigProblem:
 
 @dataclass(frozen=True)
 class ConfigDef:
-    """A connector setting, as `GET /connector-plugins/{plugin}/config` lists it."""
+    """A connector setting, as `GET /connector-plugins/{pluginName}/config` lists it."""
 
     name: str
     type: str = "STRING"

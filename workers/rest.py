@@ -118,28 +118,28 @@ class RestApi:
             web.get("/openapi.json", self.openapi),
             web.get("/connectors", self.list_connectors),
             web.post("/connectors", self.create_connector),
-            web.get("/connectors/{name}", self.get_connector),
-            web.delete("/connectors/{name}", self.delete_connector),
-            web.get("/connectors/{name}/config", self.get_config),
-            web.put("/connectors/{name}/config", self.put_config),
-            web.patch("/connectors/{name}/config", self.patch_config),
-            web.get("/connectors/{name}/status", self.get_status),
-            web.put("/connectors/{name}/pause", self.pause),
-            web.put("/connectors/{name}/resume", self.resume),
-            web.put("/connectors/{name}/stop", self.stop),
-            web.post("/connectors/{name}/restart", self.restart_connector),
-            web.get("/connectors/{name}/tasks", self.get_tasks),
-            web.post("/connectors/{name}/tasks", self.put_task_configs),
-            web.get("/connectors/{name}/tasks/{task}/status", self.get_task_status),
-            web.post("/connectors/{name}/tasks/{task}/restart", self.restart_task),
-            web.get("/connectors/{name}/offsets", self.get_offsets),
-            web.patch("/connectors/{name}/offsets", self.alter_offsets),
-            web.delete("/connectors/{name}/offsets", self.reset_offsets),
-            web.get("/connectors/{name}/topics", self.get_topics),
-            web.put("/connectors/{name}/topics/reset", self.reset_topics),
+            web.get("/connectors/{connector}", self.get_connector),
+            web.delete("/connectors/{connector}", self.delete_connector),
+            web.get("/connectors/{connector}/config", self.get_config),
+            web.put("/connectors/{connector}/config", self.put_config),
+            web.patch("/connectors/{connector}/config", self.patch_config),
+            web.get("/connectors/{connector}/status", self.get_status),
+            web.put("/connectors/{connector}/pause", self.pause),
+            web.put("/connectors/{connector}/resume", self.resume),
+            web.put("/connectors/{connector}/stop", self.stop),
+            web.post("/connectors/{connector}/restart", self.restart_connector),
+            web.get("/connectors/{connector}/tasks", self.get_tasks),
+            web.post("/connectors/{connector}/tasks", self.put_task_configs),
+            web.get("/connectors/{connector}/tasks/{task}/status", self.get_task_status),
+            web.post("/connectors/{connector}/tasks/{task}/restart", self.restart_task),
+            web.get("/connectors/{connector}/offsets", self.get_offsets),
+            web.patch("/connectors/{connector}/offsets", self.alter_offsets),
+            web.delete("/connectors/{connector}/offsets", self.reset_offsets),
+            web.get("/connectors/{connector}/topics", self.get_topics),
+            web.put("/connectors/{connector}/topics/reset", self.reset_topics),
             web.get("/connector-plugins", self.list_plugins),
-            web.get("/connector-plugins/{plugin}/config", self.plugin_config),
-            web.put("/connector-plugins/{plugin}/config/validate", self.validate),
+            web.get("/connector-plugins/{pluginName}/config", self.plugin_config),
+            web.put("/connector-plugins/{pluginName}/config/validate", self.validate),
             *logger_routes(herder),
         ]
         self.app.add_routes(routes)
@@ -326,10 +326,10 @@ class RestApi:
         return web.json_response(self._info(name), status=201, headers=_location(name))
 
     async def get_connector(self, request: web.Request) -> web.Response:
-        return web.json_response(self._info(request.match_info["name"]))
+        return web.json_response(self._info(request.match_info["connector"]))
 
     async def delete_connector(self, request: web.Request) -> web.StreamResponse:
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         self._known(name)
         forwarded = await self._leader_only(request)
         if forwarded is not None:
@@ -347,19 +347,19 @@ class RestApi:
     async def get_topics(self, request: web.Request) -> web.Response:
         """The topics the connector's tasks used since its creation or the last reset (KIP-558)."""
         self._topic_tracking()
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         return web.json_response({name: {"topics": self.herder.statuses.active_topics(name)}})
 
     async def reset_topics(self, request: web.Request) -> web.Response:
         self._topic_tracking(reset=True)
-        await self.herder.statuses.reset_topics(request.match_info["name"])
+        await self.herder.statuses.reset_topics(request.match_info["connector"])
         return web.Response(status=202)
 
     async def get_config(self, request: web.Request) -> web.Response:
-        return web.json_response(self._known(request.match_info["name"]))
+        return web.json_response(self._known(request.match_info["connector"]))
 
     async def put_config(self, request: web.Request) -> web.StreamResponse:
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         body = await self._body(request)
         if isinstance(body, dict) and body.get("name") not in (None, name):
             raise RestError(
@@ -380,7 +380,7 @@ class RestApi:
         return web.json_response(self._info(name), status=200 if existed else 201, headers=headers)
 
     async def patch_config(self, request: web.Request) -> web.StreamResponse:
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         current = dict(self._known(name))
         body = await self._body(request)
         if not isinstance(body, dict):
@@ -398,14 +398,14 @@ class RestApi:
         return web.json_response(self._info(name))
 
     async def get_status(self, request: web.Request) -> web.Response:
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         status = self.herder.connector_status(name)
         if status is None:
             raise RestError(404, f"No status found for connector {name}")
         return web.json_response(status)
 
     async def _set_target(self, request: web.Request, state: str) -> None:
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         self._known(name)
         await self.herder.set_target_state(name, state)
 
@@ -418,7 +418,7 @@ class RestApi:
         return web.Response(status=202)
 
     async def stop(self, request: web.Request) -> web.StreamResponse:
-        self._known(request.match_info["name"])
+        self._known(request.match_info["connector"])
         forwarded = await self._leader_only(request)
         if forwarded is not None:
             return forwarded
@@ -426,7 +426,7 @@ class RestApi:
         return web.Response(status=204)
 
     async def restart_connector(self, request: web.Request) -> web.StreamResponse:
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         self._known(name)
         include_tasks = request.query.get("includeTasks", "false").lower() == "true"
         only_failed = request.query.get("onlyFailed", "false").lower() == "true"
@@ -448,7 +448,7 @@ class RestApi:
         return web.json_response(status, status=202)
 
     async def get_tasks(self, request: web.Request) -> web.Response:
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         self._known(name)
         tasks = self.herder.task_configs(name)
         return web.json_response(
@@ -461,7 +461,7 @@ class RestApi:
         forwarded = await self._leader_only(request)
         if forwarded is not None:
             return forwarded
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         body = await request.read()
         herder = self.herder
         if herder.signs_requests():
@@ -485,7 +485,7 @@ class RestApi:
         return web.Response(status=204)
 
     def _task(self, request: web.Request) -> tuple[str, int]:
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         self._known(name)
         try:
             task = int(request.match_info["task"])
@@ -520,7 +520,7 @@ class RestApi:
             ) from exc
 
     async def get_offsets(self, request: web.Request) -> web.Response:
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         self._known(name)
         return web.json_response({"offsets": await self.herder.connector_offsets(name)})
 
@@ -537,7 +537,7 @@ class RestApi:
             )
 
     async def alter_offsets(self, request: web.Request) -> web.StreamResponse:
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         self._offsets_modifiable(name)
         body = await self._body(request)
         entries = body.get("offsets") if isinstance(body, dict) else None
@@ -560,7 +560,7 @@ class RestApi:
         return web.json_response({"message": "The offsets for this connector have been altered successfully"})
 
     async def reset_offsets(self, request: web.Request) -> web.StreamResponse:
-        name = request.match_info["name"]
+        name = request.match_info["connector"]
         self._offsets_modifiable(name)
         forwarded = await self._leader_only(request)
         if forwarded is not None:
@@ -576,9 +576,9 @@ class RestApi:
         return web.json_response(sorted(found, key=lambda p: p["class"]))
 
     def _plugin(self, request: web.Request) -> Any:
-        plugin = find_plugin(request.match_info["plugin"])
+        plugin = find_plugin(request.match_info["pluginName"])
         if plugin is None:
-            raise RestError(404, f"Unknown plugin {request.match_info['plugin']}")
+            raise RestError(404, f"Unknown plugin {request.match_info['pluginName']}")
         return plugin
 
     async def plugin_config(self, request: web.Request) -> web.Response:
@@ -593,7 +593,7 @@ class RestApi:
         if "connector.class" in body and named is not plugin:
             raise RestError(400, "Included connector type does not match request type")
         config = _string_values(body)
-        config.setdefault("connector.class", request.match_info["plugin"])
+        config.setdefault("connector.class", request.match_info["pluginName"])
         problems = {p.name: p.message for p in self._problems(plugin, config)}
         definitions = plugin.all_config_defs()
         defined = {d.name for d in definitions}

@@ -2,9 +2,9 @@
 LoggingResource answers (KIP-495, and KIP-976's `scope=cluster`).
 
 - `GET /admin/loggers`: the loggers whose level is set, and `root`: {"level", "last_modified"}.
-- `GET /admin/loggers/{name}`: one logger's level (its effective one if none is set); 404
+- `GET /admin/loggers/{logger}`: one logger's level (its effective one if none is set); 404
   "Logger <name> not found." for a logger that does not exist.
-- `PUT /admin/loggers/{name}` with `{"level": "DEBUG"}`: this worker's namespace and every
+- `PUT /admin/loggers/{logger}` with `{"level": "DEBUG"}`: this worker's namespace and every
   logger under it; 200 with their names. With `?scope=cluster`: written to the config topic
   for every worker running when it is read; 204. A missing level is 400; a level that is no
   log4j level is 404 "invalid log level", both as Kafka Connect answers them. Another scope

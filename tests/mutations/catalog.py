@@ -537,6 +537,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="openapi-operation-renamed",
+        breaks="a client generated from Kafka Connect's OpenAPI document finds its operations by their names",
+        file="workers/openapi.py",
+        original='                "restartConnector",\n',
+        replacement='                "restart",  # mutation: not Kafka Connect\'s operationId\n',
+        tests=(
+            f"{UNIT}/test_openapi_matches_kafka.py::"
+            "test_every_kafka_connect_operation_has_kafkas_method_path_operation_id_summary_and_parameters",
+        ),
+    ),
+    Mutation(
+        name="openapi-entity-field-renamed",
+        breaks="the OpenAPI document's models have the JSON fields Kafka Connect's entities are written with",
+        file="workers/openapi.py",
+        # ConfigKeyInfo is built from "order_in_group" but written as "order".
+        original='                "order": _INT,\n',
+        replacement='                "order_in_group": _INT,  # mutation\n',
+        tests=(
+            f"{UNIT}/test_openapi_matches_kafka.py::test_bodies_are_kafka_connects_entities_with_their_json_fields",
+        ),
+    ),
+    Mutation(
         name="classic-worker-drops-work-on-illegal-generation",
         breaks="a classic worker a generation behind at a downgrade keeps its work and rejoins with it",
         file="workers/classic_membership.py",

@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestClient
 
 from connect_rebalance.work import CONNECTOR
 from tests.support.memory_log import MemoryLogs
+from workers import openapi
 from workers.herder import Herder
 from workers.rest import RestApi
 from workers.worker_config import WorkerConfig
@@ -71,6 +72,15 @@ async def test_root_health_and_metrics(client: Client, herder: Herder) -> None:
     herder.ready.clear()  # a worker still reading its topics
     assert (await client.get("/health")).status == 503
     assert (await client.get("/")).status == 200, "answered while starting"
+
+
+def test_the_openapi_document_lists_every_route_as_it_is_routed(herder: Herder) -> None:
+    """Generated clients and the fuzzers reach every route, and a path parameter has the name
+    the handler reads it by (Kafka Connect's: `{connector}`, `{task}`, `{pluginName}`, `{logger}`)."""
+    app = RestApi(herder).app
+    routed = {(r.method.lower(), r.resource.canonical) for r in app.router.routes() if r.method != "HEAD"}
+    documented = {(method, path) for path, item in openapi.document()["paths"].items() for method in item}
+    assert routed == documented
 
 
 async def test_unknown_routes_and_methods_answer_json_errors(client: Client) -> None:
