@@ -89,14 +89,12 @@ NOT_YET: dict[str, str] = {
     "connector.client.config.override.policy": "connectors cannot override their clients' settings "
     "(producer.override.* and the like are refused), as with the policy None",
     "connector.client.config.override.allowlist": "connectors cannot override their clients' settings",
-    "admin.listeners": "the admin endpoints are served on the REST listeners",
 }
 # The value of a NOT_YET setting that asks for nothing: accepted without a word.
 NOTHING_ASKED: dict[str, set[str]] = {
     "plugin.path": {""},
     "connector.client.config.override.policy": {"None"},
     "connector.client.config.override.allowlist": {""},
-    "admin.listeners": {""},
 }
 
 

@@ -40,26 +40,47 @@ from .worker_config import WorkerConfig
 log = logging.getLogger(__name__)
 # Beyond the tasks' graceful timeout: leaving the group, the LEFT record and closing clients.
 SHUTDOWN_MARGIN_S = 5.0
+Listener = tuple[str, str, int]  # scheme, host, port
 THREADS_GRACE_S = 1.0  # threads still running after the stop get this long before the exit
 
 
-async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None:
+def _bound(listeners: list[Listener]) -> list[socket.socket]:
+    """A listening socket per (scheme, host, port), bound before the worker joins its group."""
     sockets = []
-    for _, host, port in config.rest_listeners:
+    for _, host, port in listeners:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         sockets.append(sock)
-    config = config.with_bound_ports([sock.getsockname()[1] for sock in sockets])
+    return sockets
+
+
+async def _served(
+    app: web.Application,
+    config: WorkerConfig,
+    listeners: list[tuple[str, str, int]],
+    sockets: list[socket.socket],
+) -> web.AppRunner:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    for (scheme, _, _), sock in zip(listeners, sockets, strict=True):
+        context = config.rest_server_context() if scheme == "https" else None
+        await web.SockSite(runner, sock, ssl_context=context).start()
+    return runner
+
+
+async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None:
+    sockets, admin_sockets = _bound(config.rest_listeners), _bound(config.admin_rest_listeners)
+    config = config.with_bound_ports(
+        [sock.getsockname()[1] for sock in sockets], [sock.getsockname()[1] for sock in admin_sockets]
+    )
     for warning in config.setting_warnings:
         log.warning("%s", warning)
     herder = Herder(config)
     api = RestApi(herder)
-    runner = web.AppRunner(api.app, access_log=None)
-    await runner.setup()
-    for (scheme, _, _), sock in zip(config.rest_listeners, sockets, strict=True):
-        context = config.rest_server_context() if scheme == "https" else None
-        await web.SockSite(runner, sock, ssl_context=context).start()
+    runners = [await _served(api.app, config, config.rest_listeners, sockets)]
+    if api.admin_app is not None:  # the admin endpoints' own listeners (admin.listeners)
+        runners.append(await _served(api.admin_app, config, config.admin_rest_listeners, admin_sockets))
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -89,14 +110,15 @@ async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None
         # The hand-over has a bound of its own: the stops after it keep all of theirs.
         bound = config.task_shutdown_graceful_timeout_ms / 1000 + SHUTDOWN_MARGIN_S + LEAVE_HANDOFF_S
         try:
-            await asyncio.wait_for(_shut_down(herder, runner), bound)
+            await asyncio.wait_for(_shut_down(herder, runners), bound)
         except TimeoutError:
             log.warning("the worker did not stop within %.0f s; exiting without waiting for the rest", bound)
 
 
-async def _shut_down(herder: Herder, runner: web.AppRunner) -> None:
+async def _shut_down(herder: Herder, runners: list[web.AppRunner]) -> None:
     await herder.stop()
-    await runner.cleanup()
+    for runner in runners:
+        await runner.cleanup()
 
 
 def run(config: WorkerConfig) -> int:

@@ -140,8 +140,15 @@ class RestApi:
             web.get("/connector-plugins", self.list_plugins),
             web.get("/connector-plugins/{pluginName}/config", self.plugin_config),
             web.put("/connector-plugins/{pluginName}/config/validate", self.validate),
-            *logger_routes(herder),
         ]
+        # The admin endpoints: on these listeners unless `admin.listeners` gives them their own
+        # (served by `admin_app`), or, blank, turns them off.
+        self.admin_app: web.Application | None = None
+        if config.admin_listeners is None:
+            routes += logger_routes(herder)
+        elif config.admin_rest_listeners:
+            self.admin_app = web.Application(middlewares=list(middlewares))
+            self.admin_app.add_routes(logger_routes(herder))
         self.app.add_routes(routes)
 
     # -- helpers --------------------------------------------------------------------------

@@ -84,6 +84,9 @@ class WorkerConfig(BaseModel):
     # Settings accepted that change nothing here, each with why: logged once at start.
     setting_warnings: list[str] = Field(default_factory=list, exclude=True)
     listeners: str = Field("http://127.0.0.1:8083", alias="listeners")
+    # The admin endpoints' (/admin/loggers) own listeners, as Kafka Connect's: unset, they are
+    # served on `listeners`; blank, they are not served at all.
+    admin_listeners: str | None = Field(None, alias="admin.listeners")
     rest_advertised_host_name: str | None = Field(None, alias="rest.advertised.host.name")
     rest_advertised_port: int | None = Field(None, alias="rest.advertised.port", ge=0, le=65535)
     group_protocol: Literal["connect", "classic"] = Field("connect", alias="group.protocol")
@@ -148,12 +151,12 @@ class WorkerConfig(BaseModel):
                 raise ValueError(f"{server!r} is not host:port")
         return value
 
-    @field_validator("listeners")
+    @field_validator("listeners", "admin_listeners")
     @classmethod
-    def _rest_listeners(cls, value: str) -> str:
-        for listener in value.split(","):
+    def _rest_listeners(cls, value: str | None) -> str | None:
+        for listener in (value or "").split(","):
             parsed = urlparse(listener.strip())
-            if parsed.scheme not in ("http", "https") or parsed.port is None:
+            if listener.strip() and (parsed.scheme not in ("http", "https") or parsed.port is None):
                 raise ValueError(f"{listener.strip()!r} is not http://host:port or https://host:port")
         return value
 
@@ -234,13 +237,12 @@ class WorkerConfig(BaseModel):
     @property
     def rest_listeners(self) -> list[tuple[str, str, int]]:
         """(scheme, host, port) of each REST listener, in the order given."""
-        found = []
-        for listener in self.listeners.split(","):
-            parsed = urlparse(listener.strip())
-            found.append(
-                (parsed.scheme, parsed.hostname or "0.0.0.0", 8083 if parsed.port is None else parsed.port)
-            )
-        return found
+        return _parsed_listeners(self.listeners)
+
+    @property
+    def admin_rest_listeners(self) -> list[tuple[str, str, int]]:
+        """(scheme, host, port) of each listener of its own for the admin endpoints (none: [])."""
+        return _parsed_listeners(self.admin_listeners or "")
 
     @property
     def bind(self) -> tuple[str, int]:
@@ -255,11 +257,19 @@ class WorkerConfig(BaseModel):
                 return listener
         return self.rest_listeners[0]
 
-    def with_bound_ports(self, ports: list[int]) -> WorkerConfig:
-        """The same settings, listening on `ports` (one per listener, after binding port 0)."""
-        bound = zip(self.rest_listeners, ports, strict=True)
-        listeners = ",".join(f"{scheme}://{host}:{port}" for (scheme, host, _), port in bound)
-        return self.model_copy(update={"listeners": listeners})
+    def with_bound_ports(self, ports: list[int], admin_ports: list[int] | None = None) -> WorkerConfig:
+        """The same settings, listening on `ports` (one per listener, after binding port 0) and
+        the admin endpoints' own listeners on `admin_ports`."""
+
+        def bound(listeners: list[tuple[str, str, int]], on: list[int]) -> str:
+            return ",".join(
+                f"{scheme}://{host}:{port}" for (scheme, host, _), port in zip(listeners, on, strict=True)
+            )
+
+        update = {"listeners": bound(self.rest_listeners, ports)}
+        if self.admin_rest_listeners:
+            update["admin_listeners"] = bound(self.admin_rest_listeners, admin_ports or [])
+        return self.model_copy(update=update)
 
     @property
     def rest_url(self) -> str:
@@ -366,3 +376,13 @@ def _is_security(name: str) -> bool:
     for prefix in CLIENT_PREFIXES:
         name = name.removeprefix(prefix)
     return is_security_setting(name)
+
+
+def _parsed_listeners(listeners: str) -> list[tuple[str, str, int]]:
+    found = []
+    for listener in (entry.strip() for entry in listeners.split(",")):
+        if listener:
+            parsed = urlparse(listener)
+            port = 8083 if parsed.port is None else parsed.port
+            found.append((parsed.scheme, parsed.hostname or "0.0.0.0", port))
+    return found

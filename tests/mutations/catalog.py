@@ -760,9 +760,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         file="workers/rest_http_headers.py",
         original='    if "*" in allowed:\n',
         replacement="    if True:  # mutation: every origin is allowed\n",
-        tests=(
-            "tests/integration/test_worker_cors_and_headers.py::test_cors_answers_and_configured_headers",
-        ),
+        tests=("tests/integration/test_worker_http_settings.py::test_cors_answers_and_configured_headers",),
     ),
     Mutation(
         name="session-wait-unreported",

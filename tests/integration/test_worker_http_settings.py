@@ -1,19 +1,23 @@
-"""Kafka Connect's `access.control.allow.origin`/`.methods` and `response.http.headers.config` on
-a worker process, read with curl as a browser UI's requests look: an allowed origin gets the
-CORS headers and its preflight the allowed methods, another origin gets none, and every answer
-(a 404 included) carries the configured headers. A malformed header rule stops the start,
-named with Kafka Connect's message."""
+"""Kafka Connect's REST listener settings on a worker process, read with curl.
+
+- `access.control.allow.origin`/`.methods` and `response.http.headers.config`, as a browser
+  UI's requests look: an allowed origin gets the CORS headers and its preflight the allowed
+  methods, another origin gets none, and every answer (a 404 included) carries the configured
+  headers. A malformed header rule stops the start, named with Kafka Connect's message.
+- `admin.listeners`: the admin endpoints on their own listener and not on the REST one; blank,
+  on none."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from connect_rebalance.processes import CoordinatorProcess
+from tests.support.spark_standalone import free_port
 from tests.support.worker_cluster import WorkerCluster
+from tests.support.worker_files import REQUIRED, run_worker_file
 
 pytestmark = pytest.mark.integration
 
@@ -70,16 +74,28 @@ def test_cors_answers_and_configured_headers(tmp_path: Path) -> None:
 
 
 def test_a_malformed_header_rule_stops_the_start_naming_it(tmp_path: Path) -> None:
-    worker_file = tmp_path / "worker.properties"
-    worker_file.write_text(
-        "bootstrap.servers=127.0.0.1:9\ngroup.id=g\nconfig.storage.topic=c\noffset.storage.topic=o\n"
-        "status.storage.topic=s\nresponse.http.headers.config=put X-A: 1,set X-B\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-m", "connect_rebalance_cli.cli", "worker", "--config", str(worker_file)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    rule = "response.http.headers.config=put X-A: 1,set X-B\n"
+    result = run_worker_file(tmp_path / "worker.properties", REQUIRED + rule)
     assert result.returncode == 2
     assert "response.http.headers.config" in result.stderr
     assert "Invalid header config action: 'put'" in result.stderr
     assert "Invalid format of header config 'set X-B'" in result.stderr
+
+
+@pytest.mark.parametrize("own_listener", [True, False])
+def test_admin_endpoints_move_to_their_own_listener_or_are_turned_off(
+    tmp_path: Path, own_listener: bool
+) -> None:
+    admin_url = f"http://127.0.0.1:{free_port()}" if own_listener else ""
+    coordinator = CoordinatorProcess(tmp_path / "data").start()
+    cluster = WorkerCluster(tmp_path, coordinator, **{"admin.listeners": admin_url})
+    try:
+        url = cluster.start("w1").url
+        assert headers_of(f"{url}/connectors")[0] == 200
+        assert headers_of(f"{url}/admin/loggers")[0] == 404
+        if own_listener:
+            assert headers_of(f"{admin_url}/admin/loggers")[0] == 200
+            assert headers_of(f"{admin_url}/connectors")[0] == 404
+    finally:
+        cluster.stop_all()
+        coordinator.kill()
