@@ -34,6 +34,7 @@ from connect_rebalance.properties import ConfigError
 
 from .connect_membership import MembershipRefused
 from .herder import LEAVE_HANDOFF_S, Herder
+from .plugins import use_plugin_path
 from .rest import RestApi
 from .worker_config import WorkerConfig
 
@@ -51,7 +52,7 @@ async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None
         sock.bind((host, port))
         sockets.append(sock)
     config = config.with_bound_ports([sock.getsockname()[1] for sock in sockets])
-    for warning in config.setting_warnings:
+    for warning in [*config.setting_warnings, *use_plugin_path(config.plugin_locations())]:
         log.warning("%s", warning)
     herder = Herder(config)
     api = RestApi(herder)

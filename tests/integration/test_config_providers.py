@@ -9,8 +9,6 @@ worker file with a provider that cannot work does not start, naming each setting
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from connect_rebalance.processes import CoordinatorProcess
 from tests.support.group_scenario import create_topic, wait_until
 from tests.support.verifiable_records import read_raw
 from tests.support.worker_cluster import metrics, rest
+from tests.support.worker_files import refused_start
 from workers.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
@@ -143,12 +142,7 @@ def test_a_worker_file_whose_providers_cannot_work_does_not_start_naming_each_se
         "config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider\n"
         "config.providers.vault.class=com.example.VaultConfigProvider\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "connect_rebalance_cli.cli", "worker", "--config", str(worker_file)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == [
+    assert refused_start(worker_file) == [
         "error: 2 problems with the settings:",
         "  - setting 'config.providers.vault.class': 'com.example.VaultConfigProvider' is not supported: the "
         "config providers are Kafka's FileConfigProvider, DirectoryConfigProvider, EnvVarConfigProvider "
