@@ -82,8 +82,6 @@ REFUSED: dict[str, str] = {
 }
 # Honoured by Kafka Connect but not by this worker yet: refused rather than ignored.
 NOT_YET: dict[str, str] = {
-    "plugin.path": "connectors are Python packages installed beside the worker (entry points "
-    "connect_rebalance.connectors); plugin.path is not read",
     "topic.creation.enable": "source connectors write to topics that exist (or that the coordinator "
     "creates on first write when auto.create.topics.enable is set)",
     "connector.client.config.override.policy": "connectors cannot override their clients' settings "
@@ -92,7 +90,6 @@ NOT_YET: dict[str, str] = {
 }
 # The value of a NOT_YET setting that asks for nothing: accepted without a word.
 NOTHING_ASKED: dict[str, set[str]] = {
-    "plugin.path": {""},
     "connector.client.config.override.policy": {"None"},
     "connector.client.config.override.allowlist": {""},
 }

@@ -34,6 +34,7 @@ from connect_rebalance.properties import ConfigError
 
 from .connect_membership import MembershipRefused
 from .herder import LEAVE_HANDOFF_S, Herder
+from .plugins import use_plugin_path
 from .rest import RestApi
 from .worker_config import WorkerConfig
 
@@ -58,7 +59,7 @@ def _bound(listeners: list[Listener]) -> list[socket.socket]:
 async def _served(
     app: web.Application,
     config: WorkerConfig,
-    listeners: list[tuple[str, str, int]],
+    listeners: list[Listener],
     sockets: list[socket.socket],
 ) -> web.AppRunner:
     runner = web.AppRunner(app, access_log=None)
@@ -74,7 +75,7 @@ async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None
     config = config.with_bound_ports(
         [sock.getsockname()[1] for sock in sockets], [sock.getsockname()[1] for sock in admin_sockets]
     )
-    for warning in config.setting_warnings:
+    for warning in [*config.setting_warnings, *use_plugin_path(config.plugin_locations())]:
         log.warning("%s", warning)
     herder = Herder(config)
     api = RestApi(herder)

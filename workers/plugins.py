@@ -6,23 +6,25 @@ assigned it and stopped when the assignment is revoked, and reports its progress
 drive their own IO (a lightweight task is an asyncio task; a PySpark task runs a Spark
 job) — the worker only starts, stops and observes them, and keeps their source offsets.
 
-Plugins are found by entry point (group `connect_rebalance.connectors`); `connector.class`
-may name a plugin by its entry-point name, its class name, or its dotted path.
+Plugins are found by entry point (group `connect_rebalance.connectors`), in the distributions
+installed beside the worker and in those on `plugin.path` (`plugin_path`, `plugin_scan`);
+`connector.class` may name a plugin by its entry-point name, its class name, or its dotted path.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 from .connector_names import name_problem
 from .converters import SETTING_PREFIXES as CONVERTER_SETTINGS
 from .converters import converter_problems
+from .plugin_path import PluginPath
+from .plugin_scan import PluginScan, importable, scan
 
 ENTRY_POINT_GROUP = "connect_rebalance.connectors"
 
@@ -228,18 +230,43 @@ def indexed_task_configs(shared: Mapping[str, str], max_tasks: int) -> list[dict
     return [{**shared, "task.index": str(i), "task.count": str(max_tasks)} for i in range(max_tasks)]
 
 
-@functools.cache
+_scan: PluginScan | None = None
+_import_paths: list[str] = []  # the plugin.path locations put on the import path
+
+
+def use_plugin_path(plugin_path: PluginPath) -> list[str]:
+    """Put `plugin.path`'s plugin locations on the import path, after the worker's own, and scan
+    for plugins there and beside the worker: once, when a worker starts, as Kafka Connect scans
+    its plugin path (a scan reads every distribution's metadata, far too slow to repeat per
+    task). The locations are appended, never run as site directories (their `.pth` files are
+    not read), so a plugin's copy of a package the worker has does not replace the worker's.
+    Returns the scan's warnings: the plugins skipped, each named, and why."""
+    global _scan
+    usable, warnings = importable(plugin_path.locations)
+    locations = {str(location.path) for location in usable}
+    installed = [p for p in sys.path if p not in _import_paths and p not in locations]
+    for location in usable:
+        if str(location.path) not in sys.path:
+            sys.path.append(str(location.path))
+            _import_paths.append(str(location.path))
+    _scan = scan(ENTRY_POINT_GROUP, Connector, installed, usable, plugin_path.entries)
+    return warnings + _scan.warnings
+
+
+def plugin_import_paths() -> list[str]:
+    """The `plugin.path` locations on the import path: Spark's Python processes need them too."""
+    return list(_import_paths)
+
+
 def _entry_points() -> dict[str, type[Connector]]:
-    # Scanned once per process, as Kafka Connect scans its plugin path at start-up: a scan
-    # reads every installed distribution's metadata, far too slow to repeat per task.
-    found = {}
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        found[entry.name] = entry.load()
-    return found
+    global _scan
+    if _scan is None:  # no worker start scanned: the plugins installed beside this process
+        _scan = scan(ENTRY_POINT_GROUP, Connector, sys.path, ())
+    return _scan.found
 
 
 def plugins() -> dict[str, type[Connector]]:
-    """Every installed connector plugin, by entry-point name."""
+    """Every connector plugin found, by entry-point name."""
     return dict(_entry_points())
 
 

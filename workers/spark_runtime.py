@@ -26,7 +26,8 @@ pipe from the worker, and exits on EOF (pyspark-notes §3: within ~3 s of a SIGK
 
 Spark's own Python processes (the data source planner and Python workers) must use this
 interpreter — the one with pyarrow and the connectors installed — and find the connectors'
-modules, so `PYSPARK_PYTHON` and `PYTHONPATH` are set before the JVM starts.
+modules, those on `plugin.path` too, so `PYSPARK_PYTHON` and `PYTHONPATH` are set before the
+JVM starts.
 """
 
 from __future__ import annotations
@@ -40,12 +41,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .connector_names import path_segment
 from .connectors.start_gate import Gate
+from .plugins import plugin_import_paths
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +80,17 @@ def query_name(connector: str, task: int) -> str:
     return f"{connector}-{task}"
 
 
-def python_environment(environ: dict[str, str]) -> dict[str, str]:
-    """The interpreter and import path Spark's Python processes need (what to add to `environ`)."""
+def python_environment(environ: dict[str, str], plugin_paths: Sequence[str] = ()) -> dict[str, str]:
+    """The interpreter and import path Spark's Python processes need (what to add to `environ`).
+
+    With `plugin.path` locations (`plugin_paths`, at the end of this process's import path),
+    the whole of this process's import path comes before them: on PYTHONPATH they would
+    otherwise come before the interpreter's own packages, and a plugin's copy of a package
+    (pyarrow, say) would replace the worker's in Spark's processes but not in the worker.
+    """
     paths = [_SOURCE_ROOT] + [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if plugin_paths:
+        paths += [p for p in sys.path if p and p not in plugin_paths] + list(plugin_paths)
     return {
         "PYSPARK_PYTHON": environ.get("PYSPARK_PYTHON", sys.executable),
         "PYSPARK_DRIVER_PYTHON": environ.get("PYSPARK_DRIVER_PYTHON", sys.executable),
@@ -127,7 +137,7 @@ class SparkRuntime:
             if self._spark is None:
                 started = time.monotonic()
                 self._set_state("STARTING")
-                os.environ.update(python_environment(dict(os.environ)))
+                os.environ.update(python_environment(dict(os.environ), plugin_import_paths()))
                 # py4j logs every listener callback at INFO.
                 logging.getLogger("py4j").setLevel(logging.WARNING)
                 from pyspark.sql import SparkSession

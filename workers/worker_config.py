@@ -48,6 +48,8 @@ from .config_providers import (
 from .converters import SETTING_PREFIXES as CONVERTER_SETTINGS
 from .converters import converter_problems
 from .inapplicable_settings import INAPPLICABLE, NOT_YET, sort_out
+from .plugin_path import SETTING as PLUGIN_PATH
+from .plugin_path import PluginPath, read_plugin_path
 from .rest_http_headers import header_rule_problems
 
 CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
@@ -119,6 +121,8 @@ class WorkerConfig(BaseModel):
     response_http_headers_config: str = Field("", alias="response.http.headers.config")
     # Kafka client security and `listeners.https.*`, by their names (validated below).
     security_settings: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
+    # Where connector plugins are installed besides the worker's own environment (workers.plugin_path).
+    plugin_path: str = Field("", alias="plugin.path")
     # `config.providers` and its `config.providers.<alias>.*` (workers.config_providers): the
     # worker's other settings were resolved with them; connectors' configs are when they start.
     config_provider_settings: dict[str, str] = Field(default_factory=dict, exclude=True)
@@ -290,6 +294,13 @@ class WorkerConfig(BaseModel):
             object.__setattr__(self, "_member_id", f"{self.worker_id}-{uuid.uuid4().hex[:12]}")
         return self._member_id  # type: ignore[attr-defined,no-any-return]
 
+    def plugin_locations(self) -> PluginPath:
+        """`plugin.path` read: where the worker's plugins are, besides its own environment."""
+        read = read_plugin_path(self.plugin_path)
+        if read.problems:  # checked by from_settings: only a config made otherwise gets here
+            raise ConfigError(*(_named(PLUGIN_PATH, problem) for problem in read.problems))
+        return read
+
     def config_providers(self) -> dict[str, ConfigProvider]:
         """The config providers, by alias, that resolve variables in connectors' configs."""
         providers, problems = parse_providers(self.config_provider_settings)
@@ -316,6 +327,9 @@ class WorkerConfig(BaseModel):
             k: v for k, v in settings.items() if k.startswith(CONVERTER_SETTINGS) and k not in handled
         }
         problems += [_named(name, problem) for name, problem in [*refusals, *converter_problems(converters)]]
+        if PLUGIN_PATH not in failed:  # else its variable could not be read, and that is reported
+            read = read_plugin_path(settings.get(PLUGIN_PATH, ""), show_values=PLUGIN_PATH not in hidden)
+            problems += [_named(PLUGIN_PATH, problem) for problem in read.problems]
         for name in sorted(set(settings) - known - set(spark) - set(security) - set(converters) - handled):
             prefixed = next((p for p in (*CLIENT_PREFIXES, HTTPS_PREFIX) if name.startswith(p)), None)
             if prefixed:

@@ -19,7 +19,7 @@ from connect_rebalance.processes import CoordinatorProcess
 from tests.support.group_scenario import create_topic, wait_until
 from tests.support.verifiable_records import read_raw
 from tests.support.worker_cluster import metrics, rest
-from tests.support.worker_files import run_worker_file
+from tests.support.worker_files import refused_start
 from workers.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
@@ -134,16 +134,15 @@ def test_a_variable_that_cannot_be_read_is_refused_at_creation_and_fails_its_con
 
 
 def test_a_worker_file_whose_providers_cannot_work_does_not_start_naming_each_setting(tmp_path: Path) -> None:
-    result = run_worker_file(
-        tmp_path / "worker.properties",
+    worker_file = tmp_path / "worker.properties"
+    worker_file.write_text(
         "bootstrap.servers=127.0.0.1:9\ngroup.id=${file:/nowhere/secrets.properties:group}\n"
         "config.storage.topic=c\noffset.storage.topic=o\nstatus.storage.topic=s\n"
         "config.providers=file,vault\n"
         "config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider\n"
-        "config.providers.vault.class=com.example.VaultConfigProvider\n",
+        "config.providers.vault.class=com.example.VaultConfigProvider\n"
     )
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == [
+    assert refused_start(worker_file) == [
         "error: 2 problems with the settings:",
         "  - setting 'config.providers.vault.class': 'com.example.VaultConfigProvider' is not supported: the "
         "config providers are Kafka's FileConfigProvider, DirectoryConfigProvider, EnvVarConfigProvider "

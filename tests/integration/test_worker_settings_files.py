@@ -21,7 +21,7 @@ from connect_rebalance.processes import CoordinatorProcess
 from tests.support.group_scenario import wait_until
 from tests.support.verifiable_records import read_raw
 from tests.support.worker_cluster import rest
-from tests.support.worker_files import run_worker_file
+from tests.support.worker_files import refused_start
 from workers.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
@@ -88,10 +88,9 @@ def test_a_file_with_three_misspelled_settings_fails_once_naming_all_three(tmp_p
         + "sesion.timeout.ms=10000\noffset.storage.partiton=5\nvalue.converter.schema.enable=false\n"
     )
     started = time.monotonic()
-    result = run_worker_file(worker_file)
+    said = refused_start(worker_file)
     assert time.monotonic() - started < 30
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == [
+    assert said == [
         "error: 3 problems with the settings:",
         "  - setting 'value.converter.schema.enable': JsonConverter has no setting 'schema.enable' "
         "(did you mean 'schemas.enable'?)",

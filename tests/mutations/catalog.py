@@ -1108,6 +1108,50 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="plugin-path-not-importable",
+        breaks="connectors installed on plugin.path are listed and run",
+        file="workers/plugins.py",
+        original="            sys.path.append(str(location.path))\n",
+        replacement="            pass  # mutation: the location is not on the import path\n",
+        tests=(
+            f"{INTEGRATION}/test_plugin_path.py::"
+            "test_plugins_on_the_plugin_path_are_listed_and_run_and_one_that_fails_to_import_is_named",
+        ),
+    ),
+    Mutation(
+        name="plugin-path-first-in-spark",
+        breaks="Spark's Python processes import a plugin's copy of a package only where the worker does",
+        file="workers/spark_runtime.py",
+        original="        paths += [p for p in sys.path if p and p not in plugin_paths] + list(plugin_paths)",
+        replacement="        paths += list(plugin_paths)  # mutation: before the interpreter's own packages",
+        tests=(
+            f"{UNIT}/test_plugin_path.py::"
+            "test_spark_python_processes_import_plugins_after_the_interpreters_own_packages",
+        ),
+    ),
+    Mutation(
+        name="plugin-path-not-given-to-spark",
+        breaks="a Spark connector installed on plugin.path runs its own code in Spark's Python processes",
+        file="workers/spark_runtime.py",
+        original="os.environ.update(python_environment(dict(os.environ), plugin_import_paths()))",
+        replacement="os.environ.update(python_environment(dict(os.environ)))  # mutation",
+        tests=(
+            "tests/e2e/test_plugin_path_spark.py::"
+            "test_a_spark_connector_on_the_plugin_path_runs_its_own_udf_in_sparks_python_processes",
+        ),
+    ),
+    Mutation(
+        name="plugin-path-last-of-a-name-wins",
+        breaks="of two plugins of one name, the one whose modules are imported is used, and the other named",
+        file="workers/plugin_scan.py",
+        original="    if entry.name in result.found:\n",
+        replacement="    if False:  # mutation: a later plugin of a name replaces the earlier\n",
+        tests=(
+            f"{UNIT}/test_plugin_path.py::"
+            "test_the_scan_finds_plugins_on_the_path_after_the_workers_own_and_skips_each_it_cannot_use",
+        ),
+    ),
+    Mutation(
         name="max-broker-partitions-not-enforced",
         breaks="partitions past max.broker.partitions are refused with POLICY_VIOLATION",
         file="coordinator/storage/topic_store.py",

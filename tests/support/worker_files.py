@@ -1,4 +1,4 @@
-"""Worker files that must not start: run `connect-rebalance worker --config <file>` to its end."""
+"""Starting a worker from a file the way an operator does, for tests of files it refuses."""
 
 from __future__ import annotations
 
@@ -14,11 +14,14 @@ REQUIRED = (
 )
 
 
-def run_worker_file(worker_file: Path, text: str | None = None) -> subprocess.CompletedProcess[str]:
-    """The worker's exit (code, stdout, stderr) with `worker_file` (written with `text` first)."""
+def refused_start(worker_file: Path, text: str | None = None) -> list[str]:
+    """What `connect-rebalance worker --config worker_file` (written with `text` first) says on
+    stderr, once it has exited with status 2 (the settings refused, before anything started)."""
     if text is not None:
         worker_file.write_text(text)
-    return subprocess.run(
+    result = subprocess.run(
         [sys.executable, "-m", "connect_rebalance_cli.cli", "worker", "--config", str(worker_file)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
+    assert result.returncode == 2, f"exited with {result.returncode}:\n{result.stderr}"
+    return result.stderr.splitlines()

@@ -72,12 +72,13 @@ def test_settings_that_change_nothing_warn_and_those_that_would_are_refused() ->
     warnings, refusals, handled = sort_out({
         "offset.flush.interval.ms": "10000", "metrics.context.team": "a", "header.converter":
         "org.apache.kafka.connect.storage.SimpleHeaderConverter", "topic.creation.enable": "true",
-        "plugin.path": "", "inter.worker.signature.algorithm": "HmacSHA512", "bootstrap.servers": "x:1",
+        "connector.client.config.override.policy": "None", "inter.worker.signature.algorithm": "HmacSHA512",
+        "bootstrap.servers": "x:1",
     })  # fmt: skip
     assert [w.split(" changes nothing")[0] for w in warnings] == ["offset.flush.interval.ms=10000",
                                                                    "metrics.context.team=a"]  # fmt: skip
     assert [name for name, _ in refusals] == ["topic.creation.enable", "inter.worker.signature.algorithm"]
-    assert "bootstrap.servers" not in handled and "plugin.path" in handled
+    assert "bootstrap.servers" not in handled and "connector.client.config.override.policy" in handled
 
 
 def test_every_problem_of_a_file_is_reported_at_once(tmp_path: Path) -> None:
