@@ -763,6 +763,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/integration/test_worker_http_settings.py::test_cors_answers_and_configured_headers",),
     ),
     Mutation(
+        name="rest-topics-reset-not-served",
+        breaks="every operation of Kafka Connect's REST API is served",
+        file="workers/rest.py",
+        original='            web.put("/connectors/{connector}/topics/reset", self.reset_topics),\n',
+        replacement="",
+        tests=(
+            "tests/integration/test_every_kafka_connect_endpoint.py::"
+            "test_every_kafka_connect_operation_with_curl_and_a_kafka_connect_client",
+        ),
+    ),
+    Mutation(
         name="session-wait-unreported",
         breaks="a task waiting for its worker's Spark session to start says so in its status",
         file="workers/task_runner.py",
