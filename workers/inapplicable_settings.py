@@ -84,11 +84,8 @@ REFUSED: dict[str, str] = {
 NOT_YET: dict[str, str] = {
     "plugin.path": "connectors are Python packages installed beside the worker (entry points "
     "connect_rebalance.connectors); plugin.path is not read",
-    "topic.creation.enable": "source connectors write to topics that exist (or that the coordinator "
-    "creates on first write when auto.create.topics.enable is set)",
-    "connector.client.config.override.policy": "connectors cannot override their clients' settings "
-    "(producer.override.* and the like are refused), as with the policy None",
-    "connector.client.config.override.allowlist": "connectors cannot override their clients' settings",
+    "connector.client.config.override.allowlist": "what connectors may override of their clients is "
+    "connector.client.config.override.policy's (None, Principal or All); there is no allowlist policy",
     "access.control.allow.origin": "the REST API answers no CORS requests",
     "access.control.allow.methods": "the REST API answers no CORS requests",
     "response.http.headers.config": "the REST API adds no configured headers",
@@ -97,7 +94,6 @@ NOT_YET: dict[str, str] = {
 # The value of a NOT_YET setting that asks for nothing: accepted without a word.
 NOTHING_ASKED: dict[str, set[str]] = {
     "plugin.path": {""},
-    "connector.client.config.override.policy": {"None"},
     "connector.client.config.override.allowlist": {""},
     "access.control.allow.origin": {""},
     "access.control.allow.methods": {""},

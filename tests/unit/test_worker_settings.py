@@ -71,12 +71,12 @@ def test_a_connectors_converters_override_the_workers_and_unset_ones_keep_todays
 def test_settings_that_change_nothing_warn_and_those_that_would_are_refused() -> None:
     warnings, refusals, handled = sort_out({
         "offset.flush.interval.ms": "10000", "metrics.context.team": "a", "header.converter":
-        "org.apache.kafka.connect.storage.SimpleHeaderConverter", "topic.creation.enable": "true",
+        "org.apache.kafka.connect.storage.SimpleHeaderConverter", "admin.listeners": "http://:9000",
         "plugin.path": "", "inter.worker.signature.algorithm": "HmacSHA512", "bootstrap.servers": "x:1",
     })  # fmt: skip
     assert [w.split(" changes nothing")[0] for w in warnings] == ["offset.flush.interval.ms=10000",
                                                                    "metrics.context.team=a"]  # fmt: skip
-    assert [name for name, _ in refusals] == ["topic.creation.enable", "inter.worker.signature.algorithm"]
+    assert [name for name, _ in refusals] == ["admin.listeners", "inter.worker.signature.algorithm"]
     assert "bootstrap.servers" not in handled and "plugin.path" in handled
 
 
