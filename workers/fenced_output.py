@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafka.partitioner.default import murmur2
@@ -51,6 +51,9 @@ DELIVERY_TIMEOUT_S = 60.0  # as Kafka's producer: give up on a request after thi
 # retry doubles from 0.1 s up to 1 s, so an outage (a coordinator restarting) is not hammered.
 RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S = 0.1, 1.0
 REQUEST_TIMEOUT_S = 30.0
+# Kafka's producer `compression.type` values and their record batch codecs: a connector's
+# `producer.override.compression.type` compresses its tasks' batches.
+COMPRESSION_CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 # How long a stopping run waits for its last write to be answered, counted from when it was
 # sent: an answer that takes longer means the coordinator is not answering (a partition, a
 # frozen coordinator), and the stop must not wait on it; the fence covers that write.
@@ -97,11 +100,13 @@ class OutputConnection:
             await self._drop(client)
             raise
 
-    async def begin_run(self, fence: str) -> TaskOutput:
+    async def begin_run(self, fence: str, compression: str = "none") -> TaskOutput:
+        """A new run of the fence; its batches compressed as `compression` (Kafka's names)."""
         answer = await self.request(ApiKey.INIT_FENCED_PRODUCER, 0, {"fence_id": fence})
         if answer["error_code"] != ErrorCode.NONE:
-            raise OutputError(f"InitFencedProducer {fence!r}: {_error(answer)}")
-        return TaskOutput(self, fence, int(answer["producer_id"]), int(answer["producer_epoch"]))  # type: ignore[call-overload]
+            raise OutputError(f"InitFencedProducer {fence!r}: {error_text(answer)}")
+        producer_id, epoch = int(answer["producer_id"]), int(answer["producer_epoch"])  # type: ignore[call-overload]
+        return TaskOutput(self, fence, producer_id, epoch, COMPRESSION_CODECS[compression])
 
     async def partition_of(self, record: Outgoing) -> int:
         if record.partition is not None:
@@ -124,7 +129,7 @@ class OutputConnection:
             if found["error_code"] == ErrorCode.NONE and found["partitions"]:
                 self._partitions[topic] = len(found["partitions"])
             elif found["error_code"] not in RETRIABLE or time.monotonic() > deadline:
-                raise OutputError(f"topic {topic!r}: {_error(found)}")
+                raise OutputError(f"topic {topic!r}: {error_text(found)}")
             else:
                 await asyncio.sleep(RETRY_BACKOFF_S)
         return self._partitions[topic]
@@ -166,6 +171,7 @@ class TaskOutput:
     fence: str
     producer_id: int
     epoch: int
+    codec: int = 0  # COMPRESSION_CODECS
     _sequences: dict[tuple[str, int], int] = field(default_factory=dict)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _in_flight: asyncio.Future[None] | None = None
@@ -238,7 +244,13 @@ class TaskOutput:
         batches = {}
         for place, found in grouped.items():
             builder = DefaultRecordBatchBuilder(
-                2, 0, False, self.producer_id, self.epoch, self._sequences.get(place, 0), batch_size=1 << 30
+                2,
+                self.codec,
+                False,
+                self.producer_id,
+                self.epoch,
+                self._sequences.get(place, 0),
+                batch_size=1 << 30,
             )
             for offset, record in enumerate(found):
                 builder.append(offset, now_ms, record.key, record.value, [])
@@ -256,12 +268,12 @@ class TaskOutput:
                 if code == ErrorCode.INVALID_PRODUCER_EPOCH:
                     log.warning("%s: a write of epoch %d was refused: a newer run of the task has begun",
                                 self.fence, self.epoch)  # fmt: skip
-                    raise TaskFenced(f"{self.fence} epoch {self.epoch}: {_error(part)}")
+                    raise TaskFenced(f"{self.fence} epoch {self.epoch}: {error_text(part)}")
                 if code in RETRIABLE:
                     self.connection.forget(topic["name"])
-                    retry = f"{topic['name']}-{part['index']}: {_error(part)}"
+                    retry = f"{topic['name']}-{part['index']}: {error_text(part)}"
                     continue
-                raise OutputError(f"{topic['name']}-{part['index']}: {_error(part)}")
+                raise OutputError(f"{topic['name']}-{part['index']}: {error_text(part)}")
         return retry
 
 
@@ -275,7 +287,8 @@ def _produce(batches: dict[tuple[str, int], tuple[int, bytes]]) -> dict[str, obj
     }  # fmt: skip
 
 
-def _error(answer: dict[str, object]) -> str:
+def error_text(answer: Mapping[str, object]) -> str:
+    """A Kafka error code of an answer, by name, with its message if it has one."""
     code = int(answer["error_code"])  # type: ignore[call-overload]
     name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
     message = answer.get("error_message")

@@ -40,13 +40,13 @@ from .config_state import Changed, ConfigChange, ConfigState
 from .config_store import ConfigStore
 from .connect_membership import ConnectMembership
 from .connectors.checkpoint_generations import CheckpointedConnector, OffsetChanges
-from .fenced_output import OutputConnection
 from .internal_requests import send_task_configs
 from .leader_duties import ConfigAnnouncer, keep_session_key
 from .leader_planning import LeaderInfo, TargetPlanner
 from .loggers import Loggers, level_number
 from .member_machine import Assignment, MemberState
 from .offset_store import OffsetStore
+from .output_connections import OutputConnections
 from .plugins import find_plugin
 from .session_key import SessionKey
 from .spark_runtime import SparkRuntime
@@ -91,8 +91,8 @@ class Herder:
         self.statuses = StatusStore(partial(logs, config.status_storage_topic), config.worker_id)
         self.offsets = OffsetStore(partial(logs, config.offset_storage_topic))
         # Tasks' records and source offsets, fenced by epoch, connected as `producer.*` says (the
-        # whole of their security, as in Kafka Connect).
-        self.output = OutputConnection(
+        # whole of their security, as in Kafka Connect), or as their connector's producer overrides say.
+        self.outputs = OutputConnections(
             bootstrap, f"{config.worker_id}-task-output", config.client_security("producer.")
         )
         # One SparkSession per worker for every Spark task (started in `start` if warm-up is on).
@@ -101,7 +101,7 @@ class Herder:
             config.task_shutdown_graceful_timeout_ms, config.worker_id,
         )  # fmt: skip
         self.runner = TaskRunner(
-            config, self.state, self.statuses, self.offsets, self.output, self.spark,
+            config, self.state, self.statuses, self.offsets, self.outputs, self.spark,
             lambda: self.membership.epoch, self._send_task_configs,
         )  # fmt: skip
         self.planner = TargetPlanner(config, self.configs, self.statuses, self._rebalance_due)
@@ -187,7 +187,7 @@ class Herder:
             task.cancel()
         await asyncio.gather(*self._tasks, *self._background, return_exceptions=True)
         closing = [store.log.close() for store in (self.configs, self.statuses, self.offsets)]
-        closing += [self.output.close(), asyncio.to_thread(self.spark.close)]
+        closing += [self.outputs.close(), asyncio.to_thread(self.spark.close)]
         for result in await asyncio.gather(*closing, return_exceptions=True):
             if isinstance(result, Exception):  # the coordinator may be gone: closing goes on
                 log.warning("closing: %s", result)

@@ -82,15 +82,11 @@ REFUSED: dict[str, str] = {
 }
 # Honoured by Kafka Connect but not by this worker yet: refused rather than ignored.
 NOT_YET: dict[str, str] = {
-    "topic.creation.enable": "source connectors write to topics that exist (or that the coordinator "
-    "creates on first write when auto.create.topics.enable is set)",
-    "connector.client.config.override.policy": "connectors cannot override their clients' settings "
-    "(producer.override.* and the like are refused), as with the policy None",
-    "connector.client.config.override.allowlist": "connectors cannot override their clients' settings",
+    "connector.client.config.override.allowlist": "what connectors may override of their clients is "
+    "connector.client.config.override.policy's (None, Principal or All); there is no allowlist policy",
 }
 # The value of a NOT_YET setting that asks for nothing: accepted without a word.
 NOTHING_ASKED: dict[str, set[str]] = {
-    "connector.client.config.override.policy": {"None"},
     "connector.client.config.override.allowlist": {""},
 }
 

@@ -111,7 +111,9 @@ COMMON_CONFIG = [
 # value that means "not used" (Kafka's default), which is accepted: a task reads and writes
 # through its connector's own settings and its converters (workers.converters), with no
 # transforms or error handling around it. Any other value is refused, naming the setting,
-# instead of being stored and ignored.
+# instead of being stored and ignored. Topic creation (`topic.creation.*`) and client
+# overrides (`producer.override.*`...) depend on the worker's settings, and are checked
+# against them (workers.connector_clients).
 UNSUPPORTED_FRAMEWORK_SETTINGS = {
     "transforms": "", "predicates": "", "errors.tolerance": "none", "errors.retry.timeout": "0",
     "errors.log.enable": "false", "errors.log.include.messages": "false",
@@ -119,9 +121,7 @@ UNSUPPORTED_FRAMEWORK_SETTINGS = {
     "transaction.boundary": "poll", "config.action.reload": "restart",
 }  # fmt: skip
 UNSUPPORTED_FRAMEWORK_PREFIXES = (
-    "header.converter", "transforms.", "predicates.", "errors.",
-    "topic.creation.", "transaction.boundary.", "offsets.storage.", "producer.override.",
-    "consumer.override.", "admin.override.",
+    "header.converter", "transforms.", "predicates.", "errors.", "transaction.boundary.", "offsets.storage.",
 )  # fmt: skip
 
 
@@ -163,6 +163,9 @@ class TaskContext:
     # A topic the task reads (a write through `send` is noted already): its connector's
     # active topics (GET /connectors/<name>/topics). Callable from any thread.
     track_topic: Callable[[str], None] = lambda topic: None
+    # The task's consumer settings, by Kafka's names: the worker's `consumer.*` security with
+    # the connector's `consumer.override.*` over it (workers.client_overrides).
+    consumer_settings: Mapping[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -189,6 +192,10 @@ class Connector(ABC):
     version: ClassVar[str] = "0.1.0"
     task_class: ClassVar[type[Task]]
     config_defs: ClassVar[list[ConfigDef]] = []
+    # The Kafka clients the worker runs for the tasks, which the connector's overrides may tune
+    # (workers.client_overrides): `producer`, the tasks' writes through `TaskContext.send`
+    # (with topic creation, an admin client too); `consumer`, the topics they read.
+    kafka_clients: ClassVar[frozenset[str]] = frozenset({"producer"})
 
     @classmethod
     def all_config_defs(cls) -> list[ConfigDef]:

@@ -25,6 +25,7 @@ from connect_rebalance.prometheus import Exposition
 from . import openapi
 from .config_providers import VariableError, resolve
 from .config_state import PAUSED, STARTED, STOPPED
+from .connector_clients import connector_problems
 from .connector_names import java_trim, name_problem
 from .connectors.checkpoint_generations import OffsetsRefused
 from .herder import Herder
@@ -201,13 +202,15 @@ class RestApi:
         """The plugin's problems with `config` as its connector will see it: variables resolved
         by the worker's config providers, as Kafka Connect validates. A variable that cannot
         be read is its setting's problem; a value a provider read is not shown (a problem in
-        Kafka's "Invalid value <value> for configuration <name>" form shows the `${...}` text)."""
+        Kafka's "Invalid value <value> for configuration <name>" form shows the `${...}` text).
+        Topic creation and client overrides are checked against this worker's settings."""
         try:
             resolution = resolve(config, self.herder.runner.providers)
         except VariableError as exc:
             return [ConfigProblem(f.setting, str(f)) for f in exc.failures]
         problems = []
-        for problem in plugin.validate(resolution.values):
+        values = resolution.values
+        for problem in [*plugin.validate(values), *connector_problems(plugin, values, self.herder.config)]:
             name = problem.name
             read = ConfigProblem.invalid(name, resolution.values.get(name, ""), "").message
             if name in resolution.resolved and problem.message.startswith(read):  # Kafka's form

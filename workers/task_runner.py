@@ -41,15 +41,23 @@ from connect_rebalance.work import CONNECTOR, Work, work_name
 
 from .config_providers import VariableError, resolve, with_variables
 from .config_state import PAUSED, STARTED, STOPPED, ConfigState
+from .connector_clients import (
+    ConnectorClients,
+    ConnectorSettingsRefused,
+    connector_clients,
+    unused_settings_warning,
+)
 from .converters import SETTING_PREFIXES as CONVERTER_SETTINGS
 from .converters import record_converters
-from .fenced_output import OutputConnection, TaskFenced, fence_id
+from .fenced_output import TaskFenced, fence_id
 from .offset_store import OffsetStore
+from .output_connections import OutputConnections
 from .plugins import Connector, Task, TaskContext, find_plugin
 from .prepared_runs import PREPARE_TIMEOUT_S, Prepared, PreparedRuns
 from .spark_runtime import SparkRuntime
 from .spark_task import SparkTask
 from .status_store import StatusStore
+from .task_topics import TaskTopics
 from .task_writes import SourceOffset, TaskWrites
 from .worker_config import WorkerConfig
 
@@ -77,13 +85,14 @@ class TaskRunner:
         state: ConfigState,
         statuses: StatusStore,
         offsets: OffsetStore,
-        output: OutputConnection,
+        outputs: OutputConnections,
         spark: SparkRuntime,
         generation: Callable[[], int],
         task_configs: TaskConfigSink,
     ) -> None:
         self.config, self.state, self.statuses, self.offsets = config, state, statuses, offsets
-        self.output, self.spark, self.generation, self.task_configs = output, spark, generation, task_configs
+        self.outputs, self.spark, self.generation = outputs, spark, generation
+        self.task_configs = task_configs
         self.running: dict[Work, Running] = {}
         self.started_by_connector: dict[str, int] = {}
         self.stopped_by_connector: dict[str, int] = {}
@@ -155,9 +164,9 @@ class TaskRunner:
             return None
         try:
             resolved = self.resolved(item, configs[index])
-        except VariableError:
+            writes = self._writes(item)
+        except (VariableError, ConnectorSettingsRefused):  # a variable that cannot be read, refused settings
             return None  # it starts cold when assigned, and fails there, saying why
-        writes = TaskWrites(self.output, fence_id(self.config.group_id, name, index), name, self.offsets)
         # The gate exists from here: a cancel before the query starts is found by its reader.
         gate = self.spark.gate(name, index, self.config.rebalance_timeout_ms / 1000 + PREPARE_TIMEOUT_S)
         task.gate = gate
@@ -312,6 +321,9 @@ class TaskRunner:
         connector = _plugin(config)()
         runner.instance, runner.config = connector, dict(config)
         resolved = self.resolved(runner.item, config)
+        unused = unused_settings_warning(resolved, self.config)
+        if unused is not None:
+            log.warning("%s: %s", work_name(runner.item), unused)
         generated = connector.task_configs(resolved, int(resolved.get("tasks.max", "1")))
         wanted = with_variables(config, generated)
         if self.state.target_state(name) == STOPPED:
@@ -327,9 +339,32 @@ class TaskRunner:
         task_config = self.state.tasks[name][index]
         resolved = self.resolved(runner.item, task_config)
         task = _plugin(self.state.connectors[name]).task_class()
-        writes = TaskWrites(self.output, fence_id(self.config.group_id, name, index), name, self.offsets)
+        writes = self._writes(runner.item)
         runner.instance, runner.config, runner.writes = task, task_config, writes
         await task.start(resolved, self._context(runner.item, task, writes))
+
+    def clients(self, name: str) -> ConnectorClients:
+        """The connector's client settings and topic creation, from its config as resolved now;
+        ConnectorSettingsRefused (a ValueError) if this worker would not allow or apply them."""
+        config = self.state.connectors[name]
+        # Variables left as they are were logged when the connector started: not again per task.
+        return connector_clients(_plugin(config), resolve(config, self.providers).values, self.config)
+
+    def _writes(self, item: Work) -> TaskWrites:
+        """A task run's writes: through the connection its producer's identity asks for,
+        compressed as it asks, creating the topics it writes to if its connector asks for that."""
+        name, index = item
+        clients = self.clients(name)
+        topics = None
+        if clients.topic_creation is not None:
+            admin_id = f"connector-adminclient-{name}-{index}"  # Kafka Connect's, unless overridden
+            topics = TaskTopics(
+                self.config.bootstrap_servers, clients.topic_creation, clients.admin, admin_id
+            )
+        return TaskWrites(
+            self.outputs.for_producer(clients.producer), fence_id(self.config.group_id, name, index), name,
+            self.offsets, compression=clients.producer.get("compression.type", "none").strip(), topics=topics,
+        )  # fmt: skip
 
     def _context(self, item: Work, task: Task, writes: TaskWrites) -> TaskContext:
         """What a task run may use; its failures are reported while it is the item's run here."""
@@ -362,7 +397,8 @@ class TaskRunner:
         return TaskContext(
             item[0], item[1], self.config.worker_id, self.config.bootstrap_servers,
             read_offset=writes.read_offset, write_offset=writes.write_offset, send=send,
-            track_topic=track_topic, fail=fail, extra={"worker_config": self.config, "spark": self.spark},
+            track_topic=track_topic, fail=fail, consumer_settings=self.clients(item[0]).consumer,
+            extra={"worker_config": self.config, "spark": self.spark},
         )  # fmt: skip
 
     async def _stop(self, item: Work, state: str, report: bool = True, at_once: bool = True) -> None:

@@ -15,15 +15,25 @@ from typing import Any
 
 from .fenced_output import Outgoing, OutputConnection, TaskOutput
 from .offset_store import OffsetStore
+from .task_topics import TaskTopics
 
 SourceOffset = tuple[Mapping[str, Any], Mapping[str, Any]]  # (source partition, offset)
 
 
 class TaskWrites:
     def __init__(
-        self, connection: OutputConnection, fence: str, connector: str, offsets: OffsetStore
+        self,
+        connection: OutputConnection,
+        fence: str,
+        connector: str,
+        offsets: OffsetStore,
+        compression: str = "none",
+        topics: TaskTopics | None = None,
     ) -> None:
+        """`compression`: the run's batches' (Kafka's names); `topics`: the topics the run
+        writes to are created first, if its connector asks for that."""
         self.connection, self.fence, self.connector, self.offsets = connection, fence, connector, offsets
+        self.compression, self.topics = compression, topics
         self._output: asyncio.Future[TaskOutput] | None = None
 
     async def read_offset(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -34,10 +44,13 @@ class TaskWrites:
         self, topic: str, key: bytes | None, value: bytes | None, source: SourceOffset | None = None
     ) -> None:
         """Write one record and, with `source`, the offset it moves the task to: both or neither."""
+        output = await self._begun()
+        if self.topics is not None:
+            await self.topics.ensure(topic)
         records = [Outgoing(topic, key, value)]
         if source is not None:
             records.append(self.offsets.record(self.connector, *source))
-        await (await self._begun()).write(records)
+        await output.write(records)
         if source is not None:
             self.offsets.stored(self.connector, *source)
 
@@ -52,5 +65,5 @@ class TaskWrites:
 
     async def _begun(self) -> TaskOutput:
         if self._output is None:
-            self._output = asyncio.ensure_future(self.connection.begin_run(self.fence))
+            self._output = asyncio.ensure_future(self.connection.begin_run(self.fence, self.compression))
         return await asyncio.shield(self._output)

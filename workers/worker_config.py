@@ -37,6 +37,7 @@ from connect_rebalance.properties import ConfigError, read_properties, unknown_s
 from connect_rebalance.tls import TlsSettings
 from connect_rebalance.tls_server import TLS_DEFAULTS, server_context
 
+from .client_overrides import POLICIES, policy_alias
 from .config_providers import (
     PROVIDERS,
     ConfigProvider,
@@ -83,6 +84,12 @@ class WorkerConfig(BaseModel):
     # Connectors' active topics (KIP-558): recorded, and whether REST may reset them.
     topic_tracking_enable: bool = Field(True, alias="topic.tracking.enable")
     topic_tracking_allow_reset: bool = Field(True, alias="topic.tracking.allow.reset")
+    # Source connectors' topic creation (KIP-158, workers.topic_creation) and what connectors may
+    # set of their clients (KIP-458, workers.client_overrides): None, Principal or All.
+    topic_creation_enable: bool = Field(True, alias="topic.creation.enable")
+    connector_client_config_override_policy: str = Field(
+        "All", alias="connector.client.config.override.policy"
+    )
     # Settings accepted that change nothing here, each with why: logged once at start.
     setting_warnings: list[str] = Field(default_factory=list, exclude=True)
     listeners: str = Field("http://127.0.0.1:8083", alias="listeners")
@@ -145,6 +152,15 @@ class WorkerConfig(BaseModel):
         if problems:
             raise ValueError("; ".join(problems))
         return value
+
+    @field_validator("connector_client_config_override_policy")
+    @classmethod
+    def _override_policy(cls, value: str) -> str:
+        policy = policy_alias(value)
+        if policy is None:
+            names = ", ".join(POLICIES)
+            raise ValueError(f"must be one of {names} (or their ConnectorClientConfigOverridePolicy classes)")
+        return policy
 
     @field_validator("bootstrap_servers")
     @classmethod

@@ -180,8 +180,8 @@ def test_a_write_sent_to_either_worker_acts_on_the_connector_its_url_names(tmp_p
 def test_framework_settings_the_runtime_would_ignore_are_refused_and_json_values_read_as_connect_does(
     worker: tuple[WorkerCluster, WorkerProcess],
 ) -> None:
-    """Transforms, header converters, error handling, exactly-once and client overrides are
-    Kafka Connect settings this runtime does not run: any value but Kafka's default (which
+    """Transforms, header converters, error handling and exactly-once are Kafka Connect
+    settings this runtime does not run: any value but Kafka's default (which
     means "not used") is refused, naming the setting, instead of being stored and ignored. A
     key or value converter this runtime does not have is refused, naming it. Values
     that are JSON numbers or booleans are read as their text, as Kafka Connect's
@@ -192,8 +192,7 @@ def test_framework_settings_the_runtime_would_ignore_are_refused_and_json_values
     refused = {
         "transforms": "x", "transforms.x.type": "com.Nope", "predicates": "p", "errors.tolerance": "all",
         "header.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "exactly.once.support": "required",
-        "producer.override.acks": "all", "topic.creation.default.partitions": "3",
+        "exactly.once.support": "required", "transaction.boundary": "connector",
     }  # fmt: skip
     for name, value in refused.items():
         code, body = raw(

@@ -843,6 +843,117 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_task_moved_in_the_middle_of_a_long_batch_is_handed_over_at_that_batchs_commit",
         ),
     ),
+    # -- source topic creation and client overrides ------------------------------------------
+    Mutation(
+        name="topic-creation-groups-ignored",
+        breaks="a source connector's topic is created with the settings of the group that matches it",
+        file="workers/topic_creation.py",
+        original="return next((group for group in self.groups if group.matches(topic)), self.default)",
+        replacement="return self.default  # mutation",
+        tests=(
+            f"{UNIT}/test_topic_creation_groups.py::"
+            "test_a_topic_takes_the_first_listed_group_that_matches_it_else_the_default_group",
+            f"{INTEGRATION}/test_source_topic_creation.py::"
+            "test_a_source_task_creates_its_topics_with_the_settings_of_the_group_matching_them",
+        ),
+    ),
+    Mutation(
+        name="topic-creation-last-group-wins",
+        breaks="of the groups that match a topic, the first listed decides how it is created",
+        file="workers/topic_creation.py",
+        original="return next((group for group in self.groups if group.matches(topic)), self.default)",
+        replacement="return next((g for g in reversed(self.groups) if g.matches(topic)), self.default)",
+        tests=(
+            f"{UNIT}/test_topic_creation_groups.py::"
+            "test_a_topic_takes_the_first_listed_group_that_matches_it_else_the_default_group",
+        ),
+    ),
+    Mutation(
+        name="topic-creation-exclusion-ignored",
+        breaks="a group's exclude patterns keep a topic out of it whatever its include patterns say",
+        file="workers/topic_creation.py",
+        original="        return not self.exclude.fullmatch(topic) and bool(self.include.fullmatch(topic))\n",
+        replacement="        return bool(self.include.fullmatch(topic))  # mutation\n",
+        tests=(
+            f"{UNIT}/test_topic_creation_groups.py::"
+            "test_a_topic_takes_the_first_listed_group_that_matches_it_else_the_default_group",
+        ),
+    ),
+    Mutation(
+        name="topic-creation-default-settings-not-required",
+        breaks="a connector asking for topic creation without the default group's partitions and "
+        "replication factor is refused at create, naming them",
+        file="workers/topic_creation.py",
+        original="        if name not in config:\n            problems.append(\n",
+        replacement="        if False:  # mutation\n            problems.append(\n",
+        tests=(
+            f"{UNIT}/test_topic_creation_groups.py::"
+            "test_the_default_group_needs_partitions_and_replication_factor_as_kafka_requires",
+            f"{UNIT}/test_rest_api.py::"
+            "test_topic_creation_settings_are_checked_at_create_and_validate_naming_each",
+        ),
+    ),
+    Mutation(
+        name="topics-left-to-auto-creation",
+        breaks="a source task creates the topic it writes to before its first record, as its connector asks",
+        file="workers/task_writes.py",
+        original="            await self.topics.ensure(topic)\n",
+        replacement="            pass  # mutation: the coordinator creates it with its defaults\n",
+        tests=(
+            f"{INTEGRATION}/test_source_topic_creation.py::"
+            "test_a_source_task_creates_its_topics_with_the_settings_of_the_group_matching_them",
+        ),
+    ),
+    Mutation(
+        name="topic-creation-failure-not-the-tasks",
+        breaks="a topic that cannot be created (replication factor above 1) fails the task, saying why",
+        file="workers/task_topics.py",
+        original="elif code == ErrorCode.TOPIC_ALREADY_EXISTS:",
+        replacement="elif code in (ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.INVALID_REPLICATION_FACTOR):",
+        tests=(
+            f"{INTEGRATION}/test_source_topic_creation.py::"
+            "test_a_source_task_creates_its_topics_with_the_settings_of_the_group_matching_them",
+        ),
+    ),
+    Mutation(
+        name="override-policy-allows-everything",
+        breaks="connector.client.config.override.policy None or Principal refuses the overrides "
+        "Kafka's refuses",
+        file="workers/client_overrides.py",
+        original='    return policy == "All" or (policy == "Principal" and name in PRINCIPAL_SETTINGS)\n',
+        replacement="    return True  # mutation\n",
+        tests=(
+            f"{UNIT}/test_client_override_policy.py::"
+            "test_each_policy_refuses_what_kafkas_refuses_with_its_message",
+            f"{INTEGRATION}/test_source_topic_creation.py::"
+            "test_each_override_policy_refuses_or_takes_overrides_as_kafka_connect_does",
+        ),
+    ),
+    Mutation(
+        name="unapplied-producer-override-accepted",
+        breaks="a producer override the task output would not apply is refused, saying why, not "
+        "stored and ignored",
+        file="workers/client_overrides.py",
+        original="        return None if name in PRODUCER_TUNING else _NOT_APPLIED[client]\n",
+        replacement="        return None  # mutation\n",
+        tests=(
+            f"{UNIT}/test_client_override_policy.py::"
+            "test_an_override_this_runtime_would_not_apply_is_refused_saying_why",
+            f"{INTEGRATION}/test_source_topic_creation.py::"
+            "test_each_override_policy_refuses_or_takes_overrides_as_kafka_connect_does",
+        ),
+    ),
+    Mutation(
+        name="consumer-overrides-kept-from-spark",
+        breaks="TopicIngest's consumer overrides reach its Spark source as kafka.<setting> options",
+        file="workers/connectors/topic_ingest.py",
+        original='        **{f"{KAFKA_OPTION}{name}": value for name, value in (consumer or {}).items()},\n',
+        replacement="",
+        tests=(
+            f"{UNIT}/test_client_override_policy.py::"
+            "test_topic_ingests_consumer_overrides_reach_its_spark_options_and_kafka_python_consumer",
+        ),
+    ),
     # -- coordinator restarts ----------------------------------------------------------------
     Mutation(
         name="groups-served-half-loaded",

@@ -148,6 +148,55 @@ async def test_every_invalid_setting_is_named_at_once(client: Client) -> None:
         assert setting in message
 
 
+async def test_topic_creation_settings_are_checked_at_create_and_validate_naming_each(client: Client) -> None:
+    asked = {"topic.creation.default.partitions": "3", "topic.creation.groups": "compacted",
+             "topic.creation.compacted.include": "(open"}  # fmt: skip
+    message = await error_of(await client.post("/connectors", json=source("made", **asked)), 400)
+    assert message.startswith("Connector configuration is invalid and contains the following 2 error(s):")
+    assert (
+        'topic.creation.default.replication.factor: Missing required configuration "topic.creation.default.'
+        'replication.factor" which has no default value.' in message
+    )
+    assert "topic.creation.compacted.include: Invalid value [(open] for configuration" in message
+    validate = "/connector-plugins/VerifiableSource/config/validate"
+    code, validated = await answer(
+        await client.put(validate, json={**source("v", **asked)["config"], "name": "v"})
+    )
+    assert code == 200 and validated["error_count"] == 2
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in validated["configs"] if c["value"]["errors"]}
+    assert set(errors) == {"topic.creation.default.replication.factor", "topic.creation.compacted.include"}
+    good = {
+        **asked,
+        "topic.creation.default.replication.factor": "-1",
+        "topic.creation.compacted.include": "c-.*",
+    }
+    assert (await client.post("/connectors", json=source("made", **good))).status == 201
+    spark = {"connector.class": "FileIngest", "input.path": "/in", "output.path": "/out", **good}
+    message = await error_of(await client.post("/connectors", json={"name": "files", "config": spark}), 400)
+    assert "this connector's tasks write no records to Kafka, so there are no topics to create" in message
+
+
+async def test_a_worker_without_topic_creation_or_overrides_says_so_at_create(
+    aiohttp_client: Callable[[web.Application], Awaitable[Client]],
+) -> None:
+    settings = {
+        **SETTINGS,
+        "topic.creation.enable": "false",
+        "connector.client.config.override.policy": "None",
+    }
+    herder = Herder(WorkerConfig.from_settings(settings), logs=MemoryLogs())
+    herder.ready.set()
+    client = await aiohttp_client(RestApi(herder).app)
+    unchecked = source("kept", **{"topic.creation.default.partitions": "none"})
+    assert (await client.post("/connectors", json=unchecked)).status == 201, "not used here, so not read"
+    overridden = source("tuned", **{"producer.override.linger.ms": "5"})
+    assert await error_of(await client.post("/connectors", json=overridden), 400) == (
+        "Connector configuration is invalid and contains the following 1 error(s):\n"
+        "producer.override.linger.ms: The 'None' policy does not allow 'linger.ms' to be overridden in the "
+        "connector configuration."
+    )
+
+
 async def test_initial_states(client: Client, herder: Herder) -> None:
     for state, target in (("PAUSED", "PAUSED"), ("STOPPED", "STOPPED"), ("RUNNING", "STARTED")):
         created = await client.post("/connectors", json={**source(state.lower()), "initial_state": state})

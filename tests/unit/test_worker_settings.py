@@ -71,14 +71,15 @@ def test_a_connectors_converters_override_the_workers_and_unset_ones_keep_todays
 def test_settings_that_change_nothing_warn_and_those_that_would_are_refused() -> None:
     warnings, refusals, handled = sort_out({
         "offset.flush.interval.ms": "10000", "metrics.context.team": "a", "header.converter":
-        "org.apache.kafka.connect.storage.SimpleHeaderConverter", "topic.creation.enable": "true",
-        "connector.client.config.override.policy": "None", "inter.worker.signature.algorithm": "HmacSHA512",
-        "bootstrap.servers": "x:1",
+        "org.apache.kafka.connect.storage.SimpleHeaderConverter",
+        "connector.client.config.override.allowlist": "linger.ms",
+        "inter.worker.signature.algorithm": "HmacSHA512", "bootstrap.servers": "x:1",
     })  # fmt: skip
     assert [w.split(" changes nothing")[0] for w in warnings] == ["offset.flush.interval.ms=10000",
                                                                    "metrics.context.team=a"]  # fmt: skip
-    assert [name for name, _ in refusals] == ["topic.creation.enable", "inter.worker.signature.algorithm"]
-    assert "bootstrap.servers" not in handled and "connector.client.config.override.policy" in handled
+    assert [name for name, _ in refusals] == ["connector.client.config.override.allowlist",
+                                              "inter.worker.signature.algorithm"]  # fmt: skip
+    assert "bootstrap.servers" not in handled and "connector.client.config.override.allowlist" in handled
 
 
 def test_every_problem_of_a_file_is_reported_at_once(tmp_path: Path) -> None:

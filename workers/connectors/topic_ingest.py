@@ -27,8 +27,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from connect_rebalance.client_security import ClientSecurity
-
 from ..plugins import ConfigDef, TaskContext, indexed_task_configs, non_negative_int, positive_int
 from ..spark_runtime import checkpoint_path
 from ..spark_task import SparkTask
@@ -81,10 +79,11 @@ class TopicIngestTask(SparkTask):
     def writer(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> Any:
         worker = context.extra["worker_config"]
         bootstrap = config.get("bootstrap.servers") or context.bootstrap_servers
-        # A sink-like reader of topics: the worker's `consumer.*` security, as in Kafka Connect.
-        security = worker.client_security("consumer.")
+        # A sink-like reader of topics: the worker's `consumer.*` security, as in Kafka Connect,
+        # with the connector's `consumer.override.*` over it.
+        consumer = context.consumer_settings
         index, self.count = int(config["task.index"]), int(config["task.count"])
-        find_partitions(bootstrap, _topics(config["topics"]), security=security)  # they exist
+        find_partitions(bootstrap, _topics(config["topics"]), consumer=consumer)  # they exist
         for topic in _topics(config["topics"]):
             context.track_topic(topic)
         self.checkpoint = checkpoint_path(worker.checkpoint_dir, context.connector, index)
@@ -95,7 +94,7 @@ class TopicIngestTask(SparkTask):
                    # than its session: the worker is gone, or stops its work before that
                    "handoffTimeoutMs": str(2 * worker.session_timeout_ms),
                    **self.gate_options()}  # fmt: skip
-        return parquet_sink(topic_stream(spark, config, bootstrap, security, handoff), config, context)
+        return parquet_sink(topic_stream(spark, config, bootstrap, consumer, handoff), config, context)
 
     def begin_run(self) -> None:
         # This run's previous one has stopped: what its checkpoint planned is what the task
@@ -111,6 +110,7 @@ class TopicIngestTask(SparkTask):
 class TopicIngest(CheckpointedConnector):
     type = "source"
     task_class = TopicIngestTask
+    kafka_clients = frozenset({"consumer"})  # its reader: `consumer.override.*` tune it
     config_defs = [
         ConfigDef("topics", required=True, validate=_valid_topics,
                   documentation="Topics to ingest, comma-separated; their partitions are split among tasks."),
@@ -213,53 +213,64 @@ def parse_sink_offsets(changes: OffsetChanges) -> list[tuple[Partition, int | No
 
 
 def find_partitions(
-    bootstrap: str, topics: Sequence[str], timeout_s: float = 30.0, security: ClientSecurity | None = None
+    bootstrap: str, topics: Sequence[str], timeout_s: float = 30.0, consumer: Mapping[str, str] | None = None
 ) -> list[tuple[str, int]]:
-    """The topics' partitions, asked of the cluster; a topic that does not exist is an error."""
+    """The topics' partitions, asked of the cluster (with the `consumer` settings, Kafka's
+    names); a topic that does not exist is an error."""
     from .topic_spark_source import new_consumer
 
     timeout_ms = int(timeout_s * 1000)
-    settings = security.settings if security else {}
-    consumer = new_consumer(
-        bootstrap, settings, allow_auto_create_topics=False, request_timeout_ms=timeout_ms
-    )
+    client = new_consumer(bootstrap, consumer, allow_auto_create_topics=False, request_timeout_ms=timeout_ms)
     try:
         found = []
         for topic in topics:
-            partitions = consumer.partitions_for_topic(topic)
+            partitions = client.partitions_for_topic(topic)
             if not partitions:
                 raise ValueError(f"topic {topic!r} does not exist on {bootstrap}")
             found += [(topic, p) for p in partitions]
         return sorted(found)
     finally:
-        consumer.close()
+        client.close()
 
 
 def topic_stream(
     spark: Any,
     config: Mapping[str, str],
     bootstrap: str,
-    security: ClientSecurity | None = None,
+    consumer: Mapping[str, str] | None = None,
     options: Mapping[str, str] | None = None,
 ) -> Any:
     """The task's streaming DataFrame: its share of the topics' partitions, as they are at
-    each batch, read by the `topic` data source (with `options` besides the config's)."""
-    from .topic_spark_source import KAFKA_OPTION, TopicDataSource
+    each batch, read by the `topic` data source (`source_options`)."""
+    from .topic_spark_source import TopicDataSource
 
     spark.dataSource.register(TopicDataSource)
-    reader = (
-        spark.readStream.format(TopicDataSource.name())
-        .option("bootstrap.servers", bootstrap)
-        .option("subscribe", config["topics"])
-        .option("share", f"{config['task.index']}/{config['task.count']}")
-        .option("partitionDiscoveryIntervalMs", config.get("partition.discovery.interval.ms") or "10000")
-        .option("startingOffsets", config.get("starting.offsets") or "earliest")
-    )
-    for name, value in (security.settings if security else {}).items():
-        reader = reader.option(f"{KAFKA_OPTION}{name}", value)
-    for name, value in (options or {}).items():
+    reader = spark.readStream.format(TopicDataSource.name())
+    for name, value in source_options(config, bootstrap, consumer, options).items():
         reader = reader.option(name, value)
+    return reader.load()
+
+
+def source_options(
+    config: Mapping[str, str],
+    bootstrap: str,
+    consumer: Mapping[str, str] | None = None,
+    options: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The `topic` source's options for a task: the config's, the consumer's settings (Kafka's
+    names) as `kafka.<setting>`, and `options` besides."""
+    from .topic_spark_source import KAFKA_OPTION
+
+    found = {
+        "bootstrap.servers": bootstrap,
+        "subscribe": config["topics"],
+        "share": f"{config['task.index']}/{config['task.count']}",
+        "partitionDiscoveryIntervalMs": config.get("partition.discovery.interval.ms") or "10000",
+        "startingOffsets": config.get("starting.offsets") or "earliest",
+        **{f"{KAFKA_OPTION}{name}": value for name, value in (consumer or {}).items()},
+        **(options or {}),
+    }
     limit = int(config.get("max.records.per.batch") or 0)
     if limit > 0:
-        reader = reader.option("maxOffsetsPerTrigger", str(limit))
-    return reader.load()
+        found["maxOffsetsPerTrigger"] = str(limit)
+    return found

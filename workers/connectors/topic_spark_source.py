@@ -40,9 +40,11 @@ Options (case-insensitive):
 - `startGate`, `startGateTimeoutMs`: a query started ahead of its task's assignment waits,
   in its reader's constructor (before Spark reads the checkpoint), until the worker grants
   this gate file (start_gate.py);
-- `kafka.<setting>`: the Kafka client's security settings (`kafka.security.protocol`,
-  `kafka.sasl.*`, `kafka.ssl.*`, as in Spark's Kafka source), read by
-  `ClientSecurity`; files they name must exist where Spark's Python workers run.
+- `kafka.<setting>`: the Kafka consumer's settings, as in Spark's Kafka source: its security
+  (`kafka.security.protocol`, `kafka.sasl.*`, `kafka.ssl.*`, read by `ClientSecurity`; files
+  they name must exist where Spark's Python workers run) and the settings of
+  `client_tuning.CONSUMER` (`kafka.client.id`, `kafka.fetch.max.bytes`...); any other is
+  refused.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ SCHEMA = StructType([
     StructField("value", BinaryType()),
 ])  # fmt: skip
 POLL_MAX_RECORDS = 5000
-KAFKA_OPTION = "kafka."  # options carrying the Kafka client's security settings
+KAFKA_OPTION = "kafka."  # options carrying the Kafka consumer's settings
 
 Offsets = dict[str, dict[str, int]]
 
@@ -175,9 +177,9 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_per_trigger = int(options.get("maxOffsetsPerTrigger", "0") or 0)
         self.fail_on_data_loss = options.get("failOnDataLoss", "true").lower() != "false"
         self.poll_timeout_ms = int(options.get("pollTimeoutMs", "60000"))
-        # Kafka client security settings, as given: parsed where a consumer is made (the
-        # constructor stays cheap, and Spark's Python workers must start fast).
-        self.security = {
+        # Kafka consumer settings, as given: parsed where a consumer is made (the constructor
+        # stays cheap, and Spark's Python workers must start fast).
+        self.client_settings = {
             k[len(KAFKA_OPTION) :]: v for k, v in options.items() if k.lower().startswith(KAFKA_OPTION)
         }
         self._consumer: Any = None  # the planner's; created on first use, never pickled
@@ -197,7 +199,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _planner_consumer(self) -> Any:
         if self._consumer is None:
-            self._consumer = new_consumer(self.bootstrap, self.security)
+            self._consumer = new_consumer(self.bootstrap, self.client_settings)
         return self._consumer
 
     def _connect_planner(self) -> None:
@@ -347,7 +349,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, PartitionRange)
         yield from read_range(
-            self.bootstrap, partition, self.fail_on_data_loss, self.poll_timeout_ms, self.security
+            self.bootstrap, partition, self.fail_on_data_loss, self.poll_timeout_ms, self.client_settings
         )
 
 
@@ -365,17 +367,27 @@ class TopicDataSource(DataSource):
         return TopicStreamReader(self.options)
 
 
-def new_consumer(bootstrap: str, security: Mapping[str, str] | None = None, **settings: Any) -> Any:
+def new_consumer(bootstrap: str, client_settings: Mapping[str, str] | None = None, **settings: Any) -> Any:
     """A kafka-python consumer with no group: offsets are the query's, not a group's;
-    `security` is Kafka's client security settings (`ClientSecurity`)."""
+    `client_settings` are Kafka's consumer settings (`consumer_options`), `settings` the
+    caller's own keyword arguments."""
     from kafka import KafkaConsumer
 
-    from connect_rebalance.client_security import ClientSecurity
-
-    client_security = ClientSecurity.parse(security or {}, KAFKA_OPTION).kafka_python()
     return KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False,
-                         client_id="topic-spark-source", api_version=_newest_api_version(),
-                         **client_security, **settings)  # fmt: skip
+                         api_version=_newest_api_version(),
+                         **{**consumer_options(client_settings or {}), **settings})  # fmt: skip
+
+
+def consumer_options(client_settings: Mapping[str, str]) -> dict[str, Any]:
+    """kafka-python's keyword arguments for Kafka's consumer settings: security and the
+    tuning of `client_tuning.CONSUMER` (a ValueError names any other)."""
+    from connect_rebalance.client_security import ClientSecurity, is_security_setting
+    from connect_rebalance.client_tuning import CONSUMER, kafka_python_tuning
+
+    security = {k: v for k, v in client_settings.items() if is_security_setting(k)}
+    tuning = {k: v for k, v in client_settings.items() if not is_security_setting(k)}
+    return {"client_id": "topic-spark-source", **kafka_python_tuning(tuning, CONSUMER),
+            **ClientSecurity.parse(security, KAFKA_OPTION).kafka_python()}  # fmt: skip
 
 
 def _newest_api_version() -> tuple[int, ...]:
@@ -407,8 +419,13 @@ def arrow_batch(topic: str, partition: int, records: Sequence[Any], arrow_schema
     )  # fmt: skip
 
 
-def read_range(bootstrap: str, part: PartitionRange, fail_on_data_loss: bool,
-               poll_timeout_ms: int, security: Mapping[str, str] | None = None) -> Iterator[Any]:  # fmt: skip
+def read_range(
+    bootstrap: str,
+    part: PartitionRange,
+    fail_on_data_loss: bool,
+    poll_timeout_ms: int,
+    client_settings: Mapping[str, str] | None = None,
+) -> Iterator[Any]:
     """The records of `part` as Arrow record batches (one per poll), in offset order."""
     import time
 
@@ -418,7 +435,9 @@ def read_range(bootstrap: str, part: PartitionRange, fail_on_data_loss: bool,
     arrow_schema = to_arrow_schema(SCHEMA, timezone="UTC")
     tp = TopicPartition(part.topic, part.partition)
     reset = "none" if fail_on_data_loss else "earliest"
-    consumer = new_consumer(bootstrap, security, auto_offset_reset=reset, max_poll_records=POLL_MAX_RECORDS)
+    consumer = new_consumer(
+        bootstrap, client_settings, auto_offset_reset=reset, max_poll_records=POLL_MAX_RECORDS
+    )
     try:
         consumer.assign([tp])
         consumer.seek(tp, part.start)

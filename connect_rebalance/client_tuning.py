@@ -1,0 +1,91 @@
+"""Kafka client settings other than security that this project's kafka-python clients take.
+
+A connector may set these for its own clients (`consumer.override.*`, `admin.override.*`,
+workers.client_overrides), by Kafka's names; each is passed to kafka-python as its keyword
+argument. Only settings a client here really uses are listed: a consumer that reads without
+a group has no use for `group.id` or `auto.commit.*`, so a name not listed is refused where
+the settings are checked (and `kafka_python_tuning` refuses it too, rather than drop it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _non_negative(kind: str, most: int | None = None, why: str = "") -> Callable[[str], int]:
+    """Kafka's INT or LONG at least 0 (and at most `most`, for `why`), with its messages."""
+
+    def parse(value: str) -> int:
+        if not _INTEGER.fullmatch(value.strip()):
+            raise ValueError(f"Not a number of type {kind}")
+        if int(value) < 0:
+            raise ValueError("Value must be at least 0")
+        if most is not None and int(value) > most:
+            raise ValueError(f"Value must be no more than {most} ({why})")
+        return int(value)
+
+    return parse
+
+
+def _boolean(value: str) -> bool:
+    if value.strip().lower() not in ("true", "false"):
+        raise ValueError("Expected value to be either true or false")
+    return value.strip().lower() == "true"
+
+
+def _text(value: str) -> str:
+    return value.strip()
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """A setting's kafka-python keyword argument and how its value is read (ValueError: why not)."""
+
+    kwarg: str
+    parse: Callable[[str], Any]
+
+
+CONSUMER: dict[str, Tuning] = {
+    "client.id": Tuning("client_id", _text),
+    "fetch.min.bytes": Tuning("fetch_min_bytes", _non_negative("INT")),
+    # Less than the request timeout, as kafka-python requires (TopicIngest looks its partitions
+    # up with requests of 30 s).
+    "fetch.max.wait.ms": Tuning(
+        "fetch_max_wait_ms", _non_negative("INT", 29999, "it must be shorter than the requests' 30 s timeout")
+    ),
+    "fetch.max.bytes": Tuning("fetch_max_bytes", _non_negative("INT")),
+    "max.partition.fetch.bytes": Tuning("max_partition_fetch_bytes", _non_negative("INT")),
+    "check.crcs": Tuning("check_crcs", _boolean),
+}
+ADMIN: dict[str, Tuning] = {
+    "client.id": Tuning("client_id", _text),
+    "request.timeout.ms": Tuning("request_timeout_ms", _non_negative("INT")),
+}
+
+
+def tuning_problem(table: Mapping[str, Tuning], name: str, value: str) -> str | None:
+    """Why `value` is no value of `name` (a name of `table`), or None."""
+    try:
+        table[name].parse(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def kafka_python_tuning(settings: Mapping[str, str], table: Mapping[str, Tuning]) -> dict[str, Any]:
+    """kafka-python keyword arguments for `settings` (names of `table`); ValueError names one
+    that is not in it or has a bad value."""
+    options = {}
+    for name, value in settings.items():
+        if name not in table:
+            raise ValueError(f"client setting {name!r} is not supported here")
+        problem = tuning_problem(table, name, value)
+        if problem is not None:
+            raise ValueError(f"Invalid value {value} for configuration {name}: {problem}")
+        options[table[name].kwarg] = table[name].parse(value)
+    return options
