@@ -32,7 +32,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         if match is None or match.end() == pos:
-            raise ValueError(f"cannot parse JAAS text at {text[pos : pos + 20]!r}")
+            raise ValueError(f"cannot parse JAAS text at character {pos}")  # the text holds passwords
         kind = match.lastgroup or ""
         value = match.group(kind)
         if kind == "quoted":

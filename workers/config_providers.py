@@ -310,6 +310,10 @@ def parse_providers(
     return providers, problems
 
 
+HIDDEN = "[hidden]"
+MIN_HIDDEN_PART = 3  # shorter parts of a list (a partition number, a flag) are no secret
+
+
 @dataclass(frozen=True)
 class Resolution:
     """Settings with their variables replaced; `unresolved`: those a configured provider had
@@ -319,6 +323,19 @@ class Resolution:
     values: dict[str, str]
     unresolved: list[Unresolved]
     resolved: frozenset[str]
+
+    def hidden(self, message: str, raw: Mapping[str, str]) -> str:
+        """`message` with every value a provider read shown as its setting's `raw` text, and
+        any comma-separated part of it (a topic or server of a list) as `[hidden]`: a problem
+        found in a resolved config must not show a secret, whatever its wording."""
+        for name in sorted(self.resolved, key=lambda n: -len(self.values.get(n, ""))):
+            value = self.values.get(name, "")
+            if value and value != raw.get(name):
+                message = message.replace(value, raw.get(name, HIDDEN))
+            for part in sorted((p.strip() for p in value.split(",")), key=len, reverse=True):
+                if len(part) >= MIN_HIDDEN_PART:
+                    message = message.replace(part, HIDDEN)
+        return message
 
 
 def resolve(configs: Mapping[str, str], providers: Mapping[str, ConfigProvider]) -> Resolution:

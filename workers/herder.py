@@ -36,10 +36,10 @@ from connect_rebalance.work import CONNECTOR, Work
 
 from . import assignors
 from .classic_membership import ClassicMembership
-from .config_state import Changed, ConfigChange, ConfigState
+from .config_state import STOPPED, Changed, ConfigChange, ConfigState
 from .config_store import ConfigStore
 from .connect_membership import ConnectMembership
-from .connectors.checkpoint_generations import CheckpointedConnector, OffsetChanges
+from .connectors.checkpoint_generations import CheckpointedConnector, OffsetChanges, OffsetsRefused
 from .internal_requests import send_task_configs
 from .leader_duties import ConfigAnnouncer, keep_session_key
 from .leader_planning import LeaderInfo, TargetPlanner
@@ -90,6 +90,7 @@ class Herder:
         self.announcer = ConfigAnnouncer(self.state, self.is_leader, lambda: self.membership.heartbeat_now())
         self.statuses = StatusStore(partial(logs, config.status_storage_topic), config.worker_id)
         self.offsets = OffsetStore(partial(logs, config.offset_storage_topic))
+        self._offset_changes = asyncio.Lock()  # KIP-875 alters and resets, one at a time
         # Tasks' records and source offsets, fenced by epoch, connected as `producer.*` says (the
         # whole of their security, as in Kafka Connect), or as their connector's producer overrides say.
         self.outputs = OutputConnections(
@@ -420,20 +421,49 @@ class Herder:
         return await asyncio.to_thread(plugin.checkpoint_offsets, self.config, name)
 
     async def alter_offsets(self, name: str, changes: OffsetChanges) -> None:
-        """KIP-875's alter of a stopped connector (OffsetsRefused: one it cannot do)."""
-        plugin = self._checkpointed(name)
-        if plugin is None:
-            await self.offsets.alter(name, list(changes))
-        else:
-            await asyncio.to_thread(plugin.alter_offsets, self.config, name, changes)
+        """KIP-875's alter of a stopped connector (OffsetsRefused: one it cannot do, or one
+        whose tasks have not all stopped yet)."""
+        async with self._offset_changes:
+            plugin = await self._offsets_changeable(name, "alter")
+            if plugin is None:
+                await self.offsets.alter(name, list(changes))
+            else:
+                await asyncio.to_thread(plugin.alter_offsets, self.config, name, changes)
 
     async def reset_offsets(self, name: str) -> None:
-        """KIP-875's reset of a stopped connector."""
-        plugin = self._checkpointed(name)
-        if plugin is None:
-            await self.offsets.reset(name)
-        else:
-            await asyncio.to_thread(plugin.reset_offsets, self.config, name)
+        """KIP-875's reset of a stopped connector (OffsetsRefused: its tasks have not all stopped)."""
+        async with self._offset_changes:
+            plugin = await self._offsets_changeable(name, "reset")
+            if plugin is None:
+                await self.offsets.reset(name)
+            else:
+                await asyncio.to_thread(plugin.reset_offsets, self.config, name)
+
+    async def _offsets_changeable(self, name: str, verb: str) -> type[CheckpointedConnector] | None:
+        """The connector's checkpointed plugin (None: its offsets are in the offset topic), once
+        the config and status topics, read to their ends, say it is stopped and none of its
+        tasks still runs anywhere: a task stopping on another worker may still commit a batch
+        (or an offset) that the change would then be undone by, as Kafka Connect refuses a
+        sink connector's change while its consumer group has members."""
+        await self.configs.read_to_end()
+        await self.statuses.read_to_end()
+        left = self.statuses.left_workers()
+        prefix = f"status-task-{name}-"
+        running = sorted(
+            key.removeprefix(prefix)
+            for key, value in self.statuses.statuses.items()
+            if key.startswith(prefix) and key.removeprefix(prefix).isdigit()
+            and value.get("state") in ("RUNNING", "PAUSED")
+            and value.get("worker_id") not in left
+        )  # fmt: skip
+        if self.state.target_state(name) != STOPPED or self.task_configs(name) or running:
+            raise OffsetsRefused(
+                f"Failed to {verb} offsets for connector {name} either because its tasks haven't stopped "
+                f"completely yet or the connector was resumed before the request to {verb} its offsets "
+                "could be successfully completed. If the connector is in a stopped state, this operation "
+                "can be safely retried" + (f" (tasks still running: {', '.join(running)})" if running else "")
+            )
+        return self._checkpointed(name)
 
     def figures(self) -> WorkerFigures:
         membership, runner, spark = self.membership, self.runner, self.spark

@@ -201,8 +201,8 @@ class RestApi:
     def _problems(self, plugin: type[Connector], config: dict[str, str]) -> list[ConfigProblem]:
         """The plugin's problems with `config` as its connector will see it: variables resolved
         by the worker's config providers, as Kafka Connect validates. A variable that cannot
-        be read is its setting's problem; a value a provider read is not shown (a problem in
-        Kafka's "Invalid value <value> for configuration <name>" form shows the `${...}` text).
+        be read is its setting's problem; a value a provider read is not shown, in any problem
+        (its setting's `${...}` text is, or `[hidden]`).
         Topic creation and client overrides are checked against this worker's settings."""
         try:
             resolution = resolve(config, self.herder.runner.providers)
@@ -211,12 +211,7 @@ class RestApi:
         problems = []
         values = resolution.values
         for problem in [*plugin.validate(values), *connector_problems(plugin, values, self.herder.config)]:
-            name = problem.name
-            read = ConfigProblem.invalid(name, resolution.values.get(name, ""), "").message
-            if name in resolution.resolved and problem.message.startswith(read):  # Kafka's form
-                shown = ConfigProblem.invalid(name, config[name], "").message
-                problem = ConfigProblem(name, shown + problem.message[len(read) :])
-            problems.append(problem)
+            problems.append(ConfigProblem(problem.name, resolution.hidden(problem.message, config)))
         return problems
 
     async def _leader_only(self, request: web.Request) -> web.StreamResponse | None:
@@ -575,7 +570,10 @@ class RestApi:
         forwarded = await self._leader_only(request)
         if forwarded is not None:
             return forwarded
-        await self.herder.reset_offsets(name)
+        try:
+            await self.herder.reset_offsets(name)
+        except OffsetsRefused as exc:
+            raise RestError(400, str(exc)) from exc
         return web.json_response({"message": "The offsets for this connector have been reset successfully"})
 
     async def list_plugins(self, request: web.Request) -> web.Response:

@@ -52,7 +52,7 @@ from .converters import record_converters
 from .fenced_output import TaskFenced, fence_id
 from .offset_store import OffsetStore
 from .output_connections import OutputConnections
-from .plugins import Connector, Task, TaskContext, find_plugin
+from .plugins import ConfigProblem, Connector, Task, TaskContext, find_plugin
 from .prepared_runs import PREPARE_TIMEOUT_S, Prepared, PreparedRuns
 from .spark_runtime import SparkRuntime
 from .spark_task import SparkTask
@@ -348,7 +348,12 @@ class TaskRunner:
         ConnectorSettingsRefused (a ValueError) if this worker would not allow or apply them."""
         config = self.state.connectors[name]
         # Variables left as they are were logged when the connector started: not again per task.
-        return connector_clients(_plugin(config), resolve(config, self.providers).values, self.config)
+        resolution = resolve(config, self.providers)
+        try:
+            return connector_clients(_plugin(config), resolution.values, self.config)
+        except ConnectorSettingsRefused as refused:  # its reasons go to the status: no secret in them
+            hidden = [ConfigProblem(p.name, resolution.hidden(p.message, config)) for p in refused.problems]
+            raise ConnectorSettingsRefused(hidden) from None
 
     def _writes(self, item: Work) -> TaskWrites:
         """A task run's writes: through the connection its producer's identity asks for,

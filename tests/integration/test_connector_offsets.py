@@ -136,3 +136,36 @@ def test_a_stopped_source_connectors_offsets_are_altered_and_reset(tmp_path: Pat
     finally:
         cluster.stop_all()
         coordinator.kill()
+
+
+def test_offsets_are_not_changed_while_a_task_of_the_stopped_connector_still_runs(tmp_path: Path) -> None:
+    """A task on a frozen worker cannot stop when its connector does: until it has, an alter or
+    reset could be undone by an offset it still writes, and is refused with Kafka's message."""
+    coordinator = CoordinatorProcess(tmp_path / "data", connect_timings(10000, 1000)).start()
+    cluster = WorkerCluster(tmp_path, coordinator)
+    try:
+        leader = cluster.start("w1")  # the first member: config writes go through it
+        other = cluster.start("w2")
+        config = {
+            "connector.class": "VerifiableSource",
+            "topic": "zombie",
+            "tasks.max": "4",
+            "throughput": "20",
+        }
+        assert curl("POST", f"{leader.url}/connectors", {"name": "seq", "config": config})[0] == 201
+        wait_until(lambda: cluster.balanced("seq", 5), 60, "the connector and its tasks on both workers")
+        other.pause()  # holds two of the tasks or more, which cannot stop now
+        try:
+            assert curl("PUT", f"{leader.url}/connectors/seq/stop")[0] == 204
+            deadline = time.monotonic() + 30
+            while cluster.status("seq")["connector"]["state"] != "STOPPED" and time.monotonic() < deadline:
+                time.sleep(0.2)
+            for method, body in (("DELETE", None), ("PATCH", TO_FIVE)):
+                status, refused = curl(method, f"{leader.url}/connectors/seq/offsets", body)
+                assert status == 400, refused
+                assert "either because its tasks haven't stopped completely yet" in refused["message"]  # type: ignore[index]
+        finally:
+            other.resume()
+    finally:
+        cluster.stop_all()
+        coordinator.kill()

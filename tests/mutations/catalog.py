@@ -774,6 +774,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="offsets-changed-while-tasks-run",
+        breaks="a stopped connector's offsets are not changed while one of its tasks still runs",
+        file="workers/herder.py",
+        original='            and value.get("state") in ("RUNNING", "PAUSED")\n',
+        replacement="            and False  # mutation: running tasks are not looked for\n",
+        tests=(
+            "tests/integration/test_connector_offsets.py::"
+            "test_offsets_are_not_changed_while_a_task_of_the_stopped_connector_still_runs",
+        ),
+    ),
+    Mutation(
+        name="provider-secret-in-a-list-shown",
+        breaks="a problem with a connector config never shows a value a config provider read",
+        file="workers/config_providers.py",
+        original="                if len(part) >= MIN_HIDDEN_PART:\n",
+        replacement="                if False:  # mutation: only the whole value is hidden\n",
+        tests=(
+            "tests/unit/test_config_providers.py::"
+            "test_a_problem_found_in_a_resolved_config_never_shows_what_a_provider_read",
+        ),
+    ),
+    Mutation(
         name="session-wait-unreported",
         breaks="a task waiting for its worker's Spark session to start says so in its status",
         file="workers/task_runner.py",

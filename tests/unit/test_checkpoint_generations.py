@@ -75,6 +75,12 @@ def test_an_alter_moves_the_named_partitions_and_keeps_the_others_where_they_wer
             "Offset values for sink connectors",
         ),
         ({"kafka_topic": "t", "kafka_partition": -1}, {"kafka_offset": 1}, "cannot be negative"),
+        (
+            {"kafka_topic": "t", "kafka_partition": 0},
+            {"kafka_offset": 1.9},
+            "Offset values for sink connectors",
+        ),
+        ({"kafka_topic": "t", "kafka_partition": "1_0"}, {"kafka_offset": 1}, "Partition values for sink"),
     ],
 )
 def test_a_bad_alter_is_refused_with_kafka_connects_message_and_changes_nothing(
@@ -100,8 +106,11 @@ def test_a_fresh_checkpoint_starts_where_its_generation_says_unless_another_task
                "handoffCheckpoints": str(tmp_path),
                "startingOffsetsFile": str(tmp_path / GENERATION)}  # fmt: skip
     reader = TopicStreamReader(options)
-    reader._bounds = lambda earliest: {("t", 0): 0, ("t", 1): 0, ("t", 2): 0}  # type: ignore[method-assign]
+    reader._bounds = lambda earliest: {tp: 0 if earliest else 100 for tp in [("t", 0), ("t", 1), ("t", 2)]}  # type: ignore[method-assign]
     assert json.loads(json.dumps(reader._initial_offset())) == {"t": {"0": 7, "1": 3, "2": 0}}
+    begin_generation(tmp_path, {("t", 0): 700, ("t", 1): 3})  # past the end: from the end
+    assert reader._initial_offset() == {"t": {"0": 100, "1": 3, "2": 0}}
+    begin_generation(tmp_path, {("t", 0): 7, ("t", 1): 3})
     write_batch(tmp_path / "1", 0, '{"t":{"1":12}}', committed=True)  # this generation's task 1 read on
     mark(tmp_path / "1", 2, stopped=False)
     assert reader._initial_offset() == {"t": {"0": 7, "1": 12, "2": 0}}

@@ -148,6 +148,21 @@ def test_a_file_that_cannot_be_read_fails_naming_the_setting_and_the_variable_ne
     assert SECRET not in str(failed.value)
 
 
+def test_a_problem_found_in_a_resolved_config_never_shows_what_a_provider_read(secrets: Path) -> None:
+    file = secrets / "app.properties"
+    raw = {"topics": f"orders,${{file:{file}:password}}", "tasks.max": "1"}
+    resolution = resolve(raw, providers(STANDARD))
+    assert resolution.values["topics"] == f"orders,{SECRET}"
+    for message in (
+        f"Invalid value orders,{SECRET} for configuration topics: bad",  # Kafka's form
+        f"'{SECRET}' is not a valid topic name",  # a part of a list
+        f"[orders, {SECRET}] names a topic twice",  # the list as a list
+    ):
+        shown = resolution.hidden(message, raw)
+        assert SECRET not in shown, shown
+    assert resolution.hidden("tasks.max must be positive: 1", raw) == "tasks.max must be positive: 1"
+
+
 def test_directory_provider_reads_a_whole_file_untrimmed_and_only_files_of_that_directory(
     secrets: Path,
 ) -> None:

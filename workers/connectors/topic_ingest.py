@@ -44,6 +44,7 @@ from .share_handoff import Partition, committed_offsets, flatten, mark, task_che
 
 STARTING = ("earliest", "latest")
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def _topics(value: str) -> list[str]:
@@ -176,16 +177,16 @@ def sink_offsets(offsets: Mapping[Partition, int]) -> list[dict[str, Any]]:
 
 
 def _integer(value: Any, what: str) -> int:
-    """Kafka Connect takes both 10 and "10"."""
-    try:
-        if isinstance(value, bool) or value is None:
-            raise ValueError
+    """Kafka Connect takes both 10 and "10" (Long.parseLong of the value's text): not 1.9,
+    "1_000" or " 10 ", which Python's int() would."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and INTEGER.fullmatch(value):
         return int(value)
-    except (TypeError, ValueError):
-        raise OffsetsRefused(
-            f"Failed to parse the following Kafka {what} value in the provided offsets: '{value}'. "
-            f"{what.capitalize()} values for sink connectors need to be integers."
-        ) from None
+    raise OffsetsRefused(
+        f"Failed to parse the following Kafka {what} value in the provided offsets: '{value}'. "
+        f"{what.capitalize()} values for sink connectors need to be integers."
+    )
 
 
 def parse_sink_offsets(changes: OffsetChanges) -> list[tuple[Partition, int | None]]:

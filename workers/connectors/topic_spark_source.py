@@ -266,7 +266,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offsets
 
     def _initial_offset(self) -> Offsets:
-        altered = self._starting_offsets_of_file()
+        altered = self._within_the_logs(self._starting_offsets_of_file())
         if self.starting in ("earliest", "latest"):
             bounds = self._bounds(earliest=self.starting == "earliest")
             moved = self._handoff(set(bounds))
@@ -279,6 +279,15 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Partitions the JSON leaves out start at their earliest record.
         bounds = self._bounds(earliest=True)
         return nest({**bounds, **given, **{tp: o for tp, o in altered.items() if tp in bounds}})
+
+    def _within_the_logs(self, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """Offsets an operator set, moved inside what the partitions hold now: one below the
+        log start (deleted since) starts at the first record still there, one past the end at
+        the end, where Kafka's consumer would find it out of range and start over."""
+        if not offsets:
+            return {}
+        first, end = self._bounds(earliest=True), self._bounds(earliest=False)
+        return {tp: min(max(o, first.get(tp, o)), end.get(tp, o)) for tp, o in offsets.items()}
 
     def _starting_offsets_of_file(self) -> dict[tuple[str, int], int]:
         if self.starting_offsets_file is None or not Path(self.starting_offsets_file).is_file():
