@@ -76,8 +76,10 @@ def test_a_coordinator_killed_and_restarted_under_a_long_history_stops_no_task_a
             "throughput": "20",
         }
         files = {"connector.class": "FileIngest", "tasks.max": "2", "input.path": str(data), "format": "json",
-                 "schema": sample_data.SCHEMA, "output.path": str(out), "max.files.per.trigger": "2",
-                 "trigger.interval.ms": "500"}  # fmt: skip
+                 "schema": sample_data.SCHEMA, "output.path": str(out), "max.files.per.trigger": "4",
+                 # A batch every 2 s: three Spark sessions batching twice a second take the
+                 # coordinator's share of two cores, and a restarting process needs it.
+                 "trigger.interval.ms": "2000"}  # fmt: skip
         assert rest("POST", f"{w1.url}/connectors", {"name": "seq", "config": source})[0] == 201
         assert rest("POST", f"{w1.url}/connectors", {"name": "files", "config": files})[0] == 201
         b = coordinator.bootstrap

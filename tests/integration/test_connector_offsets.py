@@ -19,6 +19,7 @@ from tests.support.verifiable_records import read_values
 from tests.support.worker_cluster import WorkerCluster
 
 pytestmark = pytest.mark.integration
+SOURCE = {"connector.class": "VerifiableSource", "tasks.max": "1", "throughput": "20"}
 TO_FIVE = {"offsets": [{"partition": {"task": 0}, "offset": {"seq": 5}}]}
 
 
@@ -42,12 +43,7 @@ def test_a_stopped_source_connectors_offsets_are_altered_and_reset(tmp_path: Pat
     try:
         w1 = cluster.start("w1")
         url, b = f"{w1.url}/connectors/seq", coordinator.bootstrap
-        config = {
-            "connector.class": "VerifiableSource",
-            "topic": "rewound",
-            "tasks.max": "1",
-            "throughput": "20",
-        }
+        config = {**SOURCE, "topic": "rewound"}
         assert curl("POST", f"{w1.url}/connectors", {"name": "seq", "config": config})[0] == 201
         wait_until(lambda: len(written(b)) >= 20, 60, "20 records written")
 
@@ -145,15 +141,13 @@ def test_offsets_are_not_changed_while_a_task_of_the_stopped_connector_still_run
     cluster = WorkerCluster(tmp_path, coordinator)
     try:
         leader = cluster.start("w1")  # the first member: config writes go through it
-        other = cluster.start("w2")
-        config = {
-            "connector.class": "VerifiableSource",
-            "topic": "zombie",
-            "tasks.max": "4",
-            "throughput": "20",
-        }
+        others = [cluster.start("w2"), cluster.start("w3")]
+        config = {**SOURCE, "topic": "zombie", "tasks.max": "4"}
         assert curl("POST", f"{leader.url}/connectors", {"name": "seq", "config": config})[0] == 201
-        wait_until(lambda: cluster.balanced("seq", 5), 60, "the connector and its tasks on both workers")
+        wait_until(lambda: cluster.balanced("seq", 5), 60, "the connector and its tasks on the three workers")
+        # A worker with tasks but not the connector (which empties the task configs as it stops).
+        owner = cluster.status("seq")["connector"]["worker_id"]
+        other = next(w for w in others if w.worker_id != owner)
         other.pause()  # holds two of the tasks or more, which cannot stop now
         try:
             assert curl("PUT", f"{leader.url}/connectors/seq/stop")[0] == 204
