@@ -82,9 +82,10 @@ class WorkerCluster:
             "spark.session.warmup": "false", **settings,
         }  # fmt: skip
         self.workers: dict[str, WorkerProcess] = {}
+        self.niceness = 0  # > 0: workers at a lower CPU priority than the coordinator (WorkerProcess)
 
     def start(self, name: str) -> WorkerProcess:
-        worker = WorkerProcess(self.properties, self.tmp / "workers", name).start()
+        worker = WorkerProcess(self.properties, self.tmp / "workers", name, niceness=self.niceness).start()
         self.workers[name] = worker
         return worker
 

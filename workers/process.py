@@ -21,10 +21,18 @@ _READY = re.compile(r"worker listening on (https?://\S+) \(worker (\S+),")
 
 class WorkerProcess:
     def __init__(
-        self, properties: dict[str, str], workdir: Path, name: str, file: Path | None = None
+        self,
+        properties: dict[str, str],
+        workdir: Path,
+        name: str,
+        file: Path | None = None,
+        niceness: int = 0,
     ) -> None:
         """`properties` are the worker's file; with `file`, that file is read as it is and
-        `properties` override it (`-o name=value`)."""
+        `properties` override it (`-o name=value`). `niceness` > 0 runs the worker (and the
+        Spark JVM it starts) at a lower CPU priority, as on a host of its own beside the
+        coordinator's rather than one sharing its cores."""
+        self.niceness = niceness
         self.properties = {"listeners": "http://127.0.0.1:0", **properties}
         self.file = file
         self.workdir, self.name = Path(workdir), name
@@ -44,7 +52,8 @@ class WorkerProcess:
         else:
             command += [str(self.file), *(f"-o{k}={v}" for k, v in self.properties.items())]
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child from here on
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file)
+        lower = (lambda: os.nice(self.niceness)) if self.niceness > 0 else None
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file, preexec_fn=lower)  # noqa: PLW1509
         log_file.close()
         assert self.process.stdout is not None
         deadline = time.monotonic() + timeout

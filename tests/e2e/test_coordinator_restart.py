@@ -67,6 +67,10 @@ def test_a_coordinator_killed_and_restarted_under_a_long_history_stops_no_task_a
     first = sample_data.write_files(data, 0, 1)
     with spark_worker_cluster(tmp_path, session_ms=SESSION_MS) as cluster:
         coordinator = cluster.coordinator
+        # A coordinator runs on a host of its own: here it shares two cores with three Spark
+        # JVMs, which starve a restarting coordinator's start (7 s to its first log line at
+        # equal priority, 1.2 s alone), so the workers run at a lower CPU priority.
+        cluster.niceness = 10
         asyncio.run(write_history(coordinator.bootstrap, HISTORY))
         w1, _, _ = (cluster.start(n) for n in ("w1", "w2", "w3"))
         source = {

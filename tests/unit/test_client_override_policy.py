@@ -121,9 +121,8 @@ def test_an_override_this_runtime_would_not_apply_is_refused_saying_why() -> Non
         "fetch.max.bytes, max.partition.fetch.bytes, check.crcs apply here",
         "producer.override.acks": "Invalid value all for configuration producer.override.acks: this "
         "connector's tasks write no records to Kafka, so they have no producer or admin client",
-        "consumer.override.sasl.mechanism": "Invalid value PLAIN for configuration consumer.override.sasl."
-        "mechanism: consumer.override.sasl.mechanism is set but consumer.override.security.protocol="
-        "PLAINTEXT uses no SASL",
+        "consumer.override.sasl.mechanism": "Invalid client security settings: consumer.override.sasl."
+        "mechanism is set but consumer.override.security.protocol=PLAINTEXT uses no SASL",
     }
     with pytest.raises(ConnectorSettingsRefused, match="consumer.override.group.id"):
         connector_clients(TopicIngest, {**INGEST, "consumer.override.group.id": "mine"}, on)
