@@ -241,7 +241,10 @@ def test_a_moved_task_resumes_after_the_last_offset_its_previous_run_committed(m
         for before, after in zip(found, found[1:], strict=False)
         if before.worker == moves.killed and not before.stopped
     ]
-    assert resumed and all(run.first_batch and run.first_batch["batch"] > 0 for run in resumed), resumed
+    # A run that started after the last record was read (a move late in the churn) reads
+    # nothing and commits no batch: there is nothing to check of it.
+    read = [run for run in resumed if run.first_batch]
+    assert read and all(run.first_batch["batch"] > 0 for run in read), resumed
 
 
 @pytest.mark.timeout(600)
