@@ -439,6 +439,10 @@ class Herder:
             else:
                 await asyncio.to_thread(plugin.reset_offsets, self.config, name)
 
+    def stopped(self, name: str) -> bool:
+        """KIP-875's STOPPED: the target state, and no task configs left (the stop has taken)."""
+        return self.state.target_state(name) == STOPPED and not self.task_configs(name)
+
     async def _offsets_changeable(self, name: str, verb: str) -> type[CheckpointedConnector] | None:
         """The connector's checkpointed plugin (None: its offsets are in the offset topic), once
         the config and status topics, read to their ends, say it is stopped and none of its
@@ -456,7 +460,7 @@ class Herder:
             and value.get("state") in ("RUNNING", "PAUSED")
             and value.get("worker_id") not in left
         )  # fmt: skip
-        if self.state.target_state(name) != STOPPED or self.task_configs(name) or running:
+        if not self.stopped(name) or running:
             raise OffsetsRefused(
                 f"Failed to {verb} offsets for connector {name} either because its tasks haven't stopped "
                 f"completely yet or the connector was resumed before the request to {verb} its offsets "

@@ -533,7 +533,7 @@ class RestApi:
         """KIP-875's preconditions, with Kafka Connect's answers: the connector exists, is
         STOPPED (none of its tasks runs)."""
         self._known(name)
-        if self.herder.state.target_state(name) != STOPPED or self.herder.task_configs(name):
+        if not self.herder.stopped(name):
             raise RestError(
                 400,
                 "Connectors must be in the STOPPED state before their offsets can be modified. This can be "

@@ -1662,8 +1662,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="offsets-altered-while-running",
         breaks="a running connector's offsets cannot be altered or reset (KIP-875: STOPPED first)",
         file="workers/rest.py",
-        original="        if self.herder.state.target_state(name) != STOPPED or "
-        "self.herder.task_configs(name):",
+        original="        if not self.herder.stopped(name):",
         replacement="        if False:",
         tests=(
             f"{INTEGRATION}/test_connector_offsets.py::"
