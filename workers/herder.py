@@ -382,7 +382,9 @@ class Herder:
         if config is None:
             return None
         tasks = []
-        for i in range(len(self.task_configs(name))):
+        configured = len(self.task_configs(name))
+        stopping = [task for task in self.statuses.tasks_still_running(name) if task >= configured]
+        for i in [*range(configured), *stopping]:
             status = self.statuses.status_of((name, i))
             progress = self.runner.progress((name, i))  # known to the worker running it
             tasks.append(_entry(status, id=i) | ({"progress": progress} if progress else {}))
@@ -451,15 +453,7 @@ class Herder:
         sink connector's change while its consumer group has members."""
         await self.configs.read_to_end()
         await self.statuses.read_to_end()
-        left = self.statuses.left_workers()
-        prefix = f"status-task-{name}-"
-        running = sorted(
-            key.removeprefix(prefix)
-            for key, value in self.statuses.statuses.items()
-            if key.startswith(prefix) and key.removeprefix(prefix).isdigit()
-            and value.get("state") in ("RUNNING", "PAUSED")
-            and value.get("worker_id") not in left
-        )  # fmt: skip
+        running = [str(task) for task in self.statuses.tasks_still_running(name)]
         if not self.stopped(name) or running:
             raise OffsetsRefused(
                 f"Failed to {verb} offsets for connector {name} either because its tasks haven't stopped "

@@ -179,6 +179,18 @@ class StatusStore:
             if value.get("state") == "UP" and value.get("member_id")
         }
 
+    def tasks_still_running(self, connector: str) -> list[int]:
+        """The connector's tasks whose last status is RUNNING or PAUSED on a worker that has not
+        left: they may still be stopping after their configs went (a stop, a smaller tasks.max),
+        and may still commit a batch or an offset."""
+        left, prefix = self.left_workers(), f"status-task-{connector}-"
+        return sorted(
+            int(key.removeprefix(prefix))
+            for key, value in self.statuses.items()
+            if key.startswith(prefix) and key.removeprefix(prefix).isdigit()
+            and value.get("state") in ("RUNNING", "PAUSED") and value.get("worker_id") not in left
+        )  # fmt: skip
+
     def left_workers(self) -> set[str]:
         """Workers that left for good (their last presence record says LEFT)."""
         return {worker for worker, value in self._presence() if value.get("state") == "LEFT"}

@@ -12,11 +12,10 @@ offsets with curl, resumes it, and reads the output through Spark:
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from kafka import KafkaProducer
@@ -25,24 +24,14 @@ from kafka_connect import KafkaConnect
 
 from connect_rebalance_cli import sample_data
 from tests.support.curl import curl
+from tests.support.polling import settle
 from tests.support.spark_cluster import spark_worker_cluster
 from tests.support.worker_cluster import WorkerCluster
 from workers.connectors.parquet_output import committed_column, read_output
 
 pytestmark = pytest.mark.e2e
-T = TypeVar("T")
 ALTERED = {"message": "The offsets for this connector have been altered successfully"}
 RESET = {"message": "The offsets for this connector have been reset successfully"}
-
-
-def settle(read: Callable[[], T], done: Callable[[T], bool], within_s: float) -> T:
-    """`read()` until `done` holds or time is up; the last value read, for the test to assert on."""
-    deadline = time.monotonic() + within_s
-    value = read()
-    while not done(value) and time.monotonic() < deadline:
-        time.sleep(0.5)
-        value = read()
-    return value
 
 
 def committed(out: Path, column: str) -> list[Any]:

@@ -15,6 +15,7 @@ import pytest
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.curl import curl
 from tests.support.group_scenario import wait_until
+from tests.support.polling import settle
 from tests.support.verifiable_records import read_values
 from tests.support.worker_cluster import WorkerCluster
 
@@ -154,12 +155,22 @@ def test_offsets_are_not_changed_while_a_task_of_the_stopped_connector_still_run
             deadline = time.monotonic() + 30
             while cluster.status("seq")["connector"]["state"] != "STOPPED" and time.monotonic() < deadline:
                 time.sleep(0.2)
+
+            # Once the stop has taken, the status shows what still runs: the frozen worker's tasks.
+            def still_running() -> set[tuple[str, str]]:
+                return {(t["state"], t["worker_id"]) for t in cluster.status("seq")["tasks"]}
+
+            shown = settle(still_running, lambda shown: shown == {("RUNNING", other.worker_id)}, 30)
+            assert shown == {("RUNNING", other.worker_id)}
             for method, body in (("DELETE", None), ("PATCH", TO_FIVE)):
                 status, refused = curl(method, f"{leader.url}/connectors/seq/offsets", body)
                 assert status == 400, refused
                 assert "either because its tasks haven't stopped completely yet" in refused["message"]  # type: ignore[index]
         finally:
             other.resume()
+        # Thawed, its tasks stop: the status shows none, and the reset is taken.
+        assert settle(lambda: cluster.status("seq")["tasks"], lambda tasks: not tasks, 60) == []
+        assert curl("DELETE", f"{leader.url}/connectors/seq/offsets")[0] == 200
     finally:
         cluster.stop_all()
         coordinator.kill()

@@ -777,8 +777,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="offsets-changed-while-tasks-run",
         breaks="a stopped connector's offsets are not changed while one of its tasks still runs",
         file="workers/herder.py",
-        original='            and value.get("state") in ("RUNNING", "PAUSED")\n',
-        replacement="            and False  # mutation: running tasks are not looked for\n",
+        original="        if not self.stopped(name) or running:\n",
+        replacement="        if not self.stopped(name):  # mutation: running tasks are not looked for\n",
+        tests=(
+            "tests/integration/test_connector_offsets.py::"
+            "test_offsets_are_not_changed_while_a_task_of_the_stopped_connector_still_runs",
+        ),
+    ),
+    Mutation(
+        name="stopping-tasks-hidden-from-status",
+        breaks="a connector's status shows its tasks that still run after their configs went",
+        file="workers/herder.py",
+        original=(
+            "        stopping = [task for task in self.statuses.tasks_still_running(name)"
+            " if task >= configured]\n"
+        ),
+        replacement="        stopping: list[int] = []  # mutation: tasks still stopping are not shown\n",
         tests=(
             "tests/integration/test_connector_offsets.py::"
             "test_offsets_are_not_changed_while_a_task_of_the_stopped_connector_still_runs",
