@@ -30,7 +30,7 @@ from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from connect_rebalance.properties import read_properties
 from workers.cluster import WorkerCluster, metrics, rest
 from workers.connectors.parquet_output import committed_column
-from workers.spark_runtime import SESSION_STARTING
+from workers.spark_runtime import SESSION_STARTING, SHORT_LIVED_JVM_OPTIONS
 
 from . import sample_data
 
@@ -39,7 +39,8 @@ CONNECTOR = "orders-ingest"
 TASKS = 4
 # Small Spark sessions: four share this machine with the coordinator.
 SPARK = {"spark.master": "local[1]", "spark.ui.enabled": "false", "spark.driver.memory": "512m",
-         "spark.sql.shuffle.partitions": "1", "spark.session.warmup": "true"}  # fmt: skip
+         "spark.sql.shuffle.partitions": "1", "spark.session.warmup": "true",
+         "spark.driver.extraJavaOptions": SHORT_LIVED_JVM_OPTIONS}  # fmt: skip
 
 
 @dataclass

@@ -19,6 +19,7 @@ import pytest
 
 from tests.support.spark_cluster import spark_worker_cluster
 from tests.support.worker_cluster import WorkerCluster
+from workers.spark_runtime import SHORT_LIVED_JVM_OPTIONS
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +35,7 @@ def spark() -> Iterator[Any]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.sql.streaming.stopTimeout", "30s")
+        .config("spark.driver.extraJavaOptions", SHORT_LIVED_JVM_OPTIONS)
         .getOrCreate()
     )
     try:

@@ -24,12 +24,14 @@ from typing import Any
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.worker_cluster import WorkerCluster
 from workers.process import WorkerProcess
-from workers.spark_runtime import SparkRuntime
+from workers.spark_runtime import SHORT_LIVED_JVM_OPTIONS, SparkRuntime
 
 # Small Spark sessions: several share a 2-core machine in these tests.
 WORKER_SPARK = {"spark.master": "local[1]", "spark.ui.enabled": "false",
                 "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "1",
                 "spark.driver.memory": "512m", "spark.session.warmup": "true",
+                "spark.driver.extraJavaOptions": SHORT_LIVED_JVM_OPTIONS,
+                "spark.executor.extraJavaOptions": SHORT_LIVED_JVM_OPTIONS,
                 # A killed worker's tasks move soon after its session expires.
                 "scheduled.rebalance.max.delay.ms": "3000"}  # fmt: skip
 # Short enough that a SIGKILLed worker's tasks move within seconds, long enough that a

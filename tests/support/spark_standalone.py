@@ -25,6 +25,8 @@ from typing import Any
 
 import pyspark
 
+from workers.spark_runtime import SHORT_LIVED_JVM_OPTIONS
+
 SPARK_HOME = str(Path(pyspark.__file__).resolve().parent)
 
 
@@ -49,7 +51,8 @@ class StandaloneCluster:
         log = open(self.base / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
         env = {**os.environ, "SPARK_HOME": SPARK_HOME, "SPARK_LOCAL_IP": "127.0.0.1",
                "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(self.base),
-               "SPARK_WORKER_DIR": str(self.base / f"{name}-work")}  # fmt: skip
+               "SPARK_WORKER_DIR": str(self.base / f"{name}-work"),
+               "SPARK_DAEMON_JAVA_OPTS": SHORT_LIVED_JVM_OPTIONS}  # fmt: skip
         command = [str(Path(SPARK_HOME) / "bin" / "spark-class"), *args]
         self.processes[name] = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
