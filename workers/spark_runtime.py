@@ -60,11 +60,6 @@ DEFAULTS = {
     # a password, and options are shown in plans and the UI.
     "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
 }
-# JVM options for Spark JVMs that live for minutes, not days (the quickstart, the tests): the
-# C1 compiler alone and the serial collector start a local session and run ten small batches
-# on about 40% less CPU (10 s against 17 s on two cores), at the same batch times. A worker
-# that runs for days keeps the JVM's defaults, whose C2 compiler pays off over hours.
-SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 JOURNAL = "spark-query"
 # In a task's status while the worker's session starts (`waiting_message`): what to look for.
 SESSION_STARTING = "Spark session is starting"

@@ -17,9 +17,16 @@ from typing import Any
 
 import pytest
 
-from tests.support.spark_cluster import spark_worker_cluster
+from tests.support.spark_cluster import CLASS_ARCHIVE, spark_worker_cluster
 from tests.support.worker_cluster import WorkerCluster
-from workers.spark_runtime import SHORT_LIVED_JVM_OPTIONS
+from workers.spark_jvm import build_class_archive, driver_options
+
+
+@pytest.fixture(scope="session", autouse=True)
+def spark_class_archive() -> Path:
+    """The class archive every test's Spark driver maps, built once (about 20 s) if missing."""
+    build_class_archive(CLASS_ARCHIVE)
+    return CLASS_ARCHIVE
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +42,7 @@ def spark() -> Iterator[Any]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.sql.streaming.stopTimeout", "30s")
-        .config("spark.driver.extraJavaOptions", SHORT_LIVED_JVM_OPTIONS)
+        .config("spark.driver.extraJavaOptions", driver_options(CLASS_ARCHIVE))
         .getOrCreate()
     )
     try:

@@ -24,13 +24,18 @@ from typing import Any
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.worker_cluster import WorkerCluster
 from workers.process import WorkerProcess
-from workers.spark_runtime import SHORT_LIVED_JVM_OPTIONS, SparkRuntime
+from workers.spark_jvm import SHORT_LIVED_JVM_OPTIONS, class_archive_path, driver_options
+from workers.spark_runtime import SparkRuntime
+
+# The tests' Spark drivers map one class archive, built before the first e2e test
+# (tests/e2e/conftest.py) and kept between runs, as a build cache is.
+CLASS_ARCHIVE = class_archive_path(Path(__file__).resolve().parents[2] / ".cache")
 
 # Small Spark sessions: several share a 2-core machine in these tests.
 WORKER_SPARK = {"spark.master": "local[1]", "spark.ui.enabled": "false",
                 "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "1",
                 "spark.driver.memory": "512m", "spark.session.warmup": "true",
-                "spark.driver.extraJavaOptions": SHORT_LIVED_JVM_OPTIONS,
+                "spark.driver.extraJavaOptions": driver_options(CLASS_ARCHIVE),
                 "spark.executor.extraJavaOptions": SHORT_LIVED_JVM_OPTIONS,
                 # A killed worker's tasks move soon after its session expires.
                 "scheduled.rebalance.max.delay.ms": "3000"}  # fmt: skip
