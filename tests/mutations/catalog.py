@@ -136,6 +136,33 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_members_one_three_one_under_production_each_record_once_kept_partitions_never_pause[uniform]",
         ),
     ),
+    Mutation(
+        name="simple-commit-with-a-member-id-refused-by-an-empty-classic-group",
+        breaks="an assign()-ed consumer under group.protocol=consumer commits again and again",
+        file="coordinator/groups/classic.py",
+        original="        if generation < 0 and self.state == ClassicState.EMPTY:\n",
+        replacement="        if generation < 0 and not member_id and self.state == ClassicState.EMPTY:\n",
+        tests=(
+            f"{INTEGRATION}/test_assign_mode_commits_real_clients.py::"
+            "test_an_assign_mode_consumer_commits_twice_and_on_close_and_reads_its_offsets_back[consumer-new-group]",
+            f"{UNIT}/test_offsets_and_group_admin_core.py::"
+            "test_a_simple_commit_carrying_a_member_id_is_accepted_wherever_the_group_has_no_members",
+        ),
+    ),
+    Mutation(
+        name="simple-commit-with-a-member-id-refused-by-a-memberless-consumer-group",
+        breaks="an assign()-ed consumer commits to a consumer group whose members have left",
+        file="coordinator/groups/modern/group.py",
+        original="        if generation < 0 and not self.members:\n",
+        replacement="        if generation < 0 and not member_id and not self.members:\n",
+        tests=(
+            f"{INTEGRATION}/test_assign_mode_commits_real_clients.py::"
+            "test_an_assign_mode_consumer_commits_twice_and_on_close_and_reads_its_offsets_back"
+            "[consumer-after-a-subscriber-left]",
+            f"{UNIT}/test_offsets_and_group_admin_core.py::"
+            "test_a_simple_commit_carrying_a_member_id_is_accepted_wherever_the_group_has_no_members",
+        ),
+    ),
     # -- classic groups ---------------------------------------------------------------------
     Mutation(
         name="classic-generation-not-bumped",
