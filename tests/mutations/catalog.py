@@ -202,6 +202,19 @@ MUTATIONS: tuple[Mutation, ...] = (
             f"{UNIT}/test_classic_group_core.py::test_session_expiry_removes_a_silent_member_and_rebalances_the_rest",
         ),
     ),
+    Mutation(
+        name="classic-describe-shows-subscriptions-while-rebalancing",
+        breaks="DescribeGroups gives a classic group's protocol and subscriptions only while it is Stable",
+        file="coordinator/groups/classic.py",
+        original="        stable = self.state == ClassicState.STABLE\n",
+        replacement="        stable = self.state in "
+        "(ClassicState.STABLE, ClassicState.PREPARING_REBALANCE)\n",
+        tests=(
+            f"{INTEGRATION}/test_classic_groups_real_clients.py::"
+            "test_an_admin_client_sees_subscriptions_only_while_stable_and_assignments_as_held",
+            f"{UNIT}/test_classic_group_kafka_rules.py::test_describe_shows_protocol_and_metadata_only_while_stable",
+        ),
+    ),
     # -- consumer groups --------------------------------------------------------------------
     Mutation(
         name="modern-session-never-expires",
