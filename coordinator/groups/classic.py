@@ -157,11 +157,13 @@ class ClassicGroup:
     def validate_offset_commit(
         self, member_id: str, instance_id: str | None, generation: int, version: int
     ) -> None:
-        """Kafka's rules: a simple commit (generation -1, no member id) needs an Empty group;
-        otherwise a member of the current generation, not in the middle of an assignment."""
+        """Kafka's rules: a simple commit (negative generation) is accepted by an Empty group
+        whatever member id it carries (an admin client sends none; librdkafka's `assign()`-ed
+        consumer under `group.protocol=consumer` sends its own); otherwise a member of the
+        current generation, not in the middle of an assignment."""
         if self.state == ClassicState.DEAD:
             raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group is being deleted")
-        if generation < 0 and not member_id and self.state == ClassicState.EMPTY:
+        if generation < 0 and self.state == ClassicState.EMPTY:
             return
         if instance_id is not None:
             registered = self.static_members.get(instance_id)

@@ -1,8 +1,9 @@
 """Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and retention.
 
 Rules (Apache Kafka's):
-- A commit with generation -1 and no member id is a *simple* (admin or standalone) commit:
-  allowed on an empty group, and it creates a classic group if there is none.
+- A commit with a negative generation is a *simple* (admin or standalone) commit, whatever
+  member id it carries: allowed on an empty group, and it creates a classic group if there is
+  none.
 - Otherwise the group says who may commit (`Group.validate_offset_commit`: a member of a
   classic group's current generation, a consumer or connect group member at its epoch).
 - Each partition must exist (UNKNOWN_TOPIC_OR_PARTITION) and its metadata must fit in

@@ -1,15 +1,21 @@
 """Classic consumer groups with real clients: members join and leave a group consuming a
 12-partition topic under continuous production, and every record is consumed exactly
 once (counted when its offset commit succeeds). After a rebalance, a commit at the generation
-before it (a member that slept through it) is refused and moves no offset."""
+before it (a member that slept through it) is refused and moves no offset. An admin client
+describes a group's protocol and subscriptions only while it is Stable, and each member's
+assignment as held."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import Consumer
+from kafka.admin import KafkaAdminClient
 
 from connect_rebalance.errors import ErrorCode
+from connect_rebalance.processes import CoordinatorProcess
 from tests.support.group_scenario import (
     ContinuousProducer,
     MemberFleet,
@@ -73,3 +79,47 @@ def test_members_join_and_leave_under_production_and_each_record_is_consumed_onc
     wait_until(lambda: fleet.consumed_at_least(total), 90, "the rest to be consumed by three members")
     fleet.stop_all()
     assert_exactly_once(fleet.consumed(), total)
+
+
+def test_an_admin_client_sees_subscriptions_only_while_stable_and_assignments_as_held(
+    group_coordinator: CoordinatorProcess,
+) -> None:
+    """Kafka 4.x's DescribeGroups: the protocol and each member's metadata for a Stable group only;
+    while a rebalance is prepared (here held open by a member that has not rejoined: it has not
+    polled since), both are empty and each member's assignment is the one it holds."""
+    bootstrap = group_coordinator.bootstrap
+    create_topic(bootstrap, "orders", 2)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    a = Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "client.id": "a"})
+    b = Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "client.id": "b"})
+
+    def described() -> dict[str, Any]:
+        return admin.describe_groups(["g"])["g"]  # type: ignore[no-any-return]
+
+    def partitions(member: dict[str, Any]) -> list[tuple[str, list[int]]]:
+        held = member["member_assignment"]
+        return [(t["topic"], t["partitions"]) for t in held["assigned_partitions"]] if held else []
+
+    def a_assigned() -> bool:
+        a.poll(0.1)
+        return bool(a.assignment())
+
+    try:
+        a.subscribe(["orders"])
+        wait_until(a_assigned, 20, "a's assignment")
+        stable = described()
+        assert (stable["group_state"], stable["protocol_data"]) == ("Stable", "range")
+        [member] = stable["members"]
+        assert (member["member_metadata"]["topics"], partitions(member)) == (["orders"], [("orders", [0, 1])])
+
+        b.subscribe(["orders"])  # b's join is held until a rejoins, which it does on its next poll
+        wait_until(lambda: len(described()["members"]) == 2, 20, "b to join")
+        preparing = described()
+        assert (preparing["group_state"], preparing["protocol_type"], preparing["protocol_data"]) == (
+            "PreparingRebalance", "consumer", "")  # fmt: skip
+        shown = {m["client_id"]: (m["member_metadata"], partitions(m)) for m in preparing["members"]}
+        assert shown == {"a": ("", [("orders", [0, 1])]), "b": ("", [])}, "no metadata, assignments as held"
+    finally:
+        a.close()
+        b.close()
+        admin.close()

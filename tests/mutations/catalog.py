@@ -136,6 +136,33 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_members_one_three_one_under_production_each_record_once_kept_partitions_never_pause[uniform]",
         ),
     ),
+    Mutation(
+        name="simple-commit-with-a-member-id-refused-by-an-empty-classic-group",
+        breaks="an assign()-ed consumer under group.protocol=consumer commits again and again",
+        file="coordinator/groups/classic.py",
+        original="        if generation < 0 and self.state == ClassicState.EMPTY:\n",
+        replacement="        if generation < 0 and not member_id and self.state == ClassicState.EMPTY:\n",
+        tests=(
+            f"{INTEGRATION}/test_assign_mode_commits_real_clients.py::"
+            "test_an_assign_mode_consumer_commits_twice_and_on_close_and_reads_its_offsets_back[consumer-new-group]",
+            f"{UNIT}/test_offsets_and_group_admin_core.py::"
+            "test_a_simple_commit_carrying_a_member_id_is_accepted_wherever_the_group_has_no_members",
+        ),
+    ),
+    Mutation(
+        name="simple-commit-with-a-member-id-refused-by-a-memberless-consumer-group",
+        breaks="an assign()-ed consumer commits to a consumer group whose members have left",
+        file="coordinator/groups/modern/group.py",
+        original="        if generation < 0 and not self.members:\n",
+        replacement="        if generation < 0 and not member_id and not self.members:\n",
+        tests=(
+            f"{INTEGRATION}/test_assign_mode_commits_real_clients.py::"
+            "test_an_assign_mode_consumer_commits_twice_and_on_close_and_reads_its_offsets_back"
+            "[consumer-after-a-subscriber-left]",
+            f"{UNIT}/test_offsets_and_group_admin_core.py::"
+            "test_a_simple_commit_carrying_a_member_id_is_accepted_wherever_the_group_has_no_members",
+        ),
+    ),
     # -- classic groups ---------------------------------------------------------------------
     Mutation(
         name="classic-generation-not-bumped",
@@ -173,6 +200,19 @@ MUTATIONS: tuple[Mutation, ...] = (
         self.members_left(group, now_ms)""",
         tests=(
             f"{UNIT}/test_classic_group_core.py::test_session_expiry_removes_a_silent_member_and_rebalances_the_rest",
+        ),
+    ),
+    Mutation(
+        name="classic-describe-shows-subscriptions-while-rebalancing",
+        breaks="DescribeGroups gives a classic group's protocol and subscriptions only while it is Stable",
+        file="coordinator/groups/classic.py",
+        original="        stable = self.state == ClassicState.STABLE\n",
+        replacement="        stable = self.state in "
+        "(ClassicState.STABLE, ClassicState.PREPARING_REBALANCE)\n",
+        tests=(
+            f"{INTEGRATION}/test_classic_groups_real_clients.py::"
+            "test_an_admin_client_sees_subscriptions_only_while_stable_and_assignments_as_held",
+            f"{UNIT}/test_classic_group_kafka_rules.py::test_describe_shows_protocol_and_metadata_only_while_stable",
         ),
     ),
     # -- consumer groups --------------------------------------------------------------------

@@ -110,6 +110,31 @@ def test_simple_commits_create_an_empty_group_that_lists_and_describes() -> None
     assert v6["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
 
 
+def test_a_simple_commit_carrying_a_member_id_is_accepted_wherever_the_group_has_no_members() -> None:
+    """librdkafka's `assign()`-ed consumer under group.protocol=consumer commits at generation -1
+    with its own member id: Kafka accepts it for a missing group (which it creates), an Empty
+    classic group and a consumer group with no members, and refuses it where members are."""
+    h = GroupHarness(topics={"orders": 3})
+    own = "assign-mode-member"
+    assert commit(h, -1, own, {0: 5}, group_id="solo", version=9) == {0: 0}, "the group is created"
+    assert h.core.groups["solo"].state == ClassicState.EMPTY
+    assert commit(h, -1, own, {0: 7}, group_id="solo", version=9) == {0: 0}, "the Empty group takes it"
+    assert fetch(h, "solo") == {("orders", 0): 7}
+
+    [a] = h.form_group(1)
+    assert commit(h, -1, own, {0: 1}) == {0: ErrorCode.UNKNOWN_MEMBER_ID}, "a classic group with members"
+    assert commit(h, -1, a, {0: 1}) == {0: ErrorCode.ILLEGAL_GENERATION}, "a member, at no generation"
+
+    joined = h.consumer_heartbeat("m", 0, topics=["orders"], owned={}, rebalance_timeout_ms=30000)
+    assert joined["error_code"] == 0
+    assert commit(h, -1, own, {0: 1}, group_id="cg", version=9) == {0: ErrorCode.UNKNOWN_MEMBER_ID}
+    h.consumer_heartbeat("m", -1)  # leaves: the consumer group stays, with no members
+    assert h.core.groups["cg"].type_name == "consumer" and not h.core.groups["cg"].members
+    assert commit(h, -1, own, {0: 9}, group_id="cg", version=9) == {0: 0}
+    assert commit(h, -1, own, {0: 11}, group_id="cg", version=9) == {0: 0}
+    assert fetch(h, "cg") == {("orders", 0): 11}
+
+
 def test_list_groups_filters_by_state_and_type_and_describe_shows_members() -> None:
     h = GroupHarness()
     a, b = h.form_group(2)

@@ -111,13 +111,13 @@ class ModernGroup(Generic[Item]):
     def validate_offset_commit(
         self, member_id: str, instance_id: str | None, generation: int, version: int
     ) -> None:
-        """A member commits with its current epoch (v9+); an admin commit needs an empty group."""
-        if not member_id and generation < 0:
-            if self.members:
-                raise KafkaApiError(
-                    ErrorCode.UNKNOWN_MEMBER_ID, "the group has members; commit as one of them"
-                )
+        """A member commits with its current epoch (v9+). A simple commit (negative epoch: an
+        admin client, or a consumer that assigns its own partitions and may send its own
+        member id) is accepted by a group with no members, as Kafka does."""
+        if generation < 0 and not self.members:
             return
+        if not member_id and generation < 0:
+            raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, "the group has members; commit as one of them")
         member = self.members.get(member_id)
         if member is not None and member.classic is not None:
             # A classic member commits with its member epoch as generation, at any version.
