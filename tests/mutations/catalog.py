@@ -1168,6 +1168,9 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_log_append_time_partition_stamps_its_batches_and_keeps_their_crc_valid",
         ),
     ),
+    ),
+    ),
+    ),
     # -- a full disk ------------------------------------------------------------------------
     Mutation(
         name="refused-append-not-taken-back",
@@ -1327,6 +1330,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         original="        wanted = min(max(max_bytes, LOG_OVERHEAD), self.size - position)",
         replacement="        wanted = max(max_bytes, LOG_OVERHEAD)  # mutation",
         tests=(f"{UNIT}/test_partition_log.py::test_a_read_allocates_what_the_log_holds_not_what_was_asked",),
+    ),
+    Mutation(
+        name="fetch-every-partition-over-the-limit",
+        breaks="a Fetch answer carries at most MaxBytes of whole batches; only the first partition with data "
+        "may go over, by its first batch",
+        file="coordinator/apis/fetch.py",
+        original="data = log.read(fetch.fetch_offset, max(limit, 0), min_one=total == 0)",
+        replacement="data = log.read(fetch.fetch_offset, max(limit, 0), min_one=True)  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_fetch_limits.py::"
+            "test_a_consumer_with_fetch_max_bytes_gets_no_larger_answer_and_reads_every_partition",
+            f"{INTEGRATION}/test_fetch_limits.py::"
+            "test_only_the_first_partition_with_data_goes_over_the_limits_by_its_first_batch",
+        ),
     ),
     Mutation(
         name="rest-config-shape-unchecked",
