@@ -1168,7 +1168,29 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_log_append_time_partition_stamps_its_batches_and_keeps_their_crc_valid",
         ),
     ),
+    Mutation(
+        name="log-append-time-type-not-set",
+        breaks="a consumer reads a LogAppendTime record's timestamp type as LogAppendTime, also once the "
+        "topic was altered to it",
+        file="coordinator/storage/batches.py",
+        original='struct.pack_into(">h", batch, _ATTRIBUTES_AT, attributes | LOG_APPEND_TIME)',
+        replacement='struct.pack_into(">h", batch, _ATTRIBUTES_AT, attributes)  # mutation',
+        tests=(
+            f"{INTEGRATION}/test_log_append_time.py::"
+            "test_a_topic_altered_to_log_append_time_stamps_what_is_appended_from_then_on",
+        ),
     ),
+    Mutation(
+        name="compaction-forgets-log-append-time",
+        breaks="a LogAppendTime record is read with its type and append time after its topic is compacted",
+        file="coordinator/storage/compaction.py",
+        original="""        if stamp is not None:
+            batches.set_log_append_time(batch, stamp)""",
+        replacement="""        pass  # mutation""",
+        tests=(
+            f"{UNIT}/test_compaction.py::"
+            "test_records_keep_their_timestamp_type_and_append_time_through_compaction",
+        ),
     ),
     ),
     # -- a full disk ------------------------------------------------------------------------
