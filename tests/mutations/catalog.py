@@ -1192,6 +1192,15 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_records_keep_their_timestamp_type_and_append_time_through_compaction",
         ),
     ),
+    Mutation(
+        name="compacted-topic-takes-keyless-records",
+        breaks="a compacted topic refuses a record without a key (INVALID_RECORD), and the producer sees it",
+        file="coordinator/apis/produce.py",
+        original="    if partition.settings.compacted:\n",
+        replacement="    if False:  # mutation\n",
+        tests=(
+            f"{INTEGRATION}/test_compacted_topic_keys.py::test_a_compacted_topic_refuses_a_record_without_a_key",
+        ),
     ),
     # -- a full disk ------------------------------------------------------------------------
     Mutation(
