@@ -55,7 +55,12 @@ async def _read_partitions(
 ) -> tuple[list[dict[str, Any]], int, bool, list[tuple[PartitionLog, int]]]:
     """One pass over the requested partitions: (responses, bytes read, any error, and each log
     read with its end offset when it was read). `allowed`: the most bytes this connection's
-    fetch quota lets one answer carry, if it has one."""
+    fetch quota lets one answer carry, if it has one.
+
+    The answer holds at most the request's `max_bytes` (and each partition its
+    `partition_max_bytes`) of whole batches, except that the first partition that has data
+    gives its first batch whatever its size: the answer then carries that batch alone if it
+    is over the limit."""
     budget = request.max_bytes if ctx.version >= 3 else 2**31 - 1
     if allowed is not None:
         budget = min(budget, allowed)
@@ -90,8 +95,10 @@ async def _read_partitions(
                 )
                 logs.append((log, log.log_end_offset))
                 limit = min(fetch.partition_max_bytes, budget - total)
+                # Only the first partition with data may go over the limits, by its first
+                # batch, so that a consumer always gets on (Kafka's minOneMessage).
                 if limit > 0 or total == 0:
-                    data = log.read(fetch.fetch_offset, max(limit, 1))
+                    data = log.read(fetch.fetch_offset, max(limit, 0), min_one=total == 0)
                     answer["records"] = data
                     total += len(data)
             except KafkaApiError as exc:

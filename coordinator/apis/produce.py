@@ -27,6 +27,28 @@ VALID_ACKS = (-1, 0, 1)
 NO_TRANSACTIONS = "transactions are not supported by this coordinator"
 
 
+class RecordsRefused(KafkaApiError):
+    """A partition's batch refused for some of its records, each named by its index in the batch
+    (KIP-467's record errors, which clients report per record)."""
+
+    def __init__(self, code: ErrorCode, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(code, message)
+        self.record_errors = record_errors
+
+
+def _refuse_keyless(incoming: list[tuple[bytearray, batches.BatchHeader]], where: str) -> None:
+    """A compacted topic keeps the latest record of each key, so a record without a key has no
+    place in it: its batch is refused with INVALID_RECORD, as Kafka's LogValidator refuses it."""
+    refusal = f"Compacted topic cannot accept message without key in topic partition {where}"
+    for batch, _ in incoming:
+        keyless = batches.keyless_records(batch)
+        if keyless:
+            summary = f"{len(keyless)} of the batch's records have no key, the first at index {keyless[0]}"
+            raise RecordsRefused(
+                ErrorCode.INVALID_RECORD, f"{refusal}: {summary}", [(index, refusal) for index in keyless]
+            )
+
+
 def _append(
     ctx: RequestContext, topic_name: str, partition_index: int, records: bytes | None
 ) -> dict[str, Any]:
@@ -39,6 +61,8 @@ def _append(
     incoming = batches.split_batches(records or b"")
     if any(header.is_transactional for _, header in incoming):
         raise KafkaApiError(ErrorCode.INVALID_RECORD, NO_TRANSACTIONS)
+    if partition.settings.compacted:
+        _refuse_keyless(incoming, f"{topic_name}-{partition_index}")
     assert ctx.broker.fences is not None
     for _, header in incoming:
         ctx.broker.fences.check(header.producer_id, header.producer_epoch)
@@ -71,6 +95,11 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 answer.update(_append(ctx, topic.name, data.index, data.records))
             except KafkaApiError as exc:
                 answer.update(error_code=exc.code, error_message=exc.message, base_offset=-1)
+                if isinstance(exc, RecordsRefused):
+                    answer["record_errors"] = [
+                        {"batch_index": index, "batch_index_error_message": message}
+                        for index, message in exc.record_errors
+                    ]
             partitions.append(answer)
         responses.append({"name": topic.name, "partition_responses": partitions})
     throttle = throttle_ms(ctx, PRODUCER_BYTE_RATE, produced)

@@ -5,8 +5,9 @@ The coordinator stores batches exactly as clients sent them. Only the base offse
 bytes 21 onwards, so it stays valid and consumers can check it. A topic with
 `message.timestamp.type=LogAppendTime` also gets the timestamp type and max timestamp
 stamped, and the CRC computed again. Records are decoded only where an answer needs a
-single record (ListOffsets by timestamp), and where a topic's `compression.type` names a codec
-other than the batch's: then the batch is rewritten with the topic's codec, as Kafka does.
+single record (ListOffsets by timestamp), where a topic's `compression.type` names a codec
+other than the batch's (then the batch is rewritten with the topic's codec, as Kafka does),
+and for a compacted topic, whose records must each have a key.
 """
 
 from __future__ import annotations
@@ -210,6 +211,18 @@ def recompress(batch: bytearray, header: BatchHeader, codec: int) -> bytearray:
         raise KafkaApiError(ErrorCode.INVALID_RECORD, f"the batch's records do not decode: {exc!r}") from exc
     struct.pack_into(">q", rewritten, 0, header.base_offset)
     return rewritten
+
+
+def keyless_records(batch: bytearray) -> list[int]:
+    """The indices of the batch's records that have no key (a null key; an empty one is a key):
+    what a compacted topic refuses, as it keeps the latest record of each key.
+    INVALID_RECORD if the records do not decode."""
+    from kafka.record.default_records import DefaultRecordBatch
+
+    try:
+        return [index for index, record in enumerate(DefaultRecordBatch(bytes(batch))) if record.key is None]
+    except Exception as exc:  # noqa: BLE001 - whatever the records' bytes make the decoder raise
+        raise KafkaApiError(ErrorCode.INVALID_RECORD, f"the batch's records do not decode: {exc!r}") from exc
 
 
 def assign_offset(batch: bytearray, base_offset: int, leader_epoch: int) -> None:

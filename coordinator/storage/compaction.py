@@ -9,7 +9,9 @@ offset topics among them). Rules, as Kafka's cleaner:
   so consumers reading from the start still see the deletion, then dropped;
 - records without a key are kept;
 - offsets never change: a compacted batch keeps each surviving record's offset (gaps are
-  normal in a compacted log).
+  normal in a compacted log);
+- timestamps never change: a record of a LogAppendTime batch stays in one stamped with the
+  same append time, which consumers read as its timestamp and its type.
 
 Crash safety. Runs of adjacent sealed segments are merged into one file named for the
 first segment's base offset. A run is replaced in four steps, each made durable:
@@ -45,6 +47,13 @@ class KeptRecord:
     key: bytes | None
     value: bytes | None
     headers: list[tuple[str, bytes]]
+    log_append_time: bool = False  # its batch was stamped: `timestamp` is the append time
+
+    @property
+    def stamp(self) -> int | None:
+        """What a rewritten batch's records share: a LogAppendTime batch has one timestamp, its
+        append time; CreateTime records carry their own (None)."""
+        return self.timestamp if self.log_append_time else None
 
 
 # Compaction runs on a thread beside the event loop. Left to the interpreter's switch
@@ -127,24 +136,30 @@ def surviving_records(
                 key,
                 None if record.value is None else bytes(record.value),
                 [(k, bytes(v)) for k, v in record.headers],
+                bool(header.attributes & batches.LOG_APPEND_TIME),
             )
         )
     return kept
 
 
 def encode_batches(records: list[KeptRecord], max_batch_bytes: int) -> bytes:
-    """Uncompressed batches holding `records` at their original offsets."""
+    """Uncompressed batches holding `records` at their original offsets (and LogAppendTime
+    records in batches stamped with their append time)."""
     out = bytearray()
     start = 0
     while start < len(records):
-        base = records[start].offset
+        base, stamp = records[start].offset, records[start].stamp
         builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 30)
         end = start
-        while end < len(records) and (end == start or builder.size() < max_batch_bytes):
+        while end < len(records) and (
+            end == start or (builder.size() < max_batch_bytes and records[end].stamp == stamp)
+        ):
             r = records[end]
             builder.append(r.offset - base, r.timestamp, r.key, r.value, r.headers)
             end += 1
         batch = bytearray(builder.build())
+        if stamp is not None:
+            batches.set_log_append_time(batch, stamp)
         batches.assign_offset(batch, base, 0)
         out += batch
         start = end

@@ -499,12 +499,14 @@ class PartitionLog:
 
     # -- reading --------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        """Batches from the one containing `offset`; OFFSET_OUT_OF_RANGE outside the log."""
+    def read(self, offset: int, max_bytes: int, min_one: bool = True) -> bytes:
+        """Whole batches from the one containing `offset`, up to `max_bytes`; with `min_one`, the
+        first of them even if it alone is larger (Kafka's minOneMessage), else nothing then.
+        OFFSET_OUT_OF_RANGE outside the log."""
         with self.lock:
-            return self._read(offset, max_bytes)
+            return self._read(offset, max_bytes, min_one)
 
-    def _read(self, offset: int, max_bytes: int) -> bytes:
+    def _read(self, offset: int, max_bytes: int, min_one: bool) -> bytes:
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise KafkaApiError(
                 ErrorCode.OFFSET_OUT_OF_RANGE,
@@ -513,7 +515,7 @@ class PartitionLog:
         for segment in self._segments_from(offset):
             position = segment.position_of(offset)
             if position is not None:
-                return segment.read(position, max_bytes)
+                return segment.read(position, max_bytes, min_one)
         return b""
 
     def _segments_from(self, offset: int) -> list[Segment]:

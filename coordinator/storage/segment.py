@@ -312,8 +312,9 @@ class Segment:
         with self._file() as fd:
             return os.pread(fd, header.size, position)
 
-    def read(self, position: int, max_bytes: int) -> bytes | bytearray:
-        """Whole batches from `position`, up to `max_bytes`, but at least one batch (KIP-74)."""
+    def read(self, position: int, max_bytes: int, min_one: bool = True) -> bytes | bytearray:
+        """Whole batches from `position`, up to `max_bytes`; with `min_one`, at least one batch
+        however large (KIP-74), else nothing when the first batch does not fit."""
         # What the segment holds past `position`, not what was asked: a client may ask for
         # 2 GiB a partition, and a read buffer is allocated whole before it is read into.
         wanted = min(max(max_bytes, LOG_OVERHEAD), self.size - position)
@@ -327,6 +328,6 @@ class Segment:
                 break
             end += LOG_OVERHEAD + length
         if end == 0:
-            return self.read_batch(position)
+            return self.read_batch(position) if min_one else b""
         del chunk[end:]  # a partial batch at the end goes without copying the rest
         return chunk

@@ -1208,6 +1208,40 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_log_append_time_partition_stamps_its_batches_and_keeps_their_crc_valid",
         ),
     ),
+    Mutation(
+        name="log-append-time-type-not-set",
+        breaks="a consumer reads a LogAppendTime record's timestamp type as LogAppendTime, also once the "
+        "topic was altered to it",
+        file="coordinator/storage/batches.py",
+        original='struct.pack_into(">h", batch, _ATTRIBUTES_AT, attributes | LOG_APPEND_TIME)',
+        replacement='struct.pack_into(">h", batch, _ATTRIBUTES_AT, attributes)  # mutation',
+        tests=(
+            f"{INTEGRATION}/test_log_append_time.py::"
+            "test_a_topic_altered_to_log_append_time_stamps_what_is_appended_from_then_on",
+        ),
+    ),
+    Mutation(
+        name="compaction-forgets-log-append-time",
+        breaks="a LogAppendTime record is read with its type and append time after its topic is compacted",
+        file="coordinator/storage/compaction.py",
+        original="""        if stamp is not None:
+            batches.set_log_append_time(batch, stamp)""",
+        replacement="""        pass  # mutation""",
+        tests=(
+            f"{UNIT}/test_compaction.py::"
+            "test_records_keep_their_timestamp_type_and_append_time_through_compaction",
+        ),
+    ),
+    Mutation(
+        name="compacted-topic-takes-keyless-records",
+        breaks="a compacted topic refuses a record without a key (INVALID_RECORD), and the producer sees it",
+        file="coordinator/apis/produce.py",
+        original="    if partition.settings.compacted:\n",
+        replacement="    if False:  # mutation\n",
+        tests=(
+            f"{INTEGRATION}/test_compacted_topic_keys.py::test_a_compacted_topic_refuses_a_record_without_a_key",
+        ),
+    ),
     # -- a full disk ------------------------------------------------------------------------
     Mutation(
         name="refused-append-not-taken-back",
@@ -1367,6 +1401,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         original="        wanted = min(max(max_bytes, LOG_OVERHEAD), self.size - position)",
         replacement="        wanted = max(max_bytes, LOG_OVERHEAD)  # mutation",
         tests=(f"{UNIT}/test_partition_log.py::test_a_read_allocates_what_the_log_holds_not_what_was_asked",),
+    ),
+    Mutation(
+        name="fetch-every-partition-over-the-limit",
+        breaks="a Fetch answer carries at most MaxBytes of whole batches; only the first partition with data "
+        "may go over, by its first batch",
+        file="coordinator/apis/fetch.py",
+        original="data = log.read(fetch.fetch_offset, max(limit, 0), min_one=total == 0)",
+        replacement="data = log.read(fetch.fetch_offset, max(limit, 0), min_one=True)  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_fetch_limits.py::"
+            "test_a_consumer_with_fetch_max_bytes_gets_no_larger_answer_and_reads_every_partition",
+            f"{INTEGRATION}/test_fetch_limits.py::"
+            "test_only_the_first_partition_with_data_goes_over_the_limits_by_its_first_batch",
+        ),
     ),
     Mutation(
         name="rest-config-shape-unchecked",

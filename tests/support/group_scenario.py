@@ -27,9 +27,9 @@ from workers.cluster import metrics
 OFFSET_COMMIT = 8
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int, config: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+    for future in admin.create_topics([NewTopic(name, partitions, 1, config=config or {})]).values():
         future.result(30)
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 from connect_rebalance.protocol import codec
+from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.codec import RequestHeader
 
 
@@ -55,3 +57,24 @@ class RawConnection:
         correlation, response = codec.decode_response_body(api_key, version, frame)
         assert correlation == self._correlation
         return response
+
+    def fetch(
+        self,
+        topic: str,
+        offsets: Sequence[tuple[int, int]],
+        max_bytes: int = 1 << 24,
+        partition_max_bytes: int = 1 << 24,
+    ) -> list[bytes]:
+        """One Fetch (v11, no wait) of `topic`'s partitions from the given (partition, offset)
+        pairs, in that order: each partition's records, as the answer carries them."""
+        answer = self.request(ApiKey.FETCH, 11, {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
+            "topics": [{"topic": topic, "partitions": [
+                {"partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
+                 "log_start_offset": -1, "partition_max_bytes": partition_max_bytes}
+                for partition, offset in offsets]}],
+        })  # fmt: skip
+        parts = answer.responses[0].partitions
+        assert [p.error_code for p in parts] == [0] * len(offsets), f"fetch errors {parts}"
+        return [bytes(p.records or b"") for p in parts]

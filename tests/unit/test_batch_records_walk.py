@@ -1,7 +1,8 @@
 """An uncompressed batch's records are walked before it is appended, as Kafka does: a batch
 whose header is consistent but whose records' offset deltas are not 0, 1, 2, ..., or whose
 records do not fill it exactly, is refused with INVALID_RECORD naming the problem, even under a
-valid CRC; what real clients send passes."""
+valid CRC; what real clients send passes. The records a compacted topic refuses, those without
+a key, are named by their index in the batch, compressed or not."""
 
 from __future__ import annotations
 
@@ -75,3 +76,10 @@ def test_batches_real_clients_sent_pass_the_walk() -> None:
                 produced += 1
     assert produced >= 5
     assert refusal(make_batch([b"x" * 1000] * 300)) is None
+
+
+@pytest.mark.parametrize("codec", [0, 1], ids=["uncompressed", "gzip"])
+def test_the_records_a_compacted_topic_refuses_are_those_with_a_null_key(codec: int) -> None:
+    keys = [b"k", None, b"", None]  # an empty key is a key
+    batch = bytearray(make_batch([b"v"] * 4, compression=codec, keys=keys))
+    assert batches.keyless_records(batch) == [1, 3]

@@ -4,6 +4,7 @@ coordinator's records replay to the same state after compaction."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import threading
 import time
@@ -19,6 +20,7 @@ from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.settings import GroupSettings
 from coordinator.storage import batches
 from coordinator.storage.partition_log import LogSettings, PartitionLog
+from tests.support.batches import make_batch
 from tests.support.group_harness import GroupHarness
 
 pytestmark = pytest.mark.unit
@@ -88,6 +90,27 @@ def test_tombstones_are_kept_for_delete_retention_ms_then_dropped(tmp_path: Path
     log.compact(now_ms=2000 + DAY + 1)
     assert b"gone" not in {key for _, key, _ in read_all(log)}
     assert (b"kept", b"v") in [(key, value) for _, key, value in read_all(log)]
+
+
+def test_records_keep_their_timestamp_type_and_append_time_through_compaction(tmp_path: Path) -> None:
+    """Given a record appended at 500 ms to a LogAppendTime log (sent with timestamp 1) and one
+    appended after the log went back to CreateTime (sent with 700), when both survive one
+    compaction, then a consumer reads them as before: (LogAppendTime, 500) and (CreateTime, 700),
+    under valid CRCs."""
+    log = PartitionLog.open(tmp_path, compacted(log_append_time=True))
+    log.append(batches.split_batches(make_batch([b"kept"], [1], keys=[b"stamped"])), now_ms=500)
+    log.settings = dataclasses.replace(log.settings, log_append_time=False)
+    put(log, [(b"sent", b"kept")], timestamp=700)
+    for i in range(40):
+        put(log, [(b"filler", b"x" * 40 + str(i).encode())], timestamp=3000)
+    assert log.compact(now_ms=4000) > 0
+    records = MemoryRecords(log.read(0, 1 << 20))
+    read = []
+    while records.has_next():
+        batch = records.next_batch()
+        assert batch.validate_crc()
+        read += [(r.key, r.timestamp_type, r.timestamp) for r in batch if r.key != b"filler"]
+    assert read == [(b"stamped", 1, 500), (b"sent", 0, 700)]
 
 
 @pytest.mark.parametrize("crash_after", ["writing", "staging", "deleting one old segment"])
