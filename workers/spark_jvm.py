@@ -84,6 +84,13 @@ def _run_throwaway_session(partial: str) -> None:
     finally:
         runtime.close()
         shutil.rmtree(scratch, ignore_errors=True)
+    # The JVM writes the archive as it exits, which it does when its stdin closes (PySpark's
+    # gateway contract): wait for that, so the archive is whole once this process has ended.
+    from pyspark import SparkContext
+
+    jvm = SparkContext._gateway.proc  # type: ignore[attr-defined]
+    jvm.stdin.close()
+    jvm.wait(BUILD_TIMEOUT_S)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ coordinator with short connect sessions (a crash is noticed in seconds) and a
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,8 +26,12 @@ from workers.spark_jvm import build_class_archive, driver_options
 
 @pytest.fixture(scope="session", autouse=True)
 def spark_class_archive() -> Path:
-    """The class archive every test's Spark driver maps, built once (about 20 s) if missing."""
-    build_class_archive(CLASS_ARCHIVE)
+    """The class archive every test's Spark driver maps, built once (about 30 s) if missing.
+    Without one, the tests run as well, on more CPU: a failed build is a warning."""
+    try:
+        build_class_archive(CLASS_ARCHIVE)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        warnings.warn(f"Spark drivers start without a class archive: {exc}", stacklevel=1)
     return CLASS_ARCHIVE
 
 
