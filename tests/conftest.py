@@ -28,13 +28,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         raise pytest.UsageError(
             f"every test needs exactly one of the markers {', '.join(TIERS)}:\n" + "\n".join(wrong)
         )
-    # The e2e tests run one at a time, first, on one pytest-xdist worker (`--dist loadgroup`):
-    # each runs Spark sessions whose JVMs want the machine's cores, so two at once would starve
-    # each other, while the other workers run the unit and integration tests beside them.
-    e2e = [item for item in items if item.get_closest_marker("e2e")]
-    for item in e2e:
-        item.add_marker(pytest.mark.xdist_group("e2e"))
-    items[:] = e2e + [item for item in items if not item.get_closest_marker("e2e")]
 
 
 @pytest.fixture
