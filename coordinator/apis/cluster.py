@@ -22,7 +22,8 @@ from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..security.settings import secret_setting
 from ..storage.partition_log import LEADER_EPOCH
 from ..storage.topic_store import Topic
-from ..topic_configs import STATIC_BROKER_CONFIG, STRING, TOPIC_CONFIGS, effective_configs
+from ..topic_config_table import STRING, TOPIC_CONFIGS
+from ..topic_configs import STATIC_BROKER_CONFIG, effective_configs
 from .registry import HANDLERS, RequestContext, handles
 
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
@@ -199,7 +200,7 @@ def _describe_resource(ctx: RequestContext, resource: Any, request: Any) -> list
                 source,
                 TOPIC_CONFIGS[name].config_type,
                 False,
-                TOPIC_CONFIGS[name].doc,
+                TOPIC_CONFIGS[name].description,
                 request,
                 ctx.version,
             )
