@@ -1533,7 +1533,7 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_topic_configs_change_live_and_retention_acts_on_the_new_value",
         ),
     ),
-    # -- Kafka's topic configs -----------------------------------------------------------------
+    # -- Kafka's topic configs and KIP-430's authorized operations ---------------------------
     Mutation(
         name="topic-configs-without-effect-refused",
         breaks="CreateTopics and the alters accept every topic config Kafka defines, those that have no "
@@ -1579,6 +1579,50 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             f"{INTEGRATION}/test_kafka_topic_configs.py::"
             "test_min_insync_replicas_above_one_refuses_acks_all_writes_as_kafka_does_with_one_replica",
+        ),
+    ),
+    Mutation(
+        name="authorized-operations-ignore-the-acls",
+        breaks="KIP-430: a principal is told the operations its ACLs allow on a resource, not all of them",
+        file="coordinator/apis/registry.py",
+        original="if self.authorized(op, resource_type, name)\n",
+        replacement="if True  # mutation\n",
+        tests=(
+            f"{INTEGRATION}/test_authorized_operations.py::test_each_principal_sees_the_operations_its_acls_allow_it",
+        ),
+    ),
+    Mutation(
+        name="group-authorized-operations-not-returned",
+        breaks="KIP-430: DescribeGroups and ConsumerGroupDescribe return each group's authorized operations "
+        "when asked",
+        file="coordinator/apis/group_authorization.py",
+        original="or not request.include_authorized_operations:",
+        replacement="or True:  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_authorized_operations.py::"
+            "test_without_an_authorizer_every_operation_is_returned_and_none_unless_asked",
+        ),
+    ),
+    Mutation(
+        name="topic-authorized-operations-not-returned",
+        breaks="KIP-430: Metadata returns each topic's authorized operations when asked",
+        file="coordinator/apis/cluster.py",
+        original="    if request.include_topic_authorized_operations:",
+        replacement="    if False:  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_authorized_operations.py::"
+            "test_without_an_authorizer_every_operation_is_returned_and_none_unless_asked",
+        ),
+    ),
+    Mutation(
+        name="describe-cluster-authorized-operations-not-returned",
+        breaks="KIP-430: DescribeCluster returns the cluster's authorized operations when asked (0 without "
+        "Describe on the cluster)",
+        file="coordinator/apis/cluster.py",
+        original="    elif request.include_cluster_authorized_operations:",
+        replacement="    elif False:  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_authorized_operations.py::test_each_principal_sees_the_operations_its_acls_allow_it",
         ),
     ),
     Mutation(
