@@ -1,169 +1,61 @@
-"""Topic-level configs: Kafka's names, types, and which broker setting supplies the default.
+"""A topic's configs: what CreateTopics, AlterConfigs and IncrementalAlterConfigs may set,
+what DescribeConfigs reports, and the LogSettings its partitions run with.
 
-CreateTopics validates against this table (an unknown name or a bad value is
-INVALID_CONFIG naming the config), DescribeConfigs reports from it, and the partition
-logs resolve their LogSettings from it.
+Every config of Kafka's table (topic_config_table.py) is accepted with a value Kafka would
+take; an unknown name or a bad value is INVALID_CONFIG naming the config, and the reason
+for a bad value. A config that has no effect here is kept and described like the others;
+`config_warnings` says so, for the admin APIs to log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
 from .config import CoordinatorConfig
 from .storage import batches
 from .storage.partition_log import LogSettings
+from .topic_config_table import INT, LIST, TOPIC_CONFIGS, cross_config_problem, parse
 
-# DescribeConfigs config_type values (KIP-569).
-BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
 # DescribeConfigs config_source values.
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 
-@dataclass(frozen=True, slots=True)
-class TopicConfigDef:
-    name: str
-    config_type: int
-    default: Callable[[CoordinatorConfig], str]
-    valid: Callable[[str], bool]
-    doc: str
-
-
-def _is_int(low: int) -> Callable[[str], bool]:
-    def check(value: str) -> bool:
-        try:
-            return int(value) >= low
-        except ValueError:
-            return False
-
-    return check
-
-
-def _is_ratio(value: str) -> bool:
-    try:
-        return 0.0 <= float(value) <= 1.0
-    except ValueError:
-        return False
-
-
-def _one_of(*choices: str) -> Callable[[str], bool]:
-    return lambda value: value in choices
-
-
-TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
-    d.name: d
-    for d in (
-        TopicConfigDef(
-            "cleanup.policy",
-            LIST,
-            lambda c: "delete",
-            _one_of("delete", "compact", "compact,delete", "delete,compact"),
-            "delete old segments, or keep the latest value per key",
-        ),
-        TopicConfigDef(
-            "retention.ms",
-            LONG,
-            lambda c: str(c.log_retention_ms),
-            _is_int(-1),
-            "how long a segment is kept after its newest record (-1: forever)",
-        ),
-        TopicConfigDef(
-            "retention.bytes",
-            LONG,
-            lambda c: str(c.log_retention_bytes),
-            _is_int(-1),
-            "the most bytes a partition keeps before deleting old segments (-1: no limit)",
-        ),
-        TopicConfigDef(
-            "segment.bytes",
-            INT,
-            lambda c: str(c.log_segment_bytes),
-            _is_int(14),
-            "segment file size at which a new segment starts",
-        ),
-        TopicConfigDef(
-            "segment.ms", LONG, lambda c: str(c.log_roll_ms), _is_int(1), "age at which a new segment starts"
-        ),
-        TopicConfigDef(
-            "segment.index.bytes", INT, lambda c: "10485760", _is_int(4), "accepted for compatibility"
-        ),
-        TopicConfigDef(
-            "index.interval.bytes",
-            INT,
-            lambda c: str(c.log_index_interval_bytes),
-            _is_int(0),
-            "log bytes between index entries",
-        ),
-        TopicConfigDef(
-            "max.message.bytes",
-            INT,
-            lambda c: str(c.message_max_bytes),
-            _is_int(0),
-            "the largest record batch accepted",
-        ),
-        TopicConfigDef(
-            "flush.messages",
-            LONG,
-            lambda c: str(c.log_flush_interval_messages),
-            _is_int(1),
-            "fsync after this many messages",
-        ),
-        TopicConfigDef(
-            "flush.ms", LONG, lambda c: str(c.log_flush_interval_ms), _is_int(0), "fsync at least this often"
-        ),
-        TopicConfigDef("min.insync.replicas", INT, lambda c: "1", _one_of("1"), "a single node: always 1"),
-        TopicConfigDef(
-            "compression.type",
-            STRING,
-            lambda c: "producer",
-            _one_of(*batches.CODECS),
-            "the codec batches are stored with; producer: as the producer compressed them",
-        ),
-        TopicConfigDef(
-            "message.timestamp.type",
-            STRING,
-            lambda c: "CreateTime",
-            _one_of("CreateTime", "LogAppendTime"),
-            "the producer's timestamps, or the time the coordinator appended each batch",
-        ),
-        TopicConfigDef(
-            "delete.retention.ms", LONG, lambda c: "86400000", _is_int(0), "accepted for compatibility"
-        ),
-        TopicConfigDef(
-            "preallocate",
-            BOOLEAN,
-            lambda c: str(c.log_preallocate).lower(),
-            _one_of("true", "false"),
-            "each new segment holds segment.bytes of disk from the start, for appends on a full disk",
-        ),
-        TopicConfigDef(
-            "min.cleanable.dirty.ratio",
-            DOUBLE,
-            lambda c: "0.5",
-            _is_ratio,
-            "compact once the part written since the last compaction is this share of the sealed log",
-        ),
-    )
-}
-
-
-def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
-    """Return the explicitly set configs, or raise INVALID_CONFIG naming the bad one."""
-    accepted: dict[str, str] = {}
-    for name, value in configs.items():
-        definition = TOPIC_CONFIGS.get(name)
-        if definition is None:
+def validate_topic_configs(configs: dict[str, str | None], config: CoordinatorConfig) -> dict[str, str]:
+    """Return the explicitly set configs, or raise INVALID_CONFIG naming the bad one: an
+    unknown name first (Kafka checks every name before any value), then a value Kafka's
+    type and validator refuse, then Kafka's checks across configs."""
+    for name in configs:
+        if name not in TOPIC_CONFIGS:
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"unknown topic config {name!r}")
-        if value is None:
-            continue
-        if not definition.valid(value):
+    accepted = {name: value for name, value in configs.items() if value is not None}
+    for name, value in accepted.items():
+        problem = TOPIC_CONFIGS[name].problem(value)
+        if problem is not None:
             raise KafkaApiError(
-                ErrorCode.INVALID_CONFIG, f"invalid value {value!r} for topic config {name!r}"
+                ErrorCode.INVALID_CONFIG, f"invalid value {value!r} for topic config {name!r}: {problem}"
             )
-        accepted[name] = value
+    problem = cross_config_problem(_values(accepted, config))
+    if problem is not None:
+        raise KafkaApiError(ErrorCode.INVALID_CONFIG, problem)
     return accepted
+
+
+def config_warnings(explicit: dict[str, str]) -> list[str]:
+    """What an operator must be told of these explicit configs: each one that has no effect
+    on this coordinator, with why, and a min.insync.replicas no write with acks=all can meet."""
+    warnings = [
+        f"{name}={value} has no effect here: {TOPIC_CONFIGS[name].no_effect}"
+        for name, value in explicit.items()
+        if TOPIC_CONFIGS[name].no_effect
+    ]
+    if "min.insync.replicas" in explicit and parse(INT, explicit["min.insync.replicas"]) > 1:
+        warnings.append(
+            f"min.insync.replicas={explicit['min.insync.replicas']}: a write with acks=all is refused "
+            "NOT_ENOUGH_REPLICAS, as each partition has one replica"
+        )
+    return warnings
 
 
 # IncrementalAlterConfigs' config_operation values.
@@ -177,11 +69,11 @@ def _no_repeats(names: list[str]) -> None:
         raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"configs named more than once: {', '.join(repeated)}")
 
 
-def replaced_configs(configs: list[tuple[str, str | None]]) -> dict[str, str]:
+def replaced_configs(configs: list[tuple[str, str | None]], config: CoordinatorConfig) -> dict[str, str]:
     """AlterConfigs: the whole new set of explicit configs (those left out take their
     defaults again), validated as CreateTopics validates."""
     _no_repeats([name for name, _ in configs])
-    return validate_topic_configs(dict(configs))
+    return validate_topic_configs(dict(configs), config)
 
 
 def incrementally_altered(
@@ -214,7 +106,7 @@ def incrementally_altered(
                     ErrorCode.INVALID_CONFIG,
                     f"{OPERATION_NAMES[operation]} applies to list configs only; {name!r} is not a list",
                 )
-            items = [i for i in result.get(name, definition.default(config)).split(",") if i]
+            items = [i for i in parse(LIST, result.get(name, definition.default(config))) if i]
             given = [i.strip() for i in value.split(",") if i.strip()]
             if operation == APPEND:
                 items += [i for i in given if i not in items]
@@ -222,7 +114,7 @@ def incrementally_altered(
                 items = [i for i in items if i not in given]
             value = ",".join(items)
         result[name] = value
-    return validate_topic_configs(result)
+    return validate_topic_configs(result, config)
 
 
 def effective_configs(explicit: dict[str, str], config: CoordinatorConfig) -> dict[str, tuple[str, int]]:
@@ -235,21 +127,30 @@ def effective_configs(explicit: dict[str, str], config: CoordinatorConfig) -> di
     }
 
 
+def _values(explicit: dict[str, str], config: CoordinatorConfig) -> dict[str, str]:
+    return {name: value for name, (value, _) in effective_configs(explicit, config).items()}
+
+
 def log_settings(explicit: dict[str, str], config: CoordinatorConfig) -> LogSettings:
-    values = {name: value for name, (value, _) in effective_configs(explicit, config).items()}
+    values = _values(explicit, config)
+
+    def value(name: str) -> Any:
+        return parse(TOPIC_CONFIGS[name].config_type, values[name])
+
     return LogSettings(
-        segment_bytes=int(values["segment.bytes"]),
-        segment_ms=int(values["segment.ms"]),
-        retention_ms=int(values["retention.ms"]),
-        retention_bytes=int(values["retention.bytes"]),
-        index_interval_bytes=int(values["index.interval.bytes"]),
-        flush_messages=int(values["flush.messages"]),
-        flush_ms=int(values["flush.ms"]),
-        cleanup_policy=frozenset(values["cleanup.policy"].split(",")),
-        delete_retention_ms=int(values["delete.retention.ms"]),
-        min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"]),
-        log_append_time=values["message.timestamp.type"] == "LogAppendTime",
-        preallocate=values["preallocate"] == "true",
-        compression=batches.CODECS[values["compression.type"]],
-        max_message_bytes=int(values["max.message.bytes"]),
+        segment_bytes=value("segment.bytes"),
+        segment_ms=value("segment.ms"),
+        retention_ms=value("retention.ms"),
+        retention_bytes=value("retention.bytes"),
+        index_interval_bytes=value("index.interval.bytes"),
+        flush_messages=value("flush.messages"),
+        flush_ms=value("flush.ms"),
+        cleanup_policy=frozenset(value("cleanup.policy")),
+        delete_retention_ms=value("delete.retention.ms"),
+        min_cleanable_dirty_ratio=value("min.cleanable.dirty.ratio"),
+        log_append_time=value("message.timestamp.type") == "LogAppendTime",
+        preallocate=value("preallocate"),
+        compression=batches.CODECS[value("compression.type")],
+        max_message_bytes=value("max.message.bytes"),
+        min_insync_replicas=value("min.insync.replicas"),
     )

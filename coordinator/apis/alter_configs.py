@@ -4,7 +4,8 @@ AlterConfigs replaces a topic's explicit configs with the ones sent (the rest go
 their defaults); IncrementalAlterConfigs sets, deletes, appends to or subtracts from one
 config at a time. Either is validated whole before anything changes, written to the
 topic's `topic.json` (so it outlives a kill -9), and applied to its partitions' logs at
-once: retention and compaction follow the new values from their next round.
+once: retention and compaction follow the new values from their next round. A config
+given a new value that has no effect here is named in one warning, as CreateTopics does.
 
 Each needs AlterConfigs on the topic. A topic internal to the coordinator keeps the
 configs its settings give it. Broker settings are read from the properties file at start,
@@ -27,6 +28,7 @@ from ..security.acls import AclOperation, ResourceType
 from ..topic_configs import incrementally_altered, replaced_configs
 from .cluster import RESOURCE_BROKER, RESOURCE_TOPIC
 from .registry import RequestContext, handles
+from .topics import warn_of_configs
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +75,12 @@ async def _alter(
                     ErrorCode.INVALID_REQUEST,
                     f"{name} is internal to the coordinator: its configs follow the offsets.topic.* settings",
                 )
-            configs = change_of(resource)(topic.configs)
-            if not request.validate_only and configs != topic.configs:
+            before = topic.configs
+            configs = change_of(resource)(before)
+            if not request.validate_only and configs != before:
                 await asyncio.to_thread(broker.topics.replace_configs, name, configs)
                 log.info("topic %s configs are now %s", name, configs or "the defaults")
+                warn_of_configs(name, {k: v for k, v in configs.items() if before.get(k) != v})
         except KafkaApiError as exc:
             response.update(error_code=exc.code, error_message=exc.message)
         responses.append(response)
@@ -86,7 +90,7 @@ async def _alter(
 @handles(ApiKey.ALTER_CONFIGS, 0, 2)
 async def alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
     def change_of(resource: Any) -> ConfigChange:
-        configs = replaced_configs([(c.name, c.value) for c in resource.configs])
+        configs = replaced_configs([(c.name, c.value) for c in resource.configs], ctx.broker.config)
         return lambda _current: configs
 
     return await _alter(ctx, request, change_of)

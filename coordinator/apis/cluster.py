@@ -5,6 +5,12 @@ asked for by name without Describe answers TOPIC_AUTHORIZATION_FAILED (whether i
 not); auto-creation needs Create on the cluster or the topic. DescribeConfigs needs
 DescribeConfigs on the topic, or on the cluster for the broker's settings.
 
+Authorized operations (KIP-430), when asked for: each topic the principal may Describe gets
+the operations on it it may do (of Read, Write, Create, Describe, Delete, Alter,
+DescribeConfigs, AlterConfigs), and the cluster those of its seven (Metadata v8-v10, then
+DescribeCluster), or none without Describe on the cluster. Without an authorizer every
+operation is allowed, and all of them are returned, as Kafka returns them.
+
 A single node is the leader of every partition, with itself as the only replica and ISR,
 at leader epoch 0. Clients bootstrap from ApiVersions and Metadata alone.
 """
@@ -22,12 +28,12 @@ from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..security.settings import secret_setting
 from ..storage.partition_log import LEADER_EPOCH
 from ..storage.topic_store import Topic
-from ..topic_configs import STATIC_BROKER_CONFIG, STRING, TOPIC_CONFIGS, effective_configs
+from ..topic_config_table import STRING, TOPIC_CONFIGS
+from ..topic_configs import STATIC_BROKER_CONFIG, effective_configs
 from .registry import HANDLERS, RequestContext, handles
 
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 ENDPOINT_BROKER = 1
-NO_AUTHORIZED_OPERATIONS = -(2**31)
 _SOFTWARE_FIELD = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
@@ -126,7 +132,7 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 topics.append(_topic_metadata(ctx, found))
             except KafkaApiError as exc:
                 topics.append({"error_code": exc.code, "name": name, "topic_id": topic_id, "partitions": []})
-    return {
+    response = {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}],
         "cluster_id": broker.cluster_id,
@@ -134,6 +140,27 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
         "topics": topics,
         "error_code": 0,
     }
+    if ctx.version >= 8:
+        _add_authorized_operations(ctx, request, response)
+    return response
+
+
+def _add_authorized_operations(ctx: RequestContext, request: Any, response: dict[str, Any]) -> None:
+    """KIP-430, as Kafka's KafkaApis: each topic the principal may Describe (found or not)
+    gets its operations when asked; the cluster's (versions 8-10; DescribeCluster from then on)
+    are 0 without Describe on the cluster. Anything not asked for stays INT32_MIN."""
+    if request.include_topic_authorized_operations:
+        for topic in response["topics"]:
+            if topic["error_code"] not in (ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_ID):
+                topic["authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC, topic["name"])
+    if ctx.version <= 10 and request.include_cluster_authorized_operations:
+        response["authorized_operations"] = _cluster_operations(ctx)
+
+
+def _cluster_operations(ctx: RequestContext) -> frozenset[AclOperation]:
+    if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return frozenset()  # 0 on the wire
+    return ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 @handles(ApiKey.DESCRIBE_CLUSTER, 0, 2)
@@ -156,6 +183,8 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
             error_message=f"endpoint type {request.endpoint_type} is not served here; only brokers (1)",
             brokers=[],
         )
+    elif request.include_cluster_authorized_operations:
+        response["authorized_operations"] = _cluster_operations(ctx)
     return response
 
 
@@ -199,7 +228,7 @@ def _describe_resource(ctx: RequestContext, resource: Any, request: Any) -> list
                 source,
                 TOPIC_CONFIGS[name].config_type,
                 False,
-                TOPIC_CONFIGS[name].doc,
+                TOPIC_CONFIGS[name].description,
                 request,
                 ctx.version,
             )

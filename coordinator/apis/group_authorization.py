@@ -18,6 +18,11 @@ Kafka's table (KafkaApis), with our connect group APIs treated as the consumer g
 A refused request changes nothing: the core never sees it, or sees it without the parts
 that were refused. Without an authorizer every check passes and requests go through as
 they are.
+
+DescribeGroups (v3+) and ConsumerGroupDescribe asked for authorized operations (KIP-430)
+get, for each group described, the operations on it the principal may do: Read,
+Describe, Delete, DescribeConfigs and AlterConfigs are a group's; without an authorizer,
+all of them.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
 
-from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType, operations_bit_field
 from .group_error_answers import member_error
 from .registry import RequestContext
 
@@ -57,7 +62,40 @@ PER_GROUP_APIS: dict[int, tuple[AclOperation, str, str]] = {
 }
 
 
+# Group descriptions that carry KIP-430's authorized operations when asked: from which
+# version, and in which form. The codec writes DescribeGroups' field from the set of
+# operations; ConsumerGroupDescribe's schema here carries the int32 bit field itself.
+DESCRIBES_WITH_OPERATIONS: dict[int, tuple[int, Callable[[frozenset[AclOperation]], Any]]] = {
+    ApiKey.DESCRIBE_GROUPS: (3, lambda operations: operations),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, operations_bit_field),
+}
+
+
+def with_authorized_operations(
+    ctx: RequestContext, api_key: int, request: Any, answer: dict[str, Any]
+) -> None:
+    """KIP-430: when asked, each group described without error gets the operations on it
+    the principal may do (all of a group's without an authorizer), as Kafka's KafkaApis
+    sets them; groups in error keep INT32_MIN."""
+    carried = DESCRIBES_WITH_OPERATIONS.get(api_key)
+    if carried is None or ctx.version < carried[0] or not request.include_authorized_operations:
+        return
+    wire_form = carried[1]
+
+    def described(group: dict[str, Any]) -> dict[str, Any]:
+        operations = ctx.authorized_operations(ResourceType.GROUP, group["group_id"])
+        return {**group, "authorized_operations": wire_form(operations)}
+
+    answer["groups"] = [described(g) if g["error_code"] == ErrorCode.NONE else g for g in answer["groups"]]
+
+
 async def authorized_call(ctx: RequestContext, api_key: int, request: Any, core: Core) -> dict[str, Any]:
+    answer = await _authorized_call(ctx, api_key, request, core)
+    with_authorized_operations(ctx, api_key, request, answer)
+    return answer
+
+
+async def _authorized_call(ctx: RequestContext, api_key: int, request: Any, core: Core) -> dict[str, Any]:
     if ctx.broker.authorizer is None:
         return await core(request)
     if api_key in MEMBER_APIS:

@@ -12,7 +12,7 @@ from connect_rebalance.protocol.api_keys import ApiKey
 
 from ..group_service import LOADING_MESSAGE
 from ..security.acls import AclOperation, ResourceType
-from .group_authorization import authorized_call
+from .group_authorization import DESCRIBES_WITH_OPERATIONS, authorized_call
 from .group_error_answers import error_answer
 from .registry import RequestContext, handles
 
@@ -59,7 +59,8 @@ def _forward(api_key: int, min_version: int, max_version: int) -> None:
     async def handler(ctx: RequestContext, request: Any) -> dict[str, Any]:
         groups = ctx.broker.groups
         assert groups is not None, "the group service is not running"
-        if ctx.broker.authorizer is None and groups.loaded:  # nothing to check: straight to the service
+        if ctx.broker.authorizer is None and groups.loaded and api_key not in DESCRIBES_WITH_OPERATIONS:
+            # Nothing to check or add: straight to the service.
             return await groups.call(api_key, ctx.version, request, ctx.header.client_id, ctx.client_host)
 
         async def core(body: Any) -> dict[str, Any]:

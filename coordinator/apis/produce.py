@@ -5,6 +5,9 @@ Transactions are not offered: a transactional InitProducerId or produce is refus
 clear error rather than half-supported. InitFencedProducer (the project's API) gives a fence's
 producer id at a new epoch, and every batch of that producer id at an older epoch is refused
 from then on, on every partition (producer_fences.py).
+
+A partition has one replica, so a write with acks=all to a topic whose min.insync.replicas
+is above 1 is refused NOT_ENOUGH_REPLICAS, as Kafka refuses it when the ISR is too small.
 """
 
 from __future__ import annotations
@@ -50,13 +53,21 @@ def _refuse_keyless(incoming: list[tuple[bytearray, batches.BatchHeader]], where
 
 
 def _append(
-    ctx: RequestContext, topic_name: str, partition_index: int, records: bytes | None
+    ctx: RequestContext, topic_name: str, partition_index: int, records: bytes | None, acks: int
 ) -> dict[str, Any]:
     ctx.require(AclOperation.WRITE, ResourceType.TOPIC, topic_name)
     partition = ctx.broker.topics.partition(topic_name, partition_index)
     if topic_name in INTERNAL_TOPICS:
         raise KafkaApiError(
             ErrorCode.INVALID_TOPIC_EXCEPTION, f"{topic_name} is internal; clients cannot write to it"
+        )
+    min_isr = partition.settings.min_insync_replicas
+    if acks == -1 and min_isr > 1:
+        # As Kafka refuses it when the ISR is smaller than min.insync.replicas: here it is one.
+        raise KafkaApiError(
+            ErrorCode.NOT_ENOUGH_REPLICAS,
+            f"the ISR of {topic_name}-{partition_index} is one replica, fewer than its "
+            f"min.insync.replicas={min_isr} that a write with acks=all needs",
         )
     incoming = batches.split_batches(records or b"")
     if any(header.is_transactional for _, header in incoming):
@@ -92,7 +103,7 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             try:
                 if refuse is not None:
                     raise refuse
-                answer.update(_append(ctx, topic.name, data.index, data.records))
+                answer.update(_append(ctx, topic.name, data.index, data.records, request.acks))
             except KafkaApiError as exc:
                 answer.update(error_code=exc.code, error_message=exc.message, base_offset=-1)
                 if isinstance(exc, RecordsRefused):

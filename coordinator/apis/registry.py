@@ -18,7 +18,7 @@ from connect_rebalance.protocol.codec import RequestHeader
 from connect_rebalance.tls_server import ANONYMOUS
 
 from ..broker import Broker
-from ..security.acls import AclOperation, ResourceType
+from ..security.acls import SUPPORTED_OPERATIONS, AclOperation, ResourceType
 from ..security.session import Session
 
 
@@ -53,6 +53,14 @@ class RequestContext:
                 REFUSAL_CODES[resource_type],
                 f"{self.principal} is not authorized to {operation.name} {resource_type.name} {name!r}",
             )
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> frozenset[AclOperation]:
+        """KIP-430: the operations on the resource this principal may do, of those its type
+        has (all of them without an authorizer), as Kafka's AuthHelper.authorizedOperations.
+        The codec writes Kafka's own answers' fields from such a set (bit n for code n)."""
+        return frozenset(
+            op for op in SUPPORTED_OPERATIONS[resource_type] if self.authorized(op, resource_type, name)
+        )
 
     def authorized_any(self, operation: AclOperation, resource_type: ResourceType) -> bool:
         authorizer = self.broker.authorizer

@@ -1,7 +1,9 @@
 """Topic administration: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords.
 
 There is one node, so the only valid replication factor is 1 and every replica
-assignment must name this node; anything else is refused with the reason.
+assignment must name this node; anything else is refused with the reason. Every topic
+config Kafka defines is accepted (topic_configs.py); those that have no effect here are
+named in one warning when a topic is created with them.
 """
 
 from __future__ import annotations
@@ -15,10 +17,18 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
 
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from ..topic_configs import effective_configs, validate_topic_configs
+from ..topic_configs import config_warnings, effective_configs, validate_topic_configs
 from .registry import RequestContext, handles
 
 log = logging.getLogger(__name__)
+
+
+def warn_of_configs(topic: str, configs: dict[str, str]) -> None:
+    """One warning for the configs a topic was just given that do not act as a Kafka user
+    expects (a setting accepted is never silently ignored)."""
+    warnings = config_warnings(configs)
+    if warnings:
+        log.warning("topic %s: %s (docs/operations.md, 'Topic configs')", topic, "; ".join(warnings))
 
 
 def _check_replicas(ctx: RequestContext, broker_ids: list[int]) -> None:
@@ -75,11 +85,12 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             if not ctx.authorized(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
                 ctx.require(AclOperation.CREATE, ResourceType.TOPIC, spec.name)
             partitions = _partition_count(ctx, spec)
-            configs = validate_topic_configs({c.name: c.value for c in spec.configs})
+            configs = validate_topic_configs({c.name: c.value for c in spec.configs}, broker.config)
             broker.topics.check_new_topic(spec.name, partitions)
             if not request.validate_only:
                 topic = await broker.topics.create_off_loop(spec.name, partitions, configs)
                 result["topic_id"] = topic.topic_id
+                warn_of_configs(spec.name, configs)
             result.update(
                 num_partitions=partitions,
                 replication_factor=1,

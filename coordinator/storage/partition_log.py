@@ -53,6 +53,7 @@ class LogSettings:
     log_append_time: bool = False  # message.timestamp.type=LogAppendTime
     preallocate: bool = False  # each new segment holds segment.bytes of disk for its appends
     compression: int | None = None  # compression.type's codec; None ("producer"): the batch's own
+    min_insync_replicas: int = 1  # above 1, no acks=all write can be acknowledged by the one replica
 
     @property
     def segment_reserve(self) -> int:

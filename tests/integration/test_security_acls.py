@@ -40,7 +40,9 @@ from tests.support.clients import consume_confluent, produce_confluent
 from tests.support.secure_coordinator import (
     ADMIN,
     ADMIN_PASSWORD,
+    allow,
     authenticated_client,
+    create_acls,
     scram512,
     secure_coordinator,
 )
@@ -73,16 +75,6 @@ def admin_of(
     return AdminClient({"bootstrap.servers": coordinator.bootstrap_for("SASL_SSL"), **security.confluent()})
 
 
-def allow(resource: ResourceType, name: str, principal: str, operation: AclOperation,
-          pattern: ResourcePatternType = ResourcePatternType.LITERAL) -> AclBinding:  # fmt: skip
-    return AclBinding(resource, name, pattern, principal, "*", operation, AclPermissionType.ALLOW)
-
-
-def create(admin: AdminClient, *bindings: AclBinding) -> None:
-    for future in admin.create_acls(list(bindings)).values():
-        future.result(30)
-
-
 def test_acls_are_created_described_and_deleted_with_confluent_kafkas_admin_client(
     acl_coordinator: CoordinatorProcess, pki: Pki
 ) -> None:
@@ -92,7 +84,7 @@ def test_acls_are_created_described_and_deleted_with_confluent_kafkas_admin_clie
         allow(ResourceType.TOPIC, "audit-log", "User:alice", AclOperation.WRITE),
         allow(ResourceType.GROUP, "auditors", "User:alice", AclOperation.READ),
     ]
-    create(admin, *bindings)
+    create_acls(admin, *bindings)
     every_alice_acl = AclBindingFilter(
         ResourceType.ANY,
         None,
@@ -170,7 +162,7 @@ def test_topics_need_describe_to_be_seen_write_to_produce_and_read_to_fetch(
     admin = admin_of(acl_coordinator, pki)
     for future in admin.create_topics([NewTopic(n, 1, 1) for n in ("open-topic", "secret-topic")]).values():
         future.result(30)
-    create(
+    create_acls(
         admin,
         allow(ResourceType.TOPIC, "open-topic", "User:bob", AclOperation.WRITE),
         allow(ResourceType.TOPIC, "open-topic", "User:bob", AclOperation.READ),
@@ -194,7 +186,7 @@ def test_a_principal_without_read_on_a_group_is_refused_on_every_group_protocol(
 ) -> None:
     admin = admin_of(acl_coordinator, pki)
     # bob may find the group's coordinator (Describe) and see the topic, but not Read the group.
-    create(
+    create_acls(
         admin,
         allow(
             ResourceType.GROUP, "guarded-", "User:bob", AclOperation.DESCRIBE, ResourcePatternType.PREFIXED
@@ -240,7 +232,7 @@ def test_acls_and_users_survive_kill_9(acl_coordinator: CoordinatorProcess, pki:
     binding = allow(
         ResourceType.TOPIC, "durable-", "User:carol", AclOperation.ALL, ResourcePatternType.PREFIXED
     )
-    create(
+    create_acls(
         admin, binding, allow(ResourceType.GROUP, "unused-assign-only", "User:carol", AclOperation.DESCRIBE)
     )
     info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)

@@ -1621,6 +1621,98 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_topic_configs_change_live_and_retention_acts_on_the_new_value",
         ),
     ),
+    # -- Kafka's topic configs and KIP-430's authorized operations ---------------------------
+    Mutation(
+        name="topic-configs-without-effect-refused",
+        breaks="CreateTopics and the alters accept every topic config Kafka defines, those that have no "
+        "effect here included",
+        file="coordinator/topic_configs.py",
+        original="        if name not in TOPIC_CONFIGS:\n",
+        replacement="        if name not in TOPIC_CONFIGS or TOPIC_CONFIGS[name].no_effect:  # mutation\n",
+        tests=(
+            f"{INTEGRATION}/test_kafka_topic_configs.py::"
+            "test_every_kafka_topic_config_is_accepted_described_altered_and_warned_of_when_it_has_no_effect",
+        ),
+    ),
+    Mutation(
+        name="topic-configs-without-effect-silently-ignored",
+        breaks="a topic config accepted without effect here is warned about in the log, never silently "
+        "ignored",
+        file="coordinator/topic_configs.py",
+        original="        if TOPIC_CONFIGS[name].no_effect\n",
+        replacement="        if TOPIC_CONFIGS[name].no_effect and False  # mutation\n",
+        tests=(
+            f"{INTEGRATION}/test_kafka_topic_configs.py::"
+            "test_every_kafka_topic_config_is_accepted_described_altered_and_warned_of_when_it_has_no_effect",
+        ),
+    ),
+    Mutation(
+        name="topic-config-range-unchecked",
+        breaks="a topic config value Kafka's validator refuses is refused with INVALID_CONFIG and why",
+        file="coordinator/topic_config_table.py",
+        original="        return self.valid(parsed) if self.valid is not None else None",
+        replacement="        return None  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_kafka_topic_configs.py::"
+            "test_every_kafka_topic_config_is_accepted_described_altered_and_warned_of_when_it_has_no_effect",
+        ),
+    ),
+    Mutation(
+        name="min-insync-replicas-not-enforced",
+        breaks="an acks=all write to a topic whose min.insync.replicas exceeds the one replica is refused "
+        "NOT_ENOUGH_REPLICAS, as Kafka refuses it",
+        file="coordinator/apis/produce.py",
+        original="    if acks == -1 and min_isr > 1:",
+        replacement="    if False:  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_kafka_topic_configs.py::"
+            "test_min_insync_replicas_above_one_refuses_acks_all_writes_as_kafka_does_with_one_replica",
+        ),
+    ),
+    Mutation(
+        name="authorized-operations-ignore-the-acls",
+        breaks="KIP-430: a principal is told the operations its ACLs allow on a resource, not all of them",
+        file="coordinator/apis/registry.py",
+        original="if self.authorized(op, resource_type, name)\n",
+        replacement="if True  # mutation\n",
+        tests=(
+            f"{INTEGRATION}/test_authorized_operations.py::test_each_principal_sees_the_operations_its_acls_allow_it",
+        ),
+    ),
+    Mutation(
+        name="group-authorized-operations-not-returned",
+        breaks="KIP-430: DescribeGroups and ConsumerGroupDescribe return each group's authorized operations "
+        "when asked",
+        file="coordinator/apis/group_authorization.py",
+        original="or not request.include_authorized_operations:",
+        replacement="or True:  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_authorized_operations.py::"
+            "test_without_an_authorizer_every_operation_is_returned_and_none_unless_asked",
+        ),
+    ),
+    Mutation(
+        name="topic-authorized-operations-not-returned",
+        breaks="KIP-430: Metadata returns each topic's authorized operations when asked",
+        file="coordinator/apis/cluster.py",
+        original="    if request.include_topic_authorized_operations:",
+        replacement="    if False:  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_authorized_operations.py::"
+            "test_without_an_authorizer_every_operation_is_returned_and_none_unless_asked",
+        ),
+    ),
+    Mutation(
+        name="describe-cluster-authorized-operations-not-returned",
+        breaks="KIP-430: DescribeCluster returns the cluster's authorized operations when asked (0 without "
+        "Describe on the cluster)",
+        file="coordinator/apis/cluster.py",
+        original="    elif request.include_cluster_authorized_operations:",
+        replacement="    elif False:  # mutation",
+        tests=(
+            f"{INTEGRATION}/test_authorized_operations.py::test_each_principal_sees_the_operations_its_acls_allow_it",
+        ),
+    ),
     Mutation(
         name="deleted-records-come-back",
         breaks="a log start offset moved by DeleteRecords outlives a kill -9",

@@ -11,6 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
 from connect_rebalance.processes import CoordinatorProcess
 from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
@@ -68,3 +77,14 @@ async def authenticated_client(bootstrap: str, user: str, password: str) -> Prot
     )
     assert answer["error_code"] == 0, answer
     return client
+
+
+def allow(resource: ResourceType, name: str, principal: str, operation: AclOperation,
+          pattern: ResourcePatternType = ResourcePatternType.LITERAL) -> AclBinding:  # fmt: skip
+    """An ALLOW binding from any host, in confluent-kafka's terms."""
+    return AclBinding(resource, name, pattern, principal, "*", operation, AclPermissionType.ALLOW)
+
+
+def create_acls(admin: AdminClient, *bindings: AclBinding) -> None:
+    for future in admin.create_acls(list(bindings)).values():
+        future.result(30)

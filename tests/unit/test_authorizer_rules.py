@@ -8,6 +8,7 @@ import pytest
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from coordinator.security.acls import (
+    SUPPORTED_OPERATIONS,
     AclBinding,
     AclOperation,
     AclPermissionType,
@@ -15,6 +16,7 @@ from coordinator.security.acls import (
     ResourceType,
     new_binding,
     new_filter,
+    operations_bit_field,
 )
 from coordinator.security.authorizer import StandardAuthorizer
 
@@ -154,3 +156,15 @@ def test_filters_match_bindings_and_bad_bindings_are_refused_with_kafkas_message
         assert refused.value.code == ErrorCode.INVALID_REQUEST
     with pytest.raises(KafkaApiError, match="Unknown patternFilter"):
         new_filter(2, None, 0, None, None, 1, 1)
+
+
+def test_authorized_operations_are_counted_over_kafkas_operations_of_each_resource_type() -> None:
+    """KIP-430's bit fields over AclEntry.supportedOperations: 8 operations for a topic, 7 for
+    the cluster, 5 for a group; the int32 values Kafka puts on the wire for all of them."""
+    topic, group, cluster = (SUPPORTED_OPERATIONS[t] for t in (TOPIC, GROUP, ResourceType.CLUSTER))
+    assert (len(topic), len(cluster), len(group)) == (8, 7, 5)
+    assert operations_bit_field(topic) == 3576
+    assert operations_bit_field(cluster) == 8096
+    assert operations_bit_field(group) == 3400
+    assert operations_bit_field([]) == 0
+    assert AclOperation.ALL not in topic and AclOperation.CLUSTER_ACTION in cluster

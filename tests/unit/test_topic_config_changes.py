@@ -35,6 +35,9 @@ def test_each_operation_changes_one_config_and_leaves_the_others() -> None:
     assert incrementally_altered(appended, [("cleanup.policy", SUBTRACT, "delete")], CONFIG) == {
         "cleanup.policy": "compact"
     }  # fmt: skip
+    # An empty list is a valid cleanup.policy, as in Kafka: neither deleted nor compacted.
+    emptied = incrementally_altered({}, [("cleanup.policy", SUBTRACT, "delete")], CONFIG)
+    assert emptied == {"cleanup.policy": ""}
     assert start == {"retention.ms": "1000", "segment.bytes": "4096"}, "the current configs were changed"
 
 
@@ -60,14 +63,16 @@ def test_refusals_name_the_config_and_the_reason() -> None:
         )
         == "configs named more than once: retention.ms"
     )
-    assert refused(lambda: incrementally_altered({}, [("cleanup.policy", SUBTRACT, "delete")], CONFIG)) == (
-        "invalid value '' for topic config 'cleanup.policy'"
+    assert refused(lambda: incrementally_altered({}, [("cleanup.policy", APPEND, "never")], CONFIG)) == (
+        "invalid value 'delete,never' for topic config 'cleanup.policy': "
+        "'never' is not one of compact, delete"
     )
 
 
 def test_alter_configs_replaces_the_whole_set() -> None:
-    assert replaced_configs([("retention.ms", "1"), ("cleanup.policy", None)]) == {"retention.ms": "1"}
-    assert replaced_configs([]) == {}
-    assert refused(lambda: replaced_configs([("segment.bytes", "1")])) == (
-        "invalid value '1' for topic config 'segment.bytes'"
+    replaced = replaced_configs([("retention.ms", "1"), ("cleanup.policy", None)], CONFIG)
+    assert replaced == {"retention.ms": "1"}
+    assert replaced_configs([], CONFIG) == {}
+    assert refused(lambda: replaced_configs([("segment.bytes", "1")], CONFIG)) == (
+        "invalid value '1' for topic config 'segment.bytes': must be at least 14"
     )
