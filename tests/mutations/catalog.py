@@ -25,6 +25,10 @@ class Mutation:
 
 INTEGRATION = "tests/integration"
 UNIT = "tests/unit"
+GROUP_CONFIGS_OVER_TCP = (
+    f"{INTEGRATION}/test_group_configs_over_tcp.py::"
+    "test_a_groups_heartbeat_interval_is_set_described_bounded_and_kept"
+)
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- committed offsets and storage recovery -------------------------------------------
@@ -1866,6 +1870,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="                    self.replay(GroupConfigRecord(",
         tests=(
             f"{UNIT}/test_group_configs_core.py::test_replaying_the_records_rebuilds_every_groups_configuration",
+            GROUP_CONFIGS_OVER_TCP,
         ),
     ),
     Mutation(
@@ -1910,6 +1915,44 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="interval = max(settings.adaptive_min_heartbeat_interval_ms, spread)  # mutation\n",
         tests=(
             f"{UNIT}/test_group_configs_core.py::test_the_groups_interval_is_the_ceiling_of_the_adaptive_interval",
+        ),
+    ),
+    Mutation(
+        name="group-config-source-reported-as-default",
+        breaks="DescribeConfigs reports a group's own value as DYNAMIC_GROUP_CONFIG, the rest as defaults",
+        file="coordinator/groups/group_configs.py",
+        original="        name: (int(explicit[name]), DYNAMIC_GROUP_CONFIG)\n",
+        replacement="        name: (int(explicit[name]), DEFAULT_CONFIG)  # mutation\n",
+        tests=(GROUP_CONFIGS_OVER_TCP,),
+    ),
+    Mutation(
+        name="group-config-validate-only-applied",
+        breaks="IncrementalAlterConfigs with validate_only changes no group's configuration",
+        file="coordinator/groups/group_configs.py",
+        original="                if not body.validate_only and configs != current:\n",
+        replacement="                if configs != current:  # mutation\n",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::test_a_refused_or_validate_only_change_writes_nothing",
+            GROUP_CONFIGS_OVER_TCP,
+        ),
+    ),
+    Mutation(
+        name="group-resources-not-served",
+        breaks="IncrementalAlterConfigs serves GROUP resources (type 32), as AdminClient sends them",
+        file="coordinator/apis/group_configs.py",
+        original="    groups = [r for r in request.resources if r.resource_type == RESOURCE_GROUP]\n",
+        replacement="    groups: list[Any] = []  # mutation\n",
+        tests=(GROUP_CONFIGS_OVER_TCP,),
+    ),
+    Mutation(
+        name="group-configs-unauthorized",
+        breaks="a group's configs need ALTER_CONFIGS / DESCRIBE_CONFIGS on the group under an authorizer",
+        file="coordinator/apis/group_configs.py",
+        original="            ctx.require(operation, ResourceType.GROUP, name)\n",
+        replacement="            pass  # mutation\n",
+        tests=(
+            f"{INTEGRATION}/test_security_acls.py::"
+            "test_a_groups_configs_need_alter_configs_and_describe_configs_on_the_group",
         ),
     ),
     Mutation(
