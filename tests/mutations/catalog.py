@@ -1884,6 +1884,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="group-config-change-not-journaled",
+        breaks="a group config change that cannot be written is taken back: memory is what the log holds",
+        file="coordinator/groups/group_configs.py",
+        original="            journal.set_item(table, record.group_id, dict(record.configs))\n",
+        replacement="            table[record.group_id] = dict(record.configs)  # mutation\n",
+        tests=(f"{UNIT}/test_group_configs_core.py::test_a_change_that_cannot_be_written_is_taken_back",),
+    ),
+    Mutation(
         name="group-config-deleted-with-its-group",
         breaks="a group's configuration is kept when the group is deleted, and applies when it is "
         "created again",

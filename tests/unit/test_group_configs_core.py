@@ -34,10 +34,15 @@ SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval
 
 
 def alter(h: GroupHarness, group: str, *changes: tuple[str, int, str | None], validate_only: bool = False):  # type: ignore[no-untyped-def]
+    """IncrementalAlterConfigs on one GROUP resource, as the IO edge hands it to the core; its
+    answer is encoded as the wire's (the harness checks) and written unless writes fail."""
     body = AlterGroupConfigs((GroupConfigChange(group, tuple(changes)),), validate_only)
-    outcome = h.core.handle(GroupRequest(0, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body), h.now)
-    h.records.extend(outcome.records)
-    return outcome.replies[0]["responses"][0]
+    request_id = 1000 + len(h.answers)
+    h._api_of[request_id] = (ApiKey.INCREMENTAL_ALTER_CONFIGS, 1)
+    h._absorb(
+        h.core.handle(GroupRequest(request_id, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body), h.now), request_id
+    )
+    return h.answers[request_id]["responses"][0]
 
 
 def described(core: GroupCoordinator, group: str) -> dict[str, tuple[int, int]]:
@@ -155,3 +160,15 @@ def test_the_groups_interval_is_the_ceiling_of_the_adaptive_interval() -> None:
     assert h.consumer_heartbeat("C", 3)["heartbeat_interval_ms"] == 2000, "the group's interval caps it"
     alter(h, "cg", (HEARTBEAT, SET, "9000"))
     assert h.consumer_heartbeat("C", 3)["heartbeat_interval_ms"] == 3000, "below the ceiling it adapts"
+
+
+def test_a_change_that_cannot_be_written_is_taken_back() -> None:
+    h = GroupHarness(topics={"orders": 2})
+    alter(h, "cg", (HEARTBEAT, SET, "7000"))
+    h.failing_writes = "disk full"
+    failed = alter(h, "cg", (HEARTBEAT, SET, "8000"))
+    assert (failed["error_code"], failed["error_message"]) == (
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        "disk full",
+    )
+    assert described(h.core, "cg")[HEARTBEAT] == (7000, DYNAMIC_GROUP_CONFIG), "memory is what the log holds"
