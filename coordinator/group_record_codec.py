@@ -6,8 +6,8 @@ The bytes follow the versioned schemas in connect_rebalance/protocol/schemas: ke
 int16 record type, values an int16 version, and a null value is a tombstone. Classic groups
 and offsets use Apache Kafka's record types 0-2, consumer groups Kafka's 3-8 (as a Kafka
 broker writes them), connect groups the project's private block 10000-10004 (the draft's 3-8
-are Kafka's consumer-group types). The draft's group-configuration record is not written:
-connect groups have no per-group configuration (key type 10005 stays reserved for it).
+are Kafka's consumer-group types). A group's dynamic configuration, whatever its type, is key
+type 10005, in the shape of the draft's group-configuration record.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from .groups.records import (
     ConsumerMemberRecord,
     ConsumerMemberSnapshot,
     CurrentAssignmentRecord,
+    GroupConfigRecord,
     GroupMetadataRecord,
     OffsetCommitRecord,
     Record,
@@ -62,6 +63,7 @@ OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 4
 CONNECT_KEY_TYPES = range(10000, 10005)
 GROUP_KEY, COVERED_KEY, MEMBER_KEY, TARGET_KEY, CURRENT_KEY = CONNECT_KEY_TYPES
+GROUP_CONFIG_KEY = 10005
 Items = frozenset[tuple[str, int]]
 
 
@@ -263,9 +265,27 @@ def _decode_consumer_record(key_version: int, key: bytes, value: bytes | None) -
     )
 
 
+def _encode_group_config(record: GroupConfigRecord) -> tuple[bytes, bytes | None]:
+    key = schemas.GroupConfigurationKey(version=GROUP_CONFIG_KEY, group_id=record.group_id).encode()
+    if record.configs is None:
+        return bytes(key), None
+    configurations = [{"name": name, "value": value} for name, value in record.configs]
+    return bytes(key), _encode(schemas.GroupConfigurationValue, {"configurations": configurations})
+
+
+def _decode_group_config(key: bytes, value: bytes | None) -> GroupConfigRecord:
+    group_id = schemas.GroupConfigurationKey.decode(key).group_id
+    if value is None:
+        return GroupConfigRecord(group_id, None)
+    v = schemas.GroupConfigurationValue.decode(value)
+    return GroupConfigRecord(group_id, tuple((c.name, c.value) for c in v.configurations))
+
+
 def encode_record(record: Record) -> tuple[bytes, bytes | None]:
     if isinstance(record, CONNECT_RECORD_TYPES):
         return encode_connect_record(record)
+    if isinstance(record, GroupConfigRecord):
+        return _encode_group_config(record)
     if not isinstance(record, OffsetCommitRecord | GroupMetadataRecord):
         return _encode_consumer_record(record)
     if isinstance(record, OffsetCommitRecord):
@@ -403,6 +423,8 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
         )
     if key_version in CONNECT_KEY_TYPES:
         return decode_connect_record(key, value)
+    if key_version == GROUP_CONFIG_KEY:
+        return _decode_group_config(key, value)
     if key_version in (3, 5, 6, 7, 8):
         return _decode_consumer_record(key_version, key, value)
     raise ValueError(f"unknown coordinator record type {key_version}")

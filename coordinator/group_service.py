@@ -48,7 +48,7 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from .broker import Broker
 from .group_record_codec import decode_record, encode_record
 from .groups.coordinator import GroupCoordinator
-from .groups.records import GroupMetadataRecord, Record
+from .groups.records import GroupConfigRecord, GroupMetadataRecord, Record
 from .groups.requests import GroupRequest, Outcome
 from .storage.partition_log import PartitionLog, now_ms
 from .storage.record_log import Batch, build_batch, read_records
@@ -414,7 +414,10 @@ class GroupService:
 
     def _log_changes(self, records: list[Record]) -> None:
         for record in records:
-            if isinstance(record, GroupMetadataRecord):
+            if isinstance(record, GroupConfigRecord):
+                configs = ", ".join(f"{name}={value}" for name, value in record.configs or ())
+                log.info("group %s configs are now %s", record.group_id, configs or "the defaults")
+            elif isinstance(record, GroupMetadataRecord):
                 if record.value is None:
                     log.info("group %s deleted", record.group_id)
                 else:

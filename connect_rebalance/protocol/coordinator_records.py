@@ -118,6 +118,17 @@ class ConnectGroupCurrentMemberAssignmentValue(ApiData, load_json=_SCHEMAS):
     pass
 
 
+# A group's dynamic configuration, whatever its type (coordinator/groups/group_configs.py).
+
+
+class GroupConfigurationKey(ApiData, load_json=_SCHEMAS):
+    pass
+
+
+class GroupConfigurationValue(ApiData, load_json=_SCHEMAS):
+    pass
+
+
 # The coordinator's security log (coordinator/security/store.py): SCRAM credentials and ACLs.
 
 

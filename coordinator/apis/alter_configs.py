@@ -27,6 +27,7 @@ from connect_rebalance.protocol.api_keys import ApiKey
 from ..security.acls import AclOperation, ResourceType
 from ..topic_configs import incrementally_altered, replaced_configs
 from .cluster import RESOURCE_BROKER, RESOURCE_TOPIC
+from .group_configs import incremental_alter_with_groups
 from .registry import RequestContext, handles
 from .topics import warn_of_configs
 
@@ -102,4 +103,5 @@ async def incremental_alter_configs(ctx: RequestContext, request: Any) -> dict[s
         changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
         return lambda current: incrementally_altered(current, changes, ctx.broker.config)
 
-    return await _alter(ctx, request, change_of)
+    # GROUP resources (KIP-848's dynamic group configuration) are group_configs.py's.
+    return await incremental_alter_with_groups(ctx, request, lambda rest: _alter(ctx, rest, change_of))

@@ -3,7 +3,8 @@
 With an authorizer, Metadata lists only the topics the principal may Describe, and a topic
 asked for by name without Describe answers TOPIC_AUTHORIZATION_FAILED (whether it exists or
 not); auto-creation needs Create on the cluster or the topic. DescribeConfigs needs
-DescribeConfigs on the topic, or on the cluster for the broker's settings.
+DescribeConfigs on the topic, on the group for a group's (apis/group_configs.py), or on the
+cluster for the broker's settings.
 
 Authorized operations (KIP-430), when asked for: each topic the principal may Describe gets
 the operations on it it may do (of Read, Write, Create, Describe, Delete, Alter,
@@ -24,12 +25,14 @@ from typing import Any, NamedTuple
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
 
+from ..groups.group_configs import GROUP_CONFIGS
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..security.settings import secret_setting
 from ..storage.partition_log import LEADER_EPOCH
 from ..storage.topic_store import Topic
-from ..topic_config_table import STRING, TOPIC_CONFIGS
+from ..topic_config_table import INT, STRING, TOPIC_CONFIGS
 from ..topic_configs import STATIC_BROKER_CONFIG, effective_configs
+from .group_configs import GroupDescription, described_groups
 from .registry import HANDLERS, RequestContext, handles
 
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
@@ -248,15 +251,30 @@ def _describe_resource(ctx: RequestContext, resource: Any, request: Any) -> list
     else:
         raise KafkaApiError(
             ErrorCode.INVALID_REQUEST,
-            f"resource type {resource.resource_type} is not supported; use 2 (topic) or 4 (broker)",
+            f"resource type {resource.resource_type} is not supported; "
+            "use 2 (topic), 4 (broker) or 32 (group)",
         )
     return [e for e in entries if keys is None or e["name"] in keys]
 
 
+def _group_entries(
+    described: GroupDescription, resource: Any, request: Any, version: int
+) -> list[dict[str, Any]]:
+    if isinstance(described, KafkaApiError):
+        raise described
+    keys = set(resource.configuration_keys) if resource.configuration_keys is not None else None
+    return [
+        _config_entry(name, str(value), source, INT, False, GROUP_CONFIGS[name].doc, request, version)
+        for name, (value, source) in described.items()
+        if keys is None or name in keys
+    ]
+
+
 @handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
 async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    groups = await described_groups(ctx, request.resources)  # GROUP resources, by position
     results = []
-    for resource in request.resources:
+    for index, resource in enumerate(request.resources):
         result = {
             "error_code": 0,
             "error_message": None,
@@ -265,7 +283,10 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "configs": [],
         }
         try:
-            result["configs"] = _describe_resource(ctx, resource, request)
+            if index in groups:
+                result["configs"] = _group_entries(groups[index], resource, request, ctx.version)
+            else:
+                result["configs"] = _describe_resource(ctx, resource, request)
         except KafkaApiError as exc:
             result.update(error_code=exc.code, error_message=exc.message)
         results.append(result)

@@ -3,8 +3,8 @@
 The draft's record set (group metadata, connectors/tasks covered, member metadata, target
 assignment, current member assignment) with key types in the project's private block
 10000-10004: the draft's 3-8 are Apache Kafka's consumer-group record types. A null value is
-a tombstone. The draft's group-configuration record is not written: connect groups have no
-per-group configuration (key type 10005 stays reserved for it).
+a tombstone. The draft's group-configuration record (key type 10005) is written for every
+group type's dynamic configuration, apart from the group's records (group_configs.py).
 
 Items are `Work` (connect_rebalance/work.py): (connector, task) pairs.
 """

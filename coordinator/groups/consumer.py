@@ -49,6 +49,7 @@ from .client_assignment import (
     install_problem,
 )
 from .context import GroupContext
+from .group_configs import CONSUMER_HEARTBEAT_INTERVAL, CONSUMER_SESSION_TIMEOUT
 from .modern.engine import LEAVE_EPOCH, ModernGroups, invalid
 from .modern.group import TEMPORARY_LEAVE_EPOCH, Member, ModernGroup
 from .reconciliation import TargetMember
@@ -129,6 +130,8 @@ class ConsumerGroups(ModernGroups[Item]):
     epoch_record = ConsumerGroupEpochRecord
     member_record = ConsumerMemberRecord
     assignment_record = CurrentAssignmentRecord
+    session_config = CONSUMER_SESSION_TIMEOUT
+    heartbeat_config = CONSUMER_HEARTBEAT_INTERVAL
 
     def __init__(self, ctx: GroupContext) -> None:
         settings = ctx.settings

@@ -126,6 +126,8 @@ class GroupContext:
         self.new_member_id = new_member_id
         self.topics = topics
         self.groups: dict[str, Group] = {}
+        # Dynamic group configuration by group name, apart from the groups (group_configs.py).
+        self.group_configs: dict[str, dict[str, str]] = {}
         self.timers = Timers()
         self.modern_members = 0  # members of consumer and connect groups, for adaptive heartbeats
         self._replay = replay

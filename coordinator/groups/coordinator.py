@@ -35,10 +35,11 @@ from .connect import ConnectEmbedding, ConnectGroups
 from .connect_records import CONNECT_RECORD_TYPES
 from .consumer import ConsumerEmbedding, ConsumerGroups
 from .context import GroupContext, TopicsView
+from .group_configs import GroupConfigs
 from .group_metrics import GroupMetrics
 from .modern.group import ModernGroup
 from .offsets import Offsets
-from .records import GroupMetadataRecord, OffsetCommitRecord, Record
+from .records import GroupConfigRecord, GroupMetadataRecord, OffsetCommitRecord, Record
 from .requests import GroupRequest, Outcome
 from .settings import GroupSettings
 
@@ -71,6 +72,7 @@ class GroupCoordinator:
         self.classic = ClassicGroups(self.ctx)
         self.offsets = Offsets(self.ctx)
         self.connect = ConnectGroups(self.ctx)
+        self.configs = GroupConfigs(self.ctx)
         self.bridges: dict[str, ClassicBridge] = {
             "connect": ClassicBridge(
                 self.ctx, self.connect, self.classic, ConnectEmbedding(self.connect),
@@ -99,6 +101,9 @@ class GroupCoordinator:
             ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT: self.connect.prepare,
             ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT: self.connect.install,
             ApiKey.CONNECT_GROUP_DESCRIBE: self.connect.describe,
+            # GROUP resources only: the IO edge hands the core group_configs' request bodies.
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.configs.alter,
+            ApiKey.DESCRIBE_CONFIGS: self.configs.describe,
         }
         if self.consumer is not None:
             self._handlers[ApiKey.CONSUMER_GROUP_HEARTBEAT] = self.consumer.heartbeat
@@ -217,6 +222,8 @@ class GroupCoordinator:
             self.classic.replay(record)
         elif isinstance(record, CONNECT_RECORD_TYPES):
             self.connect.replay(record)
+        elif isinstance(record, GroupConfigRecord):
+            self.configs.replay(record)
         else:
             assert self.consumer is not None, "consumer-group records need the consumer group type"
             self.consumer.replay(record)

@@ -120,6 +120,15 @@ class CurrentAssignmentRecord:
     value: MemberAssignment[tuple[str, int]] | None
 
 
+@dataclass(frozen=True, slots=True)
+class GroupConfigRecord:
+    """A group's dynamic configuration after a change (group_configs.py), whatever the group's
+    type and whether or not it exists; None: nothing is overridden any more."""
+
+    group_id: str
+    configs: tuple[tuple[str, str], ...] | None
+
+
 Record = (
     OffsetCommitRecord
     | GroupMetadataRecord
@@ -129,4 +138,5 @@ Record = (
     | TargetMemberRecord
     | CurrentAssignmentRecord
     | ConnectRecord
+    | GroupConfigRecord
 )

@@ -17,6 +17,11 @@ class GroupSettings:
     consumer_session_timeout_ms: int = 45000
     consumer_heartbeat_interval_ms: int = 5000
     consumer_pending_heartbeat_interval_ms: int = 500
+    # The bounds a group's own session and heartbeat overrides must lie within (group_configs.py).
+    consumer_min_session_timeout_ms: int = 45000
+    consumer_max_session_timeout_ms: int = 60000
+    consumer_min_heartbeat_interval_ms: int = 5000
+    consumer_max_heartbeat_interval_ms: int = 15000
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # Server-side targets computed off the event loop (an effect the IO shell runs), and epoch
     # bumps within the interval after the first sharing one computation.

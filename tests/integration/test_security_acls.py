@@ -4,7 +4,8 @@ A super user manages ACLs through confluent-kafka's admin client (create_acls,
 describe_acls, delete_acls); other principals are held to them: Metadata shows only the
 topics they may Describe, produce and fetch need Write and Read, and the group APIs
 (JoinGroup, the consumer group heartbeat, the connect group heartbeat) need Read on the
-group. ACLs and users created over the wire survive kill -9 of the coordinator.
+group, and a group's dynamic configs AlterConfigs/DescribeConfigs on it. ACLs and users
+created over the wire survive kill -9 of the coordinator.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
     NewTopic,
     ResourcePatternType,
     ResourceType,
@@ -225,6 +229,33 @@ def test_a_principal_without_read_on_a_group_is_refused_on_every_group_protocol(
     assert allowed["consumer"]["error_code"] == 0, allowed["consumer"]
     assert allowed["connect"]["error_code"] == 0, allowed["connect"]
     assert allowed["join"]["error_code"] == ErrorCode.MEMBER_ID_REQUIRED, allowed["join"]
+
+
+def test_a_groups_configs_need_alter_configs_and_describe_configs_on_the_group(
+    acl_coordinator: CoordinatorProcess, pki: Pki
+) -> None:
+    """KIP-848's dynamic group configuration is held to ACLs on the GROUP resource."""
+    entry = ConfigEntry("consumer.heartbeat.interval.ms", "6000", incremental_operation=AlterConfigOpType.SET)
+    altered = ConfigResource(ResourceType.GROUP, "tuned", incremental_configs=[entry])
+    read = ConfigResource(ResourceType.GROUP, "tuned")
+    alice = admin_of(acl_coordinator, pki, "alice", USERS["alice"])
+    for call in (
+        lambda: alice.incremental_alter_configs([altered])[altered].result(30),
+        lambda: alice.describe_configs([read])[read].result(30),
+    ):
+        try:
+            call()
+            code = ErrorCode.NONE
+        except KafkaException as exc:
+            code = exc.args[0].code()
+        assert code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    create_acls(
+        admin_of(acl_coordinator, pki),
+        allow(ResourceType.GROUP, "tuned", "User:alice", AclOperation.ALTER_CONFIGS),
+        allow(ResourceType.GROUP, "tuned", "User:alice", AclOperation.DESCRIBE_CONFIGS),
+    )
+    alice.incremental_alter_configs([altered])[altered].result(30)
+    assert alice.describe_configs([read])[read].result(30)["consumer.heartbeat.interval.ms"].value == "6000"
 
 
 def test_acls_and_users_survive_kill_9(acl_coordinator: CoordinatorProcess, pki: Pki) -> None:

@@ -25,6 +25,10 @@ class Mutation:
 
 INTEGRATION = "tests/integration"
 UNIT = "tests/unit"
+GROUP_CONFIGS_OVER_TCP = (
+    f"{INTEGRATION}/test_group_configs_over_tcp.py::"
+    "test_a_groups_heartbeat_interval_is_set_described_bounded_and_kept"
+)
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- committed offsets and storage recovery -------------------------------------------
@@ -1925,6 +1929,141 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             f"{INTEGRATION}/test_coordinator_restart.py::"
             "test_workers_keep_their_work_through_a_restart_whose_load_outlasts_their_watchdog",
+        ),
+    ),
+    # -- dynamic group configuration --------------------------------------------------------
+    Mutation(
+        name="group-config-bounds-unchecked",
+        breaks="a group config outside the coordinator's min/max bounds is refused with INVALID_CONFIG",
+        file="coordinator/groups/group_configs.py",
+        original="        if not low <= number <= high:\n",
+        replacement="        if False:  # mutation\n",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::"
+            "test_values_are_checked_against_the_coordinators_bounds_and_each_other",
+        ),
+    ),
+    Mutation(
+        name="group-config-session-not-above-heartbeat",
+        breaks="a group's session timeout stays greater than its heartbeat interval",
+        file="coordinator/groups/group_configs.py",
+        original="        if values[session][0] <= values[heartbeat][0]:\n",
+        replacement="        if values[session][0] < values[heartbeat][0]:  # mutation\n",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::"
+            "test_values_are_checked_against_the_coordinators_bounds_and_each_other",
+        ),
+    ),
+    Mutation(
+        name="group-config-not-persisted",
+        breaks="a group's dynamic configuration is a record: replayed at load, it survives a kill -9",
+        file="coordinator/groups/group_configs.py",
+        original="                    self.ctx.emit(GroupConfigRecord(",
+        replacement="                    self.replay(GroupConfigRecord(",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::test_replaying_the_records_rebuilds_every_groups_configuration",
+            GROUP_CONFIGS_OVER_TCP,
+        ),
+    ),
+    Mutation(
+        name="group-config-tombstone-replayed-as-empty",
+        breaks="a group config deleted back to the default is gone after replay too",
+        file="coordinator/groups/group_configs.py",
+        original="            journal.pop_item(table, record.group_id)\n",
+        replacement="            journal.set_item(table, record.group_id, {})  # mutation\n",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::test_replaying_the_records_rebuilds_every_groups_configuration",
+        ),
+    ),
+    Mutation(
+        name="group-config-change-not-journaled",
+        breaks="a group config change that cannot be written is taken back: memory is what the log holds",
+        file="coordinator/groups/group_configs.py",
+        original="            journal.set_item(table, record.group_id, dict(record.configs))\n",
+        replacement="            table[record.group_id] = dict(record.configs)  # mutation\n",
+        tests=(f"{UNIT}/test_group_configs_core.py::test_a_change_that_cannot_be_written_is_taken_back",),
+    ),
+    Mutation(
+        name="group-config-deleted-with-its-group",
+        breaks="a group's configuration is kept when the group is deleted, and applies when it is "
+        "created again",
+        file="coordinator/groups/coordinator.py",
+        original="                self.offsets.delete_all(group_id)\n",
+        replacement="                self.offsets.delete_all(group_id)\n"
+        "                self.ctx.group_configs.pop(group_id, None)  # mutation\n",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::"
+            "test_a_group_config_is_set_before_its_group_exists_and_kept_when_the_group_is_deleted",
+        ),
+    ),
+    Mutation(
+        name="group-heartbeat-interval-ignored",
+        breaks="a consumer group's heartbeat interval override reaches its members at their next heartbeat",
+        file="coordinator/groups/modern/engine.py",
+        original="interval = override(self.ctx, group.group_id, self.heartbeat_config) or interval\n",
+        replacement="interval = interval  # mutation\n",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::"
+            "test_the_next_heartbeat_carries_the_new_interval_and_the_session_follows_without_an_epoch_bump",
+        ),
+    ),
+    Mutation(
+        name="group-heartbeat-interval-not-the-adaptive-ceiling",
+        breaks="a group's heartbeat interval is the ceiling of the adaptive interval, which adapts below it",
+        file="coordinator/groups/modern/engine.py",
+        original="interval = min(interval, max(settings.adaptive_min_heartbeat_interval_ms, spread))\n",
+        replacement="interval = max(settings.adaptive_min_heartbeat_interval_ms, spread)  # mutation\n",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::test_the_groups_interval_is_the_ceiling_of_the_adaptive_interval",
+        ),
+    ),
+    Mutation(
+        name="group-config-source-reported-as-default",
+        breaks="DescribeConfigs reports a group's own value as DYNAMIC_GROUP_CONFIG, the rest as defaults",
+        file="coordinator/groups/group_configs.py",
+        original="        name: (int(explicit[name]), DYNAMIC_GROUP_CONFIG)\n",
+        replacement="        name: (int(explicit[name]), DEFAULT_CONFIG)  # mutation\n",
+        tests=(GROUP_CONFIGS_OVER_TCP,),
+    ),
+    Mutation(
+        name="group-config-validate-only-applied",
+        breaks="IncrementalAlterConfigs with validate_only changes no group's configuration",
+        file="coordinator/groups/group_configs.py",
+        original="                if not body.validate_only and configs != current:\n",
+        replacement="                if configs != current:  # mutation\n",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::test_a_refused_or_validate_only_change_writes_nothing",
+            GROUP_CONFIGS_OVER_TCP,
+        ),
+    ),
+    Mutation(
+        name="group-resources-not-served",
+        breaks="IncrementalAlterConfigs serves GROUP resources (type 32), as AdminClient sends them",
+        file="coordinator/apis/group_configs.py",
+        original="    groups = [r for r in request.resources if r.resource_type == RESOURCE_GROUP]\n",
+        replacement="    groups: list[Any] = []  # mutation\n",
+        tests=(GROUP_CONFIGS_OVER_TCP,),
+    ),
+    Mutation(
+        name="group-configs-unauthorized",
+        breaks="a group's configs need ALTER_CONFIGS / DESCRIBE_CONFIGS on the group under an authorizer",
+        file="coordinator/apis/group_configs.py",
+        original="            ctx.require(operation, ResourceType.GROUP, name)\n",
+        replacement="            pass  # mutation\n",
+        tests=(
+            f"{INTEGRATION}/test_security_acls.py::"
+            "test_a_groups_configs_need_alter_configs_and_describe_configs_on_the_group",
+        ),
+    ),
+    Mutation(
+        name="group-session-timeout-ignored",
+        breaks="a consumer group's session timeout override measures its members' sessions",
+        file="coordinator/groups/modern/engine.py",
+        original="return override(self.ctx, group_id, self.session_config) or self.session_timeout_ms\n",
+        replacement="return self.session_timeout_ms  # mutation\n",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::"
+            "test_the_next_heartbeat_carries_the_new_interval_and_the_session_follows_without_an_epoch_bump",
         ),
     ),
 )

@@ -5,10 +5,16 @@ checked beside the rules they refine, in test_classic_group_kafka_rules.py."""
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.api_keys import ApiKey
+from coordinator.group_record_codec import encode_record
+from coordinator.groups.group_configs import SET, AlterGroupConfigs, GroupConfigChange
+from coordinator.groups.records import GroupConfigRecord
+from coordinator.groups.requests import GroupRequest
 from coordinator.groups.settings import GroupSettings
 from tests.support.group_harness import GroupHarness
 
@@ -59,3 +65,22 @@ def test_15_a_restarted_static_classic_member_is_described_with_its_new_client_i
     h.join(client_id="new-process", instance_id="host-1")
     [group] = h.call(ApiKey.DESCRIBE_GROUPS, 5, groups=["g"], include_authorized_operations=False)["groups"]
     assert [(m["client_id"], m["member_assignment"]) for m in group["members"]] == [("new-process", b"all")]
+
+
+def test_20_a_groups_configuration_is_one_record_at_key_type_10005_apart_from_the_groups() -> None:
+    h = GroupHarness(topics={"orders": 2})
+    change = GroupConfigChange("cg", (("consumer.heartbeat.interval.ms", SET, "6000"),))
+    outcome = h.core.handle(
+        GroupRequest(0, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, AlterGroupConfigs((change,), False)), 0
+    )
+    assert outcome.records == [GroupConfigRecord("cg", (("consumer.heartbeat.interval.ms", "6000"),))]
+    key, _ = encode_record(outcome.records[0])
+    assert struct.unpack_from(">h", key) == (10005,), "the connect group draft's record, for every group type"
+    member = join(h, "A")
+    h.consumer_heartbeat("A", -1)
+    assert member["heartbeat_interval_ms"] == 6000
+    before = len(h.records)
+    assert h.call(ApiKey.DELETE_GROUPS, 2, groups_names=["cg"])["results"][0]["error_code"] == 0
+    assert not any(isinstance(r, GroupConfigRecord) for r in h.records[before:]), (
+        "deleting the group keeps it"
+    )

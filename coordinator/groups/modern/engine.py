@@ -44,6 +44,7 @@ from ..client_assignment import (
     installed_epoch,
 )
 from ..context import GroupContext
+from ..group_configs import override
 from ..reconciliation import Item, MemberAssignment, MemberState, fenced_reason, reconcile
 from ..requests import GroupRequest
 from .group import TEMPORARY_LEAVE_EPOCH, Member, ModernGroup
@@ -71,6 +72,10 @@ class ModernGroups(ABC, Generic[Item]):
     epoch_record: ClassVar[type]
     member_record: ClassVar[type]
     assignment_record: ClassVar[type]
+    # The flavour's dynamic group configs (group_configs.py) overriding its session timeout and
+    # heartbeat interval per group; None: the flavour has none.
+    session_config: ClassVar[str | None] = None
+    heartbeat_config: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -419,7 +424,8 @@ class ModernGroups(ABC, Generic[Item]):
     def heartbeat_interval(self, group: Any, member: Member[Item]) -> int:
         """How soon the member should heartbeat again.
 
-        A settled member gets the group type's interval — or, with adaptive heartbeats, the
+        A settled member gets the group's interval (its dynamic config, or the group type's
+        setting) — or, with adaptive heartbeats, the
         shortest interval at which all the coordinator's members together stay within its
         heartbeat budget, between the floor and that interval: a coordinator with few members
         learns of every change within a fraction of a second, one with many is not flooded.
@@ -429,6 +435,8 @@ class ModernGroups(ABC, Generic[Item]):
         several short intervals instead of several default ones.
         """
         settings, interval = self.ctx.settings, self.heartbeat_interval_ms
+        if self.heartbeat_config is not None:  # the group's own interval: also the adaptive ceiling
+            interval = override(self.ctx, group.group_id, self.heartbeat_config) or interval
         if settings.adaptive_heartbeat:
             spread = -(-self.ctx.modern_members * 1000 // settings.adaptive_heartbeat_budget)
             interval = min(interval, max(settings.adaptive_min_heartbeat_interval_ms, spread))
@@ -442,16 +450,21 @@ class ModernGroups(ABC, Generic[Item]):
             name = self._timer_names[kind] = f"{self.group_class.type_name}-{kind}"
         return (group_id, name, member_id)
 
-    def session_timeout(self, member: Member[Item]) -> int:
-        """Members of this protocol use the group's setting; classic members keep their own."""
+    def session_timeout(self, group_id: str, member: Member[Item]) -> int:
+        """Members of this protocol use the group's dynamic config or the group type's setting;
+        classic members keep their own."""
         classic = member.profile.classic
-        return classic.session_timeout_ms if classic is not None else self.session_timeout_ms
+        if classic is not None:
+            return classic.session_timeout_ms
+        if self.session_config is not None:
+            return override(self.ctx, group_id, self.session_config) or self.session_timeout_ms
+        return self.session_timeout_ms
 
     def refresh_session(self, group: Any, member: Member[Item], now_ms: int) -> None:
         group_id, member_id = group.group_id, member.member_id
         self.ctx.schedule(
             self.key("session", group_id, member_id),
-            now_ms + self.session_timeout(member),
+            now_ms + self.session_timeout(group_id, member),
             lambda now: self.on_session_expired(group_id, member_id, now),
         )
 

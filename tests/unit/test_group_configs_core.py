@@ -1,0 +1,174 @@
+"""Dynamic group configuration in the pure core: validation against the coordinator's bounds,
+a store apart from the groups (set before a group exists, kept when it is deleted), replay
+through the record bytes, and the effect on consumer groups' heartbeats and sessions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from connect_rebalance.errors import ErrorCode, KafkaApiError
+from connect_rebalance.protocol.api_keys import ApiKey
+from coordinator.group_record_codec import decode_record, encode_record
+from coordinator.groups.coordinator import GroupCoordinator
+from coordinator.groups.group_configs import (
+    APPEND,
+    DEFAULT_CONFIG,
+    DELETE,
+    DYNAMIC_GROUP_CONFIG,
+    SET,
+    AlterGroupConfigs,
+    DescribeGroupConfigs,
+    GroupConfigChange,
+    altered,
+)
+from coordinator.groups.records import GroupConfigRecord
+from coordinator.groups.requests import GroupRequest
+from coordinator.groups.settings import GroupSettings
+from tests.support.group_harness import GroupHarness
+
+pytestmark = pytest.mark.unit
+
+SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+
+
+def alter(h: GroupHarness, group: str, *changes: tuple[str, int, str | None], validate_only: bool = False):  # type: ignore[no-untyped-def]
+    """IncrementalAlterConfigs on one GROUP resource, as the IO edge hands it to the core; its
+    answer is encoded as the wire's (the harness checks) and written unless writes fail."""
+    body = AlterGroupConfigs((GroupConfigChange(group, tuple(changes)),), validate_only)
+    request_id = 1000 + len(h.answers)
+    h._api_of[request_id] = (ApiKey.INCREMENTAL_ALTER_CONFIGS, 1)
+    h._absorb(
+        h.core.handle(GroupRequest(request_id, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body), h.now), request_id
+    )
+    return h.answers[request_id]["responses"][0]
+
+
+def described(core: GroupCoordinator, group: str) -> dict[str, tuple[int, int]]:
+    body = DescribeGroupConfigs((group,))
+    outcome = core.handle(GroupRequest(0, ApiKey.DESCRIBE_CONFIGS, 4, body), 0)
+    return outcome.replies[0]["results"][0]["configs"]  # type: ignore[no-any-return]
+
+
+def join(h: GroupHarness, member: str) -> dict[str, Any]:
+    return h.consumer_heartbeat(member, 0, topics=["orders"], owned={}, rebalance_timeout_ms=30000)
+
+
+def refusal(explicit: dict[str, str], *changes: tuple[str, int, str | None]) -> str:
+    """The INVALID_CONFIG message the changes are refused with."""
+    return refused_with(explicit, list(changes), GroupSettings())
+
+
+def refused_with(explicit: dict[str, str], changes: list[Any], settings: GroupSettings) -> str:
+    try:
+        accepted = altered(explicit, changes, settings)
+    except KafkaApiError as exc:
+        assert exc.code == ErrorCode.INVALID_CONFIG
+        return exc.message
+    raise AssertionError(f"accepted, not refused: {sorted(accepted.values())}")
+
+
+def test_values_are_checked_against_the_coordinators_bounds_and_each_other() -> None:
+    settings = GroupSettings()  # session [45000, 60000], heartbeat [5000, 15000], Kafka's defaults
+    assert altered({}, [(HEARTBEAT, SET, "7000")], settings) == {HEARTBEAT: "7000"}
+    assert altered({HEARTBEAT: "7000"}, [(HEARTBEAT, SET, "15000")], settings) == {HEARTBEAT: "15000"}
+    assert refusal({}, (HEARTBEAT, SET, "4999")) == (
+        "consumer.heartbeat.interval.ms is 4999, outside [group.consumer.min.heartbeat.interval.ms, "
+        "group.consumer.max.heartbeat.interval.ms] = [5000, 15000]"
+    )
+    assert "group.consumer.max.session.timeout.ms" in refusal({}, (SESSION, SET, "60001"))
+    assert "Unknown group config name: consumer.nope" in refusal({}, ("consumer.nope", SET, "1"))
+    assert "must be an integer" in refusal({}, (HEARTBEAT, SET, "soon"))
+    assert "APPEND and SUBTRACT" in refusal({}, (HEARTBEAT, APPEND, "6000"))
+    assert "named more than once" in refusal({}, (HEARTBEAT, SET, "6000"), (HEARTBEAT, DELETE, None))
+    # Session above heartbeat, on the effective values (the override or the default).
+    lower = GroupSettings(consumer_min_session_timeout_ms=6000)
+    assert refused_with({HEARTBEAT: "15000"}, [(SESSION, SET, "15000")], lower) == (
+        "consumer.session.timeout.ms (15000) must be greater than consumer.heartbeat.interval.ms (15000)"
+    )
+    assert altered({HEARTBEAT: "15000"}, [(SESSION, SET, "15001")], lower)[SESSION] == "15001"
+    assert altered({HEARTBEAT: "7000"}, [(HEARTBEAT, DELETE, None)], settings) == {}
+
+
+def test_a_group_config_is_set_before_its_group_exists_and_kept_when_the_group_is_deleted() -> None:
+    h = GroupHarness(topics={"orders": 2})
+    assert described(h.core, "cg")[HEARTBEAT] == (5000, DEFAULT_CONFIG)
+    assert alter(h, "cg", (HEARTBEAT, SET, "7000"))["error_code"] == 0
+    assert "cg" not in h.core.groups, "setting a group's config does not create the group"
+    assert described(h.core, "cg")[HEARTBEAT] == (7000, DYNAMIC_GROUP_CONFIG)
+    a = join(h, "A")
+    assert a["heartbeat_interval_ms"] == 7000, "the group, once created, follows its config"
+    h.consumer_heartbeat("A", -1)
+    assert h.call(ApiKey.DELETE_GROUPS, 2, groups_names=["cg"])["results"][0]["error_code"] == 0
+    assert "cg" not in h.core.groups
+    assert described(h.core, "cg")[HEARTBEAT] == (7000, DYNAMIC_GROUP_CONFIG), "kept after deletion"
+    assert join(h, "B")["heartbeat_interval_ms"] == 7000, "and applied to the group created again"
+
+
+def test_a_refused_or_validate_only_change_writes_nothing() -> None:
+    h = GroupHarness(topics={"orders": 2})
+    refused = alter(h, "cg", (HEARTBEAT, SET, "16000"))
+    assert refused["error_code"] == ErrorCode.INVALID_CONFIG and "16000" in refused["error_message"]
+    assert alter(h, "cg", (HEARTBEAT, SET, "8000"), validate_only=True)["error_code"] == 0
+    assert h.records == [] and described(h.core, "cg")[HEARTBEAT] == (5000, DEFAULT_CONFIG)
+
+
+def test_replaying_the_records_rebuilds_every_groups_configuration() -> None:
+    h = GroupHarness(topics={"orders": 2})
+    alter(h, "cg", (HEARTBEAT, SET, "7000"), (SESSION, SET, "50000"))
+    alter(h, "other", (SESSION, SET, "55000"))
+    alter(h, "other", (SESSION, DELETE, None))  # nothing left: a tombstone
+    alter(h, "cg", (SESSION, DELETE, None))
+    left = [GroupConfigRecord("other", None), GroupConfigRecord("cg", ((HEARTBEAT, "7000"),))]
+    assert h.records[-2:] == left
+    replayed = GroupCoordinator(GroupSettings(), h.topics.get, topics_view=h.metadata)
+    for record in h.records:
+        replayed.replay(decode_record(*encode_record(record)))  # through the bytes, as at start-up
+    assert replayed.ctx.group_configs == h.core.ctx.group_configs == {"cg": {HEARTBEAT: "7000"}}
+
+
+def test_the_next_heartbeat_carries_the_new_interval_and_the_session_follows_without_an_epoch_bump() -> None:
+    h = GroupHarness(topics={"orders": 2})
+    a = join(h, "A")
+    assert a["heartbeat_interval_ms"] == 5000
+    epoch = h.core.groups["cg"].group_epoch
+    alter(h, "cg", (HEARTBEAT, SET, "9000"), (SESSION, SET, "60000"))
+    assert h.records[-1] == GroupConfigRecord("cg", ((HEARTBEAT, "9000"), (SESSION, "60000")))
+    answer = h.consumer_heartbeat("A", a["member_epoch"])
+    assert (answer["heartbeat_interval_ms"], answer["member_epoch"]) == (9000, a["member_epoch"])
+    assert h.core.groups["cg"].group_epoch == epoch, "a config change is not a rebalance"
+    h.advance(55000)  # past the default 45 s session, within the group's 60 s
+    assert "A" in h.core.groups["cg"].members, "the session lasts the group's 60 s"
+    h.advance(6000)
+    assert "A" not in h.core.groups["cg"].members
+
+
+def test_the_groups_interval_is_the_ceiling_of_the_adaptive_interval() -> None:
+    # A budget of one heartbeat a second: each member spreads the interval by a second.
+    settings = GroupSettings(
+        initial_rebalance_delay_ms=0, adaptive_heartbeat=True, adaptive_heartbeat_budget=1,
+        consumer_min_heartbeat_interval_ms=1000,
+    )  # fmt: skip
+    h = GroupHarness(settings, topics={"orders": 2})
+    join(h, "A")
+    join(h, "B")
+    join(h, "C")
+    h.consumer_heartbeat("A", 3, owned={"orders": [0]})
+    assert h.consumer_heartbeat("C", 3)["heartbeat_interval_ms"] == 3000, "adaptive: 3 members, 3 s"
+    alter(h, "cg", (HEARTBEAT, SET, "2000"))
+    assert h.consumer_heartbeat("C", 3)["heartbeat_interval_ms"] == 2000, "the group's interval caps it"
+    alter(h, "cg", (HEARTBEAT, SET, "9000"))
+    assert h.consumer_heartbeat("C", 3)["heartbeat_interval_ms"] == 3000, "below the ceiling it adapts"
+
+
+def test_a_change_that_cannot_be_written_is_taken_back() -> None:
+    h = GroupHarness(topics={"orders": 2})
+    alter(h, "cg", (HEARTBEAT, SET, "7000"))
+    h.failing_writes = "disk full"
+    failed = alter(h, "cg", (HEARTBEAT, SET, "8000"))
+    assert (failed["error_code"], failed["error_message"]) == (
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        "disk full",
+    )
+    assert described(h.core, "cg")[HEARTBEAT] == (7000, DYNAMIC_GROUP_CONFIG), "memory is what the log holds"
