@@ -25,10 +25,17 @@ upgrade, downgrade, disabled)
   its rebalance timeout (sync after join, rejoin when told) keep a classic member's holds
   finite.
 - Downgrade: when a removal leaves only classic members, the policy allows downgrades, they
-  fit `group.max.size` and share a protocol, the group becomes a classic group, Stable at the
-  embedding's generation with each member's assignment in the embedded protocol, and at
-  once prepares a rebalance so the members rejoin and elect a leader. The modern group's
-  records are tombstoned.
+  fit `group.max.size` and share a protocol, the group becomes a classic group, Stable with
+  each member's assignment in the embedded protocol, and at once prepares a rebalance so the
+  members rejoin and elect a leader. The modern group's records are tombstoned. Its
+  generation is the highest member epoch, the one the members that reached the latest
+  target heartbeat with: they are told REBALANCE_IN_PROGRESS and rejoin keeping what they
+  own. Kafka takes the group epoch, the same value once the group has settled; but the
+  group epoch runs ahead of every member while a newer target is on its way (and here the
+  departure itself bumped it), and a generation nobody holds would tell every member
+  ILLEGAL_GENERATION, on which a consumer drops its partitions as lost. A member behind the
+  others is told ILLEGAL_GENERATION, as Kafka tells any member of an older generation: it
+  is still a member, and rejoins with its member id.
 - A classic JoinGroup to an empty modern group deletes it and creates a classic group.
 """
 
@@ -98,8 +105,6 @@ class Embedding(Protocol):
         """The epoch a classic member behind must rejoin for."""
 
     def sync_assignment(self, group: Any, member: Member[Any], protocol: str) -> bytes: ...
-
-    def downgrade_generation(self, group: Any) -> int: ...
 
     def downgrade_assignment(self, group: Any, member: Member[Any]) -> bytes: ...
 
@@ -190,7 +195,7 @@ class ClassicBridge:
             group_id,
             state=ClassicState.STABLE,
             state_timestamp_ms=now_ms,
-            generation=embedding.downgrade_generation(group),
+            generation=max(m.assignment.member_epoch for m in members),
             protocol_type=embedding.protocol_type,
         )
         for m in members:

@@ -488,9 +488,6 @@ class ConnectEmbedding:
             )
         )  # fmt: skip
 
-    def downgrade_generation(self, group: Any) -> int:
-        return max(m.assignment.member_epoch for m in group.members.values())
-
     def downgrade_assignment(self, group: Any, member: Member[Work]) -> bytes:
         version, offset = self._offset(member)
         return encode_assignment(

@@ -737,9 +737,6 @@ class ConsumerEmbedding:
     def sync_assignment(self, group: Any, member: Member[Item], protocol: str) -> bytes:
         return self._encoded(member, member.assignment.assigned)
 
-    def downgrade_generation(self, group: Any) -> int:
-        return group.group_epoch  # type: ignore[no-any-return]
-
     def downgrade_assignment(self, group: Any, member: Member[Item]) -> bytes:
         return self._encoded(member, group.target_of(member.member_id))
 

@@ -3,18 +3,22 @@ group on a 12-partition topic under continuous production; librdkafka members wi
 `group.protocol=consumer` join it (the group is upgraded to a consumer group, the classic
 members stay in it), then leave (the group is downgraded back to classic). Every record is
 consumed exactly once (counted when its commit succeeded), and the members' own records of
-what they held, with timestamps, show no partition held by two members at the same time."""
+what they held, with timestamps, show no partition held by two members at the same time.
+librdkafka classic members with cooperative-sticky keep what they hold when the group turns
+classic again: they are told to rejoin, never that their generation is gone."""
 
 from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka import ConsumerGroupType, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from connect_rebalance.protocol.api_keys import ApiKey
 from tests.support.group_scenario import (
     ContinuousProducer,
     MemberFleet,
@@ -22,6 +26,7 @@ from tests.support.group_scenario import (
     create_topic,
     wait_until,
 )
+from tests.support.wire import RawConnection
 
 pytestmark = pytest.mark.integration
 
@@ -180,3 +185,62 @@ def test_an_upgraded_group_survives_a_kill9_restart_with_its_classic_members(
     mixed.both_kinds_consume()
     mixed.downgrade()
     mixed.finish(producer, total)
+
+
+def settled_mixed_group(bootstrap: str, group: str, fleets: dict[str, MemberFleet]) -> bool:
+    """Every member of the consumer group at its group epoch, which is its assignment epoch, and
+    holding (by its own callbacks) exactly what ConsumerGroupDescribe says it is assigned."""
+    connection = RawConnection(bootstrap)
+    try:
+        described = connection.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, {"group_ids": [group]}).groups[0]
+    finally:
+        connection.close()
+    if described.error_code != 0 or described.group_epoch != described.assignment_epoch:
+        return False
+    for member in described.members:
+        assigned = {p for t in member.assignment.topic_partitions for p in t.partitions}
+        if (
+            member.member_epoch != described.group_epoch
+            or fleets[member.client_id].holding(member.client_id) != assigned
+        ):
+            return False
+    return len(described.members) == len(fleets)
+
+
+def test_cooperative_classic_members_keep_their_partitions_when_the_group_turns_classic_again(
+    group_coordinator, fleets, tmp_path: Path
+) -> None:
+    """librdkafka members on the classic protocol with cooperative-sticky: at the downgrade they
+    are told to rejoin (REBALANCE_IN_PROGRESS), keep what they hold and gain the leaver's share.
+    Told ILLEGAL_GENERATION, they would give everything up as lost and take it back."""
+    bootstrap, group = group_coordinator.bootstrap, "cooperative"
+    create_topic(bootstrap, "events", 6)
+    classic = MemberFleet(tmp_path, bootstrap, group, "events", "confluent-kafka", "cooperative-sticky")
+    modern = MemberFleet(tmp_path, bootstrap, group, "events", "confluent-kafka-consumer", "uniform")
+    fleets.extend([classic, modern])
+    for name in ("k1", "k2"):
+        classic.start(name)
+
+    def shared() -> bool:
+        return classic.holding("k1") | classic.holding("k2") == set(range(6))
+
+    wait_until(shared, 60, "k1 and k2 to share the six partitions")
+    modern.start("c1")
+    members = {"k1": classic, "k2": classic, "c1": modern}
+    wait_until(lambda: settled_mixed_group(bootstrap, group, members), 60, "the consumer group to settle")
+    before = time.time()
+    kept = {name: classic.holding(name) for name in ("k1", "k2")}
+    assert all(kept.values()), f"both classic members hold partitions: {kept}"
+
+    modern.stop("c1")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def classic_and_shared() -> bool:
+        described = admin.describe_consumer_groups([group])[group].result(30)
+        return described.type == ConsumerGroupType.CLASSIC and described.state.name == "STABLE" and shared()
+
+    wait_until(classic_and_shared, 60, "the classic group to share all six partitions over k1 and k2")
+    for name, held in kept.items():
+        since = [e for e in classic.held_events(name) if e["t"] >= before]
+        assert not [e for e in since if e.get("lost")], f"{name} lost its partitions: {since}"
+        assert held <= classic.holding(name), f"{name} held {sorted(held)}, now {classic.holding(name)}"

@@ -616,6 +616,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="downgrade-at-the-bumped-group-epoch",
+        breaks="classic consumers settled when their group turns classic again are told to rejoin and keep "
+        "their partitions, not that their generation is gone",
+        file="coordinator/groups/classic_bridge.py",
+        original="            generation=max(m.assignment.member_epoch for m in members),\n",
+        replacement="            generation=group.group_epoch,  # mutation: the epoch the departure bumped\n",
+        tests=(
+            f"{UNIT}/test_group_migration_core.py::"
+            "test_a_classic_member_one_epoch_behind_the_departure_is_told_to_rejoin_and_keeps_what_it_owns",
+            f"{INTEGRATION}/test_consumer_group_migration.py::"
+            "test_cooperative_classic_members_keep_their_partitions_when_the_group_turns_classic_again",
+        ),
+    ),
+    Mutation(
         name="own-status-undone-by-its-echo",
         breaks="a worker's latest status of a task is not undone by its earlier one read back late",
         file="workers/status_store.py",

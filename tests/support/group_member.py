@@ -14,7 +14,9 @@ Each line also carries "t", the wall time it was written. The confluent-kafka an
 kafka-python members also write `<out>.held`: JSON lines {"e": "assigned" | "revoked" |
 "stopped", "ps": [partitions], "t"} from their rebalance callbacks ("revoked" after the
 revoked partitions' commit; "stopped" once polling ended), so a test can check that no
-partition was held by two members at the same time.
+partition was held by two members at the same time. A confluent-kafka member's "revoked"
+also says "lost": true when librdkafka gave the partitions up as lost (its generation or
+session gone), not in a rebalance.
 
 kcat cannot commit on demand, so its member prints what it consumed and relies on
 librdkafka's commit on revocation and on close (auto-commit).
@@ -41,9 +43,10 @@ def _record(out: IO[str], rows: list[tuple[int, int, bytes]]) -> None:
     out.flush()
 
 
-def _held(args: argparse.Namespace, event: str, partitions: list[int]) -> None:
+def _held(args: argparse.Namespace, event: str, partitions: list[int], lost: bool = False) -> None:
+    row = {"e": event, "ps": sorted(partitions), "t": time.time(), **({"lost": True} if lost else {})}
     with open(args.out + ".held", "a") as held:
-        held.write(json.dumps({"e": event, "ps": sorted(partitions), "t": time.time()}) + "\n")
+        held.write(json.dumps(row) + "\n")
 
 
 def _next_offsets(rows: list[tuple[int, int, bytes]]) -> dict[int, int]:
@@ -92,14 +95,17 @@ def run_confluent(args: argparse.Namespace, out: IO[str]) -> None:
                 if partition in owned:
                     consumer.seek(TopicPartition(args.topic, partition, offset))
 
-    def on_revoke(c, partitions) -> None:  # type: ignore[no-untyped-def]
+    def on_revoke(c, partitions, lost: bool = False) -> None:  # type: ignore[no-untyped-def]
         commit_pending()
-        _held(args, "revoked", [tp.partition for tp in partitions])
+        _held(args, "revoked", [tp.partition for tp in partitions], lost)
+
+    def on_lost(c, partitions) -> None:  # type: ignore[no-untyped-def]
+        on_revoke(c, partitions, lost=True)  # what librdkafka calls instead of on_revoke when lost
 
     def on_assign(c, partitions) -> None:  # type: ignore[no-untyped-def]
         _held(args, "assigned", [tp.partition for tp in partitions])
 
-    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke)
+    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
     while not STOP.is_set():
         for message in consumer.consume(num_messages=500, timeout=0.2):
             if message.error() is None:

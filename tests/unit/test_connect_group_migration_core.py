@@ -14,6 +14,7 @@ from connect_rebalance.connect_protocol import (
     ConnectAssignment,
     WorkerState,
     decode_assignment,
+    decode_metadata,
     encode_assignment,
     encode_metadata,
 )
@@ -331,6 +332,31 @@ def test_the_last_connect_worker_leaving_turns_the_group_classic_and_the_workers
     assert (
         leader in ids.values() and len(next(a for a in answers if a["member_id"] == leader)["members"]) == 2
     )
+
+
+def test_a_worker_behind_the_others_at_a_downgrade_is_told_illegal_generation_and_rejoins_with_its_work() -> (
+    None
+):
+    """The classic group takes the epoch of the workers that caught up with the last target: they
+    are told to rejoin; a worker still an epoch behind is told ILLEGAL_GENERATION, as Kafka tells
+    a member of an older generation. It is still a member: its rejoin, reporting what it runs,
+    joins the next generation and the leader sees that work as its own."""
+    h, d, ids, g = upgraded()
+    same_target(d, ids)
+    assert heartbeat(h, ids["w1"], g) == ErrorCode.REBALANCE_IN_PROGRESS
+    assert rejoin(h, "w1", ids["w1"], "AT1 AT2")["generation_id"] == g + 1  # w0 stays at g
+    d.leave("C1")
+    group = h.core.groups[GROUP]
+    assert isinstance(group, ClassicGroup) and group.generation == g + 1
+    assert heartbeat(h, ids["w1"], g + 1) == ErrorCode.REBALANCE_IN_PROGRESS
+    assert heartbeat(h, ids["w0"], g) == ErrorCode.ILLEGAL_GENERATION
+    joins = {w: classic_join(h, w, ids[w], runs) for w, runs in (("w0", "AC0 AT0"), ("w1", "AT1 AT2"))}
+    answers = {w: h.answer(j) for w, j in joins.items()}
+    assert [(a["error_code"], a["generation_id"]) for a in answers.values()] == [(0, g + 2)] * 2
+    leader = next(a for a in answers.values() if a["member_id"] == a["leader"])
+    seen = {m["member_id"]: decode_metadata(m["metadata"]) for m in leader["members"]}
+    allocation = seen[ids["w0"]].allocation
+    assert allocation is not None and allocation.assigned == work("AC0 AT0"), "w0 reports its work kept"
 
 
 def test_no_downgrade_when_the_policy_forbids_it() -> None:

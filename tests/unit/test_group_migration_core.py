@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from connect_rebalance.consumer_protocol import decode_assignment, encode_assignment
+from connect_rebalance.consumer_protocol import decode_assignment, decode_subscription, encode_assignment
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.config import ConfigError, CoordinatorConfig
@@ -15,7 +15,7 @@ from coordinator.group_record_codec import decode_record, encode_record
 from coordinator.groups.classic import ClassicGroup, ClassicState
 from coordinator.groups.consumer import ConsumerGroup
 from coordinator.groups.coordinator import GroupCoordinator
-from coordinator.groups.records import GroupMetadataRecord
+from coordinator.groups.records import ConsumerGroupEpochRecord, GroupMetadataRecord
 from coordinator.groups.settings import GroupSettings
 from tests.support.group_harness import GroupHarness
 
@@ -97,6 +97,15 @@ def held(h: GroupHarness) -> dict[int, str]:
     group = h.core.groups[GROUP]
     assert isinstance(group, ConsumerGroup)
     return {p: member for (_, p), member in group.ownership.snapshot().items()}
+
+
+def offset_commit(h: GroupHarness, member: str, generation: int) -> int:
+    """The error code of an OffsetCommit v8 of orders-0 by `member` at `generation`."""
+    answer = h.call(ApiKey.OFFSET_COMMIT, 8, group_id=GROUP, generation_id_or_member_epoch=generation,
+                    member_id=member, group_instance_id=None, topics=[{"name": "orders", "partitions": [
+                        {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": 0,
+                         "committed_metadata": ""}]}])  # fmt: skip
+    return answer["topics"][0]["partitions"][0]["error_code"]
 
 
 # -- upgrade --------------------------------------------------------------------------------
@@ -216,16 +225,8 @@ def test_classic_members_are_checked_for_generation_and_commit_with_their_member
     consumer_join(h, "C")
     assert h.heartbeat(a, generation + 7, group_id=GROUP) == ErrorCode.ILLEGAL_GENERATION
     assert h.heartbeat("nobody", generation, group_id=GROUP) == ErrorCode.UNKNOWN_MEMBER_ID
-
-    def commit(generation_id: int) -> int:
-        answer = h.call(ApiKey.OFFSET_COMMIT, 8, group_id=GROUP, generation_id_or_member_epoch=generation_id,
-                        member_id=a, group_instance_id=None, topics=[{"name": "orders", "partitions": [
-                            {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": 0,
-                             "committed_metadata": ""}]}])  # fmt: skip
-        return answer["topics"][0]["partitions"][0]["error_code"]
-
-    assert commit(generation) == ErrorCode.NONE, "v8 is fine for a classic member"
-    assert commit(generation + 1) == ErrorCode.ILLEGAL_GENERATION
+    assert offset_commit(h, a, generation) == ErrorCode.NONE, "v8 is fine for a classic member"
+    assert offset_commit(h, a, generation + 1) == ErrorCode.ILLEGAL_GENERATION
 
 
 def test_a_new_classic_member_joins_a_mixed_group_and_one_leaves_with_leave_group() -> None:
@@ -295,18 +296,63 @@ def test_when_the_last_consumer_protocol_member_leaves_the_group_turns_classic_a
     h.consumer_heartbeat("C", -1)
     group = h.core.groups[GROUP]
     assert isinstance(group, ClassicGroup) and group.state == ClassicState.PREPARING_REBALANCE
-    assert (
-        group.generation == epoch + 1 and group.protocol_name == "range" and group.protocol_type == "consumer"
-    )
+    assert group.generation == epoch and group.protocol_name == "range" and group.protocol_type == "consumer"
     targets = [sorted(p for _, p in decode_assignment(group.members[m].assignment)) for m in (a, b)]
     assert all(len(t) == 2 for t in targets), "each member's target, serialized (C's share not yet dealt)"
-    assert h.heartbeat(a, epoch, group_id=GROUP) == ErrorCode.ILLEGAL_GENERATION, "rejoin"
+    assert h.heartbeat(a, epoch, group_id=GROUP) == ErrorCode.REBALANCE_IN_PROGRESS, "rejoin"
     joins = [h.join(m, client_id=m, group_id=GROUP, protocols=[("range", subscription())]) for m in (a, b)]
     h.advance(0)
     answers = [h.answer(j) for j in joins]
-    assert all(x["error_code"] == 0 and x["generation_id"] == epoch + 2 for x in answers)
+    assert all(x["error_code"] == 0 and x["generation_id"] == epoch + 1 for x in answers)
     leader = answers[0]["leader"]
     assert len(answers[[a, b].index(leader)]["members"]) == 2, "the classic leader assigns again"
+
+
+def test_a_classic_member_one_epoch_behind_the_departure_is_told_to_rejoin_and_keeps_what_it_owns() -> None:
+    """The departure that triggers the downgrade bumps the group epoch past the settled classic
+    members' epoch. The classic group is at their epoch, not that one: their heartbeat and sync
+    are REBALANCE_IN_PROGRESS (ILLEGAL_GENERATION would make a consumer give its partitions up
+    as lost), their commits still count, and a cooperative member rejoins as the same member
+    reporting what it owns, which its leader sees."""
+    h = harness()
+    (a, b), epoch = upgraded(h)
+    owns = {m: sorted(p for p, holder in held(h).items() if holder == m) for m in (a, b)}
+    h.consumer_heartbeat("C", -1)
+    bumped = [r.epoch for r in h.records if isinstance(r, ConsumerGroupEpochRecord) and r.epoch is not None]
+    assert bumped[-1] == epoch + 1, "C's departure bumped the group epoch before the conversion"
+    assert h.heartbeat(a, epoch, group_id=GROUP) == ErrorCode.REBALANCE_IN_PROGRESS
+    assert h.core.groups[GROUP].generation == epoch
+    assert h.answer(h.sync(b, epoch, group_id=GROUP))["error_code"] == ErrorCode.REBALANCE_IN_PROGRESS
+    assert offset_commit(h, a, epoch) == ErrorCode.NONE, "its progress on what it owns is kept"
+    cooperative = {m: [("range", subscription(owned={"orders": owns[m]}))] for m in (a, b)}
+    joins = {m: h.join(m, client_id=m, group_id=GROUP, protocols=cooperative[m]) for m in (a, b)}
+    h.advance(0)
+    answers = {m: h.answer(j) for m, j in joins.items()}
+    assert all(x["error_code"] == 0 and x["generation_id"] == epoch + 1 for x in answers.values())
+    leader = answers[a]["leader"]
+    seen = {m["member_id"]: decode_subscription(m["metadata"]) for m in answers[leader]["members"]}
+    assert {m: sorted(p for _, p in seen[m].owned) for m in (a, b)} == owns, "the leader sees what each kept"
+
+
+def test_a_classic_member_behind_the_others_at_a_downgrade_is_told_illegal_generation_and_rejoins() -> None:
+    """Kafka's rule for a generation older than the group's: the member that lags is told
+    ILLEGAL_GENERATION while the one that caught up is told to rejoin; both stay members and
+    form the next generation together."""
+    h = harness()
+    (a, b), epoch = upgraded(h)
+    consumer_join(h, "D")  # a new group epoch: a catches up with it, b does not
+    assert h.heartbeat(a, epoch, group_id=GROUP) == ErrorCode.REBALANCE_IN_PROGRESS
+    caught_up = classic_join(h, a)["generation_id"]
+    assert caught_up == epoch + 1
+    h.consumer_heartbeat("C", -1)
+    h.consumer_heartbeat("D", -1)
+    group = h.core.groups[GROUP]
+    assert isinstance(group, ClassicGroup) and group.generation == caught_up
+    assert h.heartbeat(a, caught_up, group_id=GROUP) == ErrorCode.REBALANCE_IN_PROGRESS
+    assert h.heartbeat(b, epoch, group_id=GROUP) == ErrorCode.ILLEGAL_GENERATION
+    joins = [h.join(m, client_id=m, group_id=GROUP, protocols=[("range", subscription())]) for m in (a, b)]
+    h.advance(0)
+    assert [(x["error_code"], x["generation_id"]) for x in map(h.answer, joins)] == [(0, caught_up + 1)] * 2
 
 
 def test_the_downgrade_also_follows_a_session_expiry_and_respects_the_policy() -> None:
