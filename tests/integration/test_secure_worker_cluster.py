@@ -19,9 +19,7 @@ from typing import Any
 import pytest
 import requests
 from confluent_kafka.admin import (
-    AclBinding,
     AclOperation,
-    AclPermissionType,
     AdminClient,
     ResourcePatternType,
     ResourceType,
@@ -37,7 +35,14 @@ from connect_rebalance.sasl_client import AuthenticationFailed
 from tests.integration.test_worker_rest_security import basic_auth_settings, https_settings
 from tests.support.certificates import Pki, make_pki
 from tests.support.group_scenario import wait_until
-from tests.support.secure_coordinator import ADMIN, ADMIN_PASSWORD, scram512, secure_coordinator
+from tests.support.secure_coordinator import (
+    ADMIN,
+    ADMIN_PASSWORD,
+    allow,
+    create_acls,
+    scram512,
+    secure_coordinator,
+)
 from tests.support.worker_cluster import WorkerCluster
 
 pytestmark = pytest.mark.integration
@@ -76,24 +81,16 @@ def kafka_settings(
 def worker_acls(admin: AdminClient) -> None:
     """What docs/security.md lists for a worker: its group, its three topics (here all named
     `connect-*`), and the topics its connectors write. Nobody else gets anything on them."""
-    principal = f"User:{WORKER}"
-
-    def allow(
-        kind: ResourceType, name: str, pattern: ResourcePatternType, operation: AclOperation
-    ) -> AclBinding:
-        return AclBinding(kind, name, pattern, principal, "*", operation, AclPermissionType.ALLOW)
-
-    bindings = [
-        allow(ResourceType.GROUP, "connect-cluster", ResourcePatternType.LITERAL, AclOperation.READ),
-        allow(ResourceType.TOPIC, "connect-", ResourcePatternType.PREFIXED, AclOperation.ALL),
-        allow(ResourceType.TOPIC, "out-", ResourcePatternType.PREFIXED, AclOperation.ALL),
-        allow(ResourceType.TRANSACTIONAL_ID, "connect-cluster-", ResourcePatternType.PREFIXED,
-              AclOperation.WRITE),  # each task run's fence
-        AclBinding(ResourceType.TOPIC, "public", ResourcePatternType.LITERAL, f"User:{INTRUDER}", "*",
-                   AclOperation.READ, AclPermissionType.ALLOW),
-    ]  # fmt: skip
-    for future in admin.create_acls(bindings).values():
-        future.result(30)
+    worker, literal, prefixed = f"User:{WORKER}", ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+    create_acls(
+        admin,
+        allow(ResourceType.GROUP, "connect-cluster", worker, AclOperation.READ, literal),
+        allow(ResourceType.TOPIC, "connect-", worker, AclOperation.ALL, prefixed),
+        allow(ResourceType.TOPIC, "out-", worker, AclOperation.ALL, prefixed),
+        # each task run's fence
+        allow(ResourceType.TRANSACTIONAL_ID, "connect-cluster-", worker, AclOperation.WRITE, prefixed),
+        allow(ResourceType.TOPIC, "public", f"User:{INTRUDER}", AclOperation.READ, literal),
+    )
 
 
 def source(name: str, tasks: int) -> dict[str, object]:
