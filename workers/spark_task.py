@@ -12,9 +12,12 @@ Except when it ends because another run of the same task wrote its checkpoint fi
 worker frozen past its session (a paused machine) resumes with its JVM, whose query plans or
 commits a batch before the worker's watchdog stops it, beside the run that took the task
 over. The checkpoint's logs take each batch once (an atomic create), so the output stays
-exactly once, but the run that loses the race ends with "Concurrent update to the log". If
-that is the task's current run, its query starts again from the checkpoint (at most
-CONFLICT_RESTARTS times in a row) instead of the task failing.
+exactly once, but the run that loses the race ends with "Concurrent update to the log" (an
+offset or commit log), or, when both ran the same batch, with "Race while writing batch N"
+(the file sink's metadata log: the other run committed that batch's output). If that is the
+task's current run, its query starts again from the checkpoint (at most CONFLICT_RESTARTS
+times in a row) instead of the task failing; the restarted run finds the batch committed and
+skips it.
 
 A task whose class is `preparable` (its source waits at a gate, start_gate.py) can be
 prepared before it is assigned here (warm_handoff.py): `prepare` starts the query held at the
@@ -39,9 +42,20 @@ from .plugins import Task, TaskContext
 from .spark_runtime import SparkRuntime, is_active, query_name
 
 log = logging.getLogger(__name__)
-# What Spark says when another query wrote the same checkpoint's batch first.
-CHECKPOINT_CONFLICTS = ("Concurrent update to the log", "ConcurrentModificationException")
+# What Spark says when another query wrote the same checkpoint's batch first: its offset or
+# commit log, or (the same batch run twice) its file sink's metadata log.
+CHECKPOINT_CONFLICTS = (
+    "Concurrent update to the log",
+    "ConcurrentModificationException",
+    "Race while writing batch",
+)
 CONFLICT_RESTARTS = 3
+
+
+def lost_to_another_run(error: str | None) -> bool:
+    """Whether a query ended because another run of its task wrote its checkpoint or its
+    output's batch first (not a failure of the task)."""
+    return error is not None and any(words in error for words in CHECKPOINT_CONFLICTS)
 
 
 class SparkTask(Task):
@@ -120,8 +134,7 @@ class SparkTask(Task):
             if not self._released:  # not the task's run yet: `release` finds it ended
                 self.prepare_error = error or "the query ended"
                 return
-            conflict = error is not None and any(words in error for words in CHECKPOINT_CONFLICTS)
-            if conflict and self._conflicts < CONFLICT_RESTARTS:
+            if lost_to_another_run(error) and self._conflicts < CONFLICT_RESTARTS:
                 self._conflicts += 1
                 log.warning("query %s lost its checkpoint to another run of the task; starting it "
                             "again from the checkpoint", name)  # fmt: skip

@@ -23,22 +23,34 @@ ROUNDS = 8  # each round lands a file of 250 rows in each of the 6 shards
 
 
 class Lander(threading.Thread):
-    """Lands a round of files every `every` seconds until ROUNDS rounds are in."""
+    """Lands a round of files every `every` seconds: `rounds` rounds, or, with none given, until
+    `finish()`. A test whose churn steps each wait for new batches lands until its churn is
+    over: a fixed number of rounds can run out (and the tasks drain the backlog) before the
+    last step, which then waits for batches that no file will bring."""
 
-    def __init__(self, root: Path, first_id: int, every: float = 1.5) -> None:
+    def __init__(self, root: Path, first_id: int, every: float = 1.5, rounds: int | None = ROUNDS) -> None:
         super().__init__(daemon=True)
-        self.root, self.next_id, self.every = root, first_id, every
+        self.root, self.next_id, self.every, self.rounds = root, first_id, every, rounds
         self.done = threading.Event()
         self.errors: list[BaseException] = []
 
     def run(self) -> None:
         try:
-            for _ in range(ROUNDS):
+            landed = 0
+            while self.rounds is None or landed < self.rounds:
                 self.next_id = sample_data.write_files(self.root, self.next_id, 1)
+                landed += 1
                 if self.done.wait(self.every):
                     return
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             self.errors.append(exc)
+
+    def finish(self) -> int:
+        """Stop landing; checks that every round landed cleanly. Returns the rows landed."""
+        self.done.set()
+        self.join(120)
+        assert not self.errors and not self.is_alive(), self.errors
+        return self.next_id
 
 
 @pytest.mark.timeout(600)

@@ -925,6 +925,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="file-sink-race-fails-the-task",
+        breaks="a task whose frozen predecessor committed the same batch to its file sink first "
+        "starts again from the checkpoint instead of going FAILED",
+        file="workers/spark_task.py",
+        original='    "Race while writing batch",\n',
+        replacement="",
+        tests=(
+            f"{UNIT}/test_spark_checkpoint_conflicts.py::"
+            "test_a_batch_another_run_wrote_first_restarts_the_query_rather_than_failing_the_task[file-sink-log]",
+        ),
+    ),
+    Mutation(
         name="prepared-run-granted-before-its-assignment",
         breaks="a task prepared ahead of a move reads nothing until its old owner has let it go "
         "(the old and the new owner never commit its batches at the same time)",
