@@ -11,10 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from connect_rebalance.processes import CoordinatorProcess
 
 TIERS = ("unit", "integration", "e2e")
+
+# Property tests check what a message or a state machine does, not how fast: Hypothesis's
+# per-example deadline (200 ms) would fail them on a machine busy with other tiers' processes.
+# Speed is shown by bench/.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything: every collected test is checked
