@@ -186,6 +186,9 @@ def override(ctx: GroupContext, group_id: str, name: str) -> int | None:
 class GroupConfigChange:
     group_id: str
     changes: tuple[Change, ...]
+    # AlterConfigs (the legacy API) replaces the whole configuration: the changes are SETs,
+    # and every config they do not name goes back to its default, as in Kafka.
+    replace: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +224,8 @@ class GroupConfigs:
                 if not group_id:
                     raise KafkaApiError(ErrorCode.INVALID_REQUEST, "a GROUP resource needs a group name")
                 current = self.ctx.group_configs.get(group_id, {})
-                configs = altered(current, list(resource.changes), self.ctx.settings)
+                base = {} if resource.replace else current
+                configs = altered(base, list(resource.changes), self.ctx.settings)
                 if not body.validate_only and configs != current:
                     self.ctx.emit(GroupConfigRecord(group_id, tuple(sorted(configs.items())) or None))
             except KafkaApiError as exc:

@@ -37,6 +37,10 @@ CONNECT_SESSION_OVER_WORKERS = (
 CONNECT_NEXT_HEARTBEAT = (
     "test_a_connect_workers_next_heartbeat_carries_the_groups_interval_and_session_which_it_follows"
 )
+CONFIGS_CLI = (
+    f"{INTEGRATION}/test_group_configs_over_tcp.py::"
+    "test_the_configs_command_alters_and_describes_a_groups_configs_as_kafka_configs"
+)
 CONNECT_SESSION_TESTS = (
     CONNECT_SESSION_OVER_WORKERS,
     f"{UNIT}/test_group_configs_core.py::{CONNECT_NEXT_HEARTBEAT}",
@@ -2116,6 +2120,46 @@ MUTATIONS: tuple[Mutation, ...] = (
         original='        fields["session_timeout_ms"] = self.session_timeout(group.group_id, member)\n',
         replacement="",
         tests=CONNECT_SESSION_TESTS,
+    ),
+    Mutation(
+        name="legacy-alter-configs-merges-group-configs",
+        breaks="AlterConfigs (the legacy API) replaces a group's whole configuration, as Kafka 4.x does",
+        file="coordinator/groups/group_configs.py",
+        original="                base = {} if resource.replace else current\n",
+        replacement="                base = current  # mutation\n",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::test_legacy_alter_configs_replaces_the_whole_configuration",
+            f"{INTEGRATION}/test_group_configs_over_tcp.py::"
+            "test_legacy_alter_configs_replaces_a_groups_whole_configuration",
+        ),
+    ),
+    Mutation(
+        name="legacy-alter-configs-refuses-groups",
+        breaks="AlterConfigs (the legacy API) serves GROUP resources, as Kafka 4.x does",
+        file="coordinator/apis/alter_configs.py",
+        original="    return await alter_with_groups("
+        "ctx, request, lambda rest: _alter(ctx, rest, change_of), replace=True)\n",
+        replacement="    return await _alter(ctx, request, change_of)  # mutation\n",
+        tests=(
+            f"{INTEGRATION}/test_group_configs_over_tcp.py::"
+            "test_legacy_alter_configs_replaces_a_groups_whole_configuration",
+        ),
+    ),
+    Mutation(
+        name="configs-cli-describes-defaults-as-the-groups",
+        breaks="`configs --describe` lists the configs the group sets itself; `--all` adds the defaults",
+        file="connect_rebalance_cli/configs_cli.py",
+        original="(entry for entry in result.configs if every or entry.config_source == own_source),",
+        replacement="(entry for entry in result.configs),  # mutation",
+        tests=(CONFIGS_CLI,),
+    ),
+    Mutation(
+        name="configs-cli-deletes-what-the-group-lacks",
+        breaks="`configs --alter --delete-config` refuses a config the group does not set, as kafka-configs",
+        file="connect_rebalance_cli/configs_cli.py",
+        original="        if missing:\n",
+        replacement="        if False:  # mutation\n",
+        tests=(CONFIGS_CLI,),
     ),
     Mutation(
         name="group-session-timeout-ignored",

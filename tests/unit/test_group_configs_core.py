@@ -37,10 +37,17 @@ SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval
 CONNECT_SESSION, CONNECT_HEARTBEAT = "connect.session.timeout.ms", "connect.heartbeat.interval.ms"
 
 
-def alter(h: GroupHarness, group: str, *changes: tuple[str, int, str | None], validate_only: bool = False):  # type: ignore[no-untyped-def]
-    """IncrementalAlterConfigs on one GROUP resource, as the IO edge hands it to the core; its
-    answer is encoded as the wire's (the harness checks) and written unless writes fail."""
-    body = AlterGroupConfigs((GroupConfigChange(group, tuple(changes)),), validate_only)
+def alter(  # type: ignore[no-untyped-def]
+    h: GroupHarness,
+    group: str,
+    *changes: tuple[str, int, str | None],
+    validate_only: bool = False,
+    replace: bool = False,
+):
+    """IncrementalAlterConfigs (or AlterConfigs: `replace`) on one GROUP resource, as the IO
+    edge hands it to the core; its answer is encoded as the wire's (the harness checks) and
+    written unless writes fail."""
+    body = AlterGroupConfigs((GroupConfigChange(group, tuple(changes), replace),), validate_only)
     request_id = 1000 + len(h.answers)
     h._api_of[request_id] = (ApiKey.INCREMENTAL_ALTER_CONFIGS, 1)
     h._absorb(
@@ -216,3 +223,21 @@ def test_a_connect_workers_next_heartbeat_carries_the_groups_interval_and_sessio
     assert "W1" in d.state()["members"], "the session lasts the group's 30 s"
     h.advance(6000)
     assert "W1" not in d.state()["members"]
+
+
+def test_legacy_alter_configs_replaces_the_whole_configuration() -> None:
+    """AlterConfigs, as Kafka 4.x's controller applies it: the configs not sent go back to
+    their defaults; a refused replacement changes nothing."""
+    h = GroupHarness(topics={"orders": 2})
+    alter(h, "cg", (HEARTBEAT, SET, "7000"), (CONNECT_SESSION, SET, "60000"))
+    assert alter(h, "cg", (CONNECT_SESSION, SET, "30000"), replace=True)["error_code"] == 0
+    assert h.records[-1] == GroupConfigRecord("cg", ((CONNECT_SESSION, "30000"),))
+    # Without the group's 30 s session (not sent), a 12 s heartbeat is above the default 10 s one.
+    refused = alter(h, "cg", (CONNECT_HEARTBEAT, SET, "12000"), replace=True)
+    assert (refused["error_code"], refused["error_message"]) == (
+        ErrorCode.INVALID_CONFIG,
+        "connect.session.timeout.ms (10000) must be greater than connect.heartbeat.interval.ms (12000)",
+    )
+    assert described(h.core, "cg")[CONNECT_SESSION] == (30000, DYNAMIC_GROUP_CONFIG)
+    assert alter(h, "cg", replace=True)["error_code"] == 0
+    assert h.records[-1] == GroupConfigRecord("cg", None), "nothing sent: every config back to its default"
