@@ -1,36 +1,34 @@
-"""`connect-rebalance configs ...`: a topic's or a group's configs, as Kafka's kafka-configs.
+"""`connect-rebalance configs ...`: a group's configs, as Kafka's kafka-configs.
 
     configs --entity-type groups --entity-name G --describe [--all]
     configs --entity-type groups --entity-name G --alter --add-config k1=v1,k2=v2 --delete-config k3
 
 `--describe` prints the configs set on the entity itself (`--all`: every config, defaults
 included), one `  name=value sensitive=... synonyms={SOURCE:name=value}` line each, under
-`Dynamic configs for group G are:`; without `--entity-name`, every group (or topic).
+`Dynamic configs for group G are:`.
 `--alter` sets and deletes configs with one IncrementalAlterConfigs, refusing to delete a
 config the entity does not have, and prints `Completed updating config for group G.`.
 
 Groups' configs are KIP-848's dynamic group configuration (docs/protocol.md): a consumer
 group's `consumer.*`, a connect group's `connect.*`. The requests are Kafka's, sent through
-kafka-python's admin connection, so the command works against Kafka as well.
+kafka-python's admin connection, so the command works against Kafka as well. A topic's
+configs are `connect-rebalance topics alter` and `describe`'s.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from typing import Any
 
 # Entity type -> (config resource type, the DescribeConfigs source of the entity's own values).
-ENTITY_TYPES = {"topics": (2, 1), "groups": (32, 8)}
+ENTITY_TYPES = {"groups": (32, 8)}
 SOURCES = {
     1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
     4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
     7: "DYNAMIC_CLIENT_METRICS_CONFIG", 8: "DYNAMIC_GROUP_CONFIG",
 }  # fmt: skip
 SET, DELETE = 0, 1
-# kafka-configs' `--add-config` list: commas separate configs, except inside [a,b] values.
-_CONFIG_SEPARATOR = re.compile(r",(?![^\[]*\])")
 EXAMPLES = """\
 examples:
   configs --entity-type groups --entity-name my-workers --alter --add-config connect.session.timeout.ms=60000
@@ -42,8 +40,8 @@ examples:
 def add_parser(sub: argparse._SubParsersAction, default_bootstrap: str) -> None:  # type: ignore[type-arg]
     configs = sub.add_parser(
         "configs",
-        help="describe and alter a group's or a topic's configs (as kafka-configs)",
-        description="Describe and alter a group's or a topic's configs, as Kafka's kafka-configs does.",
+        help="describe and alter a group's configs (as kafka-configs)",
+        description="Describe and alter a group's configs, as Kafka's kafka-configs does.",
         epilog=EXAMPLES,
     )
     configs.add_argument("--bootstrap-server", help=f"a running coordinator (default {default_bootstrap})")
@@ -51,25 +49,25 @@ def add_parser(sub: argparse._SubParsersAction, default_bootstrap: str) -> None:
         "--command-config", help="client security settings (Kafka names) as a properties file"
     )
     configs.add_argument("--entity-type", required=True, choices=sorted(ENTITY_TYPES))
-    configs.add_argument("--entity-name", help="the group or topic (--describe: all of them when left out)")
+    configs.add_argument("--entity-name", required=True, help="the group (it need not exist)")
     action = configs.add_mutually_exclusive_group(required=True)
     action.add_argument("--describe", action="store_true", help="list the entity's configs")
     action.add_argument("--alter", action="store_true", help="set and/or delete configs")
     configs.add_argument("--all", action="store_true", help="--describe: every config, defaults included")
-    configs.add_argument("--add-config", metavar="K1=V1,K2=[A,B]", help="--alter: configs to set")
+    configs.add_argument("--add-config", metavar="K1=V1,K2=V2", help="--alter: configs to set")
     configs.add_argument("--delete-config", metavar="K1,K2", help="--alter: configs to delete")
     configs.set_defaults(func=run, default_bootstrap=default_bootstrap)
 
 
 def parse_added(text: str) -> dict[str, str]:
-    """`k1=v1,k2=[a,b]` -> {k1: v1, k2: "a,b"}, as kafka-configs reads `--add-config`."""
+    """`k1=v1,k2=v2` -> {k1: v1, k2: v2}, as kafka-configs reads `--add-config` (no group
+    config is a list, so its `[a,b]` values are not needed)."""
     added = {}
-    for pair in filter(None, (p.strip() for p in _CONFIG_SEPARATOR.split(text))):
+    for pair in filter(None, (p.strip() for p in text.split(","))):
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
             raise ValueError(f"--add-config expects name=value pairs separated by commas, got {pair!r}")
-        value = value.strip()
-        added[name.strip()] = value[1:-1] if value.startswith("[") and value.endswith("]") else value
+        added[name.strip()] = value.strip()
     return added
 
 
@@ -77,38 +75,24 @@ def run(args: argparse.Namespace) -> int:
     from .admin_command import run_admin_command
 
     singular = args.entity_type[:-1]
-    if args.alter:
-        problem = None
-        if not args.entity_name:
-            problem = f"--alter needs --entity-name (the {singular})"
-        elif not args.add_config and not args.delete_config:
-            problem = "--alter needs --add-config and/or --delete-config"
-        if problem:
-            print(f"error: {problem}", file=sys.stderr)
-            return 2
+    if args.alter and not args.add_config and not args.delete_config:
+        print("error: --alter needs --add-config and/or --delete-config", file=sys.stderr)
+        return 2
 
     def action(admin: Any) -> None:
         if args.alter:
             _alter(admin, args.entity_type, args.entity_name, args.add_config or "", args.delete_config or "")
             print(f"Completed updating config for {singular} {args.entity_name}.")
             return
-        names = [args.entity_name] if args.entity_name else _every(admin, args.entity_type)
-        for name in names:
-            print(f"{'All' if args.all else 'Dynamic'} configs for {singular} {name} are:")
-            for entry in _described(admin, args.entity_type, name, args.all):
-                synonyms = ", ".join(
-                    f"{SOURCES.get(s.source, s.source)}:{s.name}={s.value}" for s in entry.synonyms
-                )
-                print(f"  {entry.name}={entry.value} sensitive={str(bool(entry.is_sensitive)).lower()} "
-                      f"synonyms={{{synonyms}}}")  # fmt: skip
+        print(f"{'All' if args.all else 'Dynamic'} configs for {singular} {args.entity_name} are:")
+        for entry in _described(admin, args.entity_type, args.entity_name, args.all):
+            synonyms = ", ".join(
+                f"{SOURCES.get(s.source, s.source)}:{s.name}={s.value}" for s in entry.synonyms
+            )
+            print(f"  {entry.name}={entry.value} sensitive={str(bool(entry.is_sensitive)).lower()} "
+                  f"synonyms={{{synonyms}}}")  # fmt: skip
 
     return run_admin_command(args.bootstrap_server or args.default_bootstrap, action, args.command_config)
-
-
-def _every(admin: Any, entity_type: str) -> list[str]:
-    if entity_type == "topics":
-        return sorted(admin.list_topics())
-    return sorted(group["group_id"] for group in admin.list_groups())
 
 
 def _described(admin: Any, entity_type: str, name: str, every: bool) -> list[Any]:
