@@ -147,13 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     coord.set_defaults(func=cmd_coordinator)
 
-    from . import acls_cli, groups_cli, quotas_cli, topics_cli, users_cli
+    from . import acls_cli, configs_cli, groups_cli, quotas_cli, topics_cli, users_cli
 
     topics_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     groups_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     users_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     quotas_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     acls_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
+    configs_cli.add_parser(sub, DEFAULT_BOOTSTRAP)
     for command in sub.choices.values():
         _options_after_the_action(command)
 

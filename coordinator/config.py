@@ -338,6 +338,10 @@ class CoordinatorConfig(BaseModel):
             consumer_migration_policy=self.group_consumer_migration_policy,
             connect_session_timeout_ms=self.group_connect_session_timeout_ms,
             connect_heartbeat_interval_ms=self.group_connect_heartbeat_interval_ms,
+            connect_min_session_timeout_ms=self.group_connect_min_session_timeout_ms,
+            connect_max_session_timeout_ms=self.group_connect_max_session_timeout_ms,
+            connect_min_heartbeat_interval_ms=self.group_connect_min_heartbeat_interval_ms,
+            connect_max_heartbeat_interval_ms=self.group_connect_max_heartbeat_interval_ms,
             connect_max_size=self.group_connect_max_size,
             connect_migration_policy=self.group_connect_migration_policy,
         )

@@ -197,6 +197,11 @@ class ConnectMembership(MachineView):
                 answer["member_epoch"], work_of(field["connectors_and_tasks"]), field["error"],
                 field["metadata_version"], field["metadata"],
             )  # fmt: skip
+        if answer["session_timeout_ms"] != self.machine.session.session_timeout_ms:
+            # The group's own value (its dynamic config) or the coordinator's setting: the
+            # no-zombie deadline follows it from this answer on.
+            log.info("%s: the coordinator measures this worker's session with %d ms",
+                     self.member_id, answer["session_timeout_ms"])  # fmt: skip
         actions = self.machine.heartbeat_answered(
             time.monotonic(), sent_at, answer["member_epoch"], answer["session_timeout_ms"], given
         )

@@ -9,7 +9,8 @@ given a new value that has no effect here is named in one warning, as CreateTopi
 
 Each needs AlterConfigs on the topic. A topic internal to the coordinator keeps the
 configs its settings give it. Broker settings are read from the properties file at start,
-so a broker resource is refused with where to change them; other resource types are
+so a broker resource is refused with where to change them; GROUP resources are a group's
+dynamic configuration (group_configs.py), which either API alters; other resource types are
 refused by name.
 """
 
@@ -27,7 +28,7 @@ from connect_rebalance.protocol.api_keys import ApiKey
 from ..security.acls import AclOperation, ResourceType
 from ..topic_configs import incrementally_altered, replaced_configs
 from .cluster import RESOURCE_BROKER, RESOURCE_TOPIC
-from .group_configs import incremental_alter_with_groups
+from .group_configs import alter_with_groups
 from .registry import RequestContext, handles
 from .topics import warn_of_configs
 
@@ -47,7 +48,8 @@ def _refuse_other_types(resource: Any) -> None:
     if resource.resource_type != RESOURCE_TOPIC:
         raise KafkaApiError(
             ErrorCode.INVALID_REQUEST,
-            f"configs of resource type {resource.resource_type} cannot be altered; only topics' (type 2) can",
+            f"configs of resource type {resource.resource_type} cannot be altered; "
+            "only topics' (type 2) and groups' (type 32) can",
         )
 
 
@@ -94,7 +96,8 @@ async def alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
         configs = replaced_configs([(c.name, c.value) for c in resource.configs], ctx.broker.config)
         return lambda _current: configs
 
-    return await _alter(ctx, request, change_of)
+    # GROUP resources are replaced whole, as Kafka 4.x does (group_configs.py).
+    return await alter_with_groups(ctx, request, lambda rest: _alter(ctx, rest, change_of), replace=True)
 
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1)
@@ -104,4 +107,4 @@ async def incremental_alter_configs(ctx: RequestContext, request: Any) -> dict[s
         return lambda current: incrementally_altered(current, changes, ctx.broker.config)
 
     # GROUP resources (KIP-848's dynamic group configuration) are group_configs.py's.
-    return await incremental_alter_with_groups(ctx, request, lambda rest: _alter(ctx, rest, change_of))
+    return await alter_with_groups(ctx, request, lambda rest: _alter(ctx, rest, change_of))

@@ -1,10 +1,13 @@
-"""GROUP resources (Kafka's config resource type 32) in IncrementalAlterConfigs and DescribeConfigs.
+"""GROUP resources (Kafka's config resource type 32) in IncrementalAlterConfigs, AlterConfigs
+and DescribeConfigs.
 
 KIP-848's dynamic group configuration: the request handlers for topics and brokers hand the
 GROUP resources of a request to this module, which checks each one's ACL (ALTER_CONFIGS or
 DESCRIBE_CONFIGS on the GROUP) and asks the group coordinator core, through the group
 service, so that a change is in `__consumer_offsets` before it is acknowledged and a read
 never shows what the log does not hold (coordinator/groups/group_configs.py has the rules).
+AlterConfigs (the legacy API) replaces a group's whole configuration, as Kafka 4.x's
+controller does for every resource type: the configs not sent go back to their defaults.
 A group's configuration does not need the group to exist. Until group state is loaded after
 a start, GROUP resources answer COORDINATOR_LOAD_IN_PROGRESS, as group APIs do.
 """
@@ -22,6 +25,7 @@ from connect_rebalance.protocol.api_keys import ApiKey
 from ..group_service import LOADING_MESSAGE, GroupService
 from ..groups.group_configs import (
     RESOURCE_GROUP,
+    SET,
     AlterGroupConfigs,
     DescribeGroupConfigs,
     GroupConfigChange,
@@ -62,8 +66,14 @@ def _checked(ctx: RequestContext, resources: list[Any], operation: AclOperation)
     return refused
 
 
+def _change(resource: Any, replace: bool) -> GroupConfigChange:
+    """The core's view of one GROUP resource: AlterConfigs' configs are SETs of a replacement."""
+    changes = tuple((c.name, SET if replace else c.config_operation, c.value) for c in resource.configs)
+    return GroupConfigChange(resource.resource_name, changes, replace)
+
+
 async def _alter_groups(
-    ctx: RequestContext, resources: list[Any], validate_only: bool
+    ctx: RequestContext, resources: list[Any], validate_only: bool, replace: bool
 ) -> list[dict[str, Any]]:
     refused = _checked(ctx, resources, AclOperation.ALTER_CONFIGS)
     allowed = [(i, r) for i, r in enumerate(resources) if i not in refused]
@@ -74,13 +84,7 @@ async def _alter_groups(
         except KafkaApiError as exc:
             refused.update((i, exc) for i, _ in allowed)
         else:
-            changes = tuple(
-                GroupConfigChange(
-                    r.resource_name, tuple((c.name, c.config_operation, c.value) for c in r.configs)
-                )
-                for _, r in allowed
-            )
-            body = AlterGroupConfigs(changes, bool(validate_only))
+            body = AlterGroupConfigs(tuple(_change(r, replace) for _, r in allowed), bool(validate_only))
             answer = await service.call(
                 ApiKey.INCREMENTAL_ALTER_CONFIGS, ctx.version, body, ctx.header.client_id, ctx.client_host
             )
@@ -97,11 +101,14 @@ async def _alter_groups(
     ]
 
 
-async def incremental_alter_with_groups(
-    ctx: RequestContext, request: Any, alter_others: Callable[[Any], Awaitable[dict[str, Any]]]
+async def alter_with_groups(
+    ctx: RequestContext,
+    request: Any,
+    alter_others: Callable[[Any], Awaitable[dict[str, Any]]],
+    replace: bool = False,
 ) -> dict[str, Any]:
-    """IncrementalAlterConfigs: GROUP resources here, the others to `alter_others` (topics,
-    brokers), the answers in the request's order."""
+    """IncrementalAlterConfigs, or AlterConfigs (`replace`): GROUP resources here, the others
+    to `alter_others` (topics, brokers), the answers in the request's order."""
     groups = [r for r in request.resources if r.resource_type == RESOURCE_GROUP]
     if not groups:
         return await alter_others(request)
@@ -110,7 +117,7 @@ async def incremental_alter_with_groups(
     if others:
         rest = SimpleNamespace(resources=others, validate_only=request.validate_only)
         other_answers = (await alter_others(rest))["responses"]
-    group_answers = iter(await _alter_groups(ctx, groups, request.validate_only))
+    group_answers = iter(await _alter_groups(ctx, groups, request.validate_only, replace))
     remaining = iter(other_answers)
     responses = [
         next(group_answers) if r.resource_type == RESOURCE_GROUP else next(remaining)

@@ -69,9 +69,10 @@ from .connect_records import (
     ConnectWorkerSnapshot,
 )
 from .context import GroupContext
+from .group_configs import CONNECT_HEARTBEAT_INTERVAL, CONNECT_SESSION_TIMEOUT
 from .modern.engine import LEAVE_EPOCH, ModernGroups, invalid
 from .modern.group import Member, ModernGroup
-from .reconciliation import MemberState, TargetMember
+from .reconciliation import MemberAssignment, MemberState, TargetMember
 from .requests import GroupRequest
 
 EAGER_ASSIGNOR = "eager"  # the client assignor whose targets are reconciled eagerly
@@ -124,6 +125,8 @@ class ConnectGroups(ModernGroups[Work]):
     epoch_record = ConnectGroupEpochRecord
     member_record = ConnectWorkerRecord
     assignment_record = ConnectCurrentAssignmentRecord
+    session_config = CONNECT_SESSION_TIMEOUT
+    heartbeat_config = CONNECT_HEARTBEAT_INTERVAL
 
     def __init__(self, ctx: GroupContext) -> None:
         settings = ctx.settings
@@ -137,6 +140,16 @@ class ConnectGroups(ModernGroups[Work]):
             "session_timeout_ms": self.session_timeout_ms,
             "should_compute_assignment": False,
         }
+
+    def heartbeat_fields(
+        self, group: Any, member: Member[Work], before: MemberAssignment[Work], request: GroupRequest
+    ) -> dict[str, Any]:
+        """The answer carries the session timeout the group's sessions are measured with (its
+        dynamic config or the setting): a worker stops its own work before that much time
+        without an answer, so it must know the group's value, not the coordinator's default."""
+        fields = super().heartbeat_fields(group, member, before, request)
+        fields["session_timeout_ms"] = self.session_timeout(group.group_id, member)
+        return fields
 
     # -- validation -----------------------------------------------------------------------
 

@@ -10,8 +10,13 @@ tombstone when none is left), replayed like every other record; the engine reads
 at every heartbeat, so a new value takes effect at each member's next heartbeat and nothing
 else of the group changes (no epoch bump).
 
+Consumer groups have Kafka's `consumer.*` names; connect groups the same two settings under
+a `connect.` prefix, bounded by the coordinator's `group.connect.min/max.*` settings. A
+connect group's heartbeat answer carries its session timeout as well, so that a worker's
+own no-zombie deadline follows the group's override (workers/session_watch.py).
+
 Validation follows Kafka's `GroupConfig`: a known name, an integer, within the coordinator's
-bounds (`group.consumer.min/max.*`), and the session longer than the heartbeat interval
+bounds (`group.<type>.min/max.*`), and the session longer than the heartbeat interval
 (each group's effective values: its override or the coordinator's default). No IO here.
 """
 
@@ -29,6 +34,8 @@ from .settings import GroupSettings
 
 CONSUMER_SESSION_TIMEOUT = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
+CONNECT_SESSION_TIMEOUT = "connect.session.timeout.ms"
+CONNECT_HEARTBEAT_INTERVAL = "connect.heartbeat.interval.ms"
 # IncrementalAlterConfigs' config_operation values, and DescribeConfigs' config_source values.
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 DYNAMIC_GROUP_CONFIG, DEFAULT_CONFIG = 8, 5
@@ -79,10 +86,24 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
             "heartbeat.interval.ms",
             "the heartbeat interval given to consumer group members (the most adaptive heartbeats give)",
         ),
+        _bounded(
+            "connect",
+            "session.timeout.ms",
+            "how long a connect group worker may go without a heartbeat before it is removed "
+            "(workers stop their own work before that)",
+        ),
+        _bounded(
+            "connect",
+            "heartbeat.interval.ms",
+            "the heartbeat interval given to connect group workers (the most adaptive heartbeats give)",
+        ),
     )
 }
 # (session, heartbeat) pairs whose effective values must keep session > heartbeat.
-_PAIRS = ((CONSUMER_SESSION_TIMEOUT, CONSUMER_HEARTBEAT_INTERVAL),)
+_PAIRS = (
+    (CONSUMER_SESSION_TIMEOUT, CONSUMER_HEARTBEAT_INTERVAL),
+    (CONNECT_SESSION_TIMEOUT, CONNECT_HEARTBEAT_INTERVAL),
+)
 
 
 def invalid_config(message: str) -> KafkaApiError:
@@ -165,6 +186,9 @@ def override(ctx: GroupContext, group_id: str, name: str) -> int | None:
 class GroupConfigChange:
     group_id: str
     changes: tuple[Change, ...]
+    # AlterConfigs (the legacy API) replaces the whole configuration: the changes are SETs,
+    # and every config they do not name goes back to its default, as in Kafka.
+    replace: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +224,8 @@ class GroupConfigs:
                 if not group_id:
                     raise KafkaApiError(ErrorCode.INVALID_REQUEST, "a GROUP resource needs a group name")
                 current = self.ctx.group_configs.get(group_id, {})
-                configs = altered(current, list(resource.changes), self.ctx.settings)
+                base = {} if resource.replace else current
+                configs = altered(base, list(resource.changes), self.ctx.settings)
                 if not body.validate_only and configs != current:
                     self.ctx.emit(GroupConfigRecord(group_id, tuple(sorted(configs.items())) or None))
             except KafkaApiError as exc:

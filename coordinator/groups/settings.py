@@ -36,6 +36,11 @@ class GroupSettings:
     consumer_migration_policy: str = "bidirectional"
     connect_session_timeout_ms: int = 10000
     connect_heartbeat_interval_ms: int = 3000
+    # The bounds a connect group's own session and heartbeat overrides must lie within.
+    connect_min_session_timeout_ms: int = 6000
+    connect_max_session_timeout_ms: int = 1800000
+    connect_min_heartbeat_interval_ms: int = 1000
+    connect_max_heartbeat_interval_ms: int = 15000
     connect_max_size: int = 2147483647
     # Online migration between classic `connect` groups and connect groups: same four policies.
     connect_migration_policy: str = "bidirectional"

@@ -4,10 +4,14 @@ heartbeat interval, which a member's next ConsumerGroupHeartbeat answer carries 
 so the interval field shows) without an epoch bump; DescribeConfigs reports it as a dynamic
 group config beside the defaults; a value outside the coordinator's bounds is INVALID_CONFIG
 with a message and changes nothing, nor does validate_only; and the configuration outlives
-the group's deletion and a kill -9 of the coordinator."""
+the group's deletion and a kill -9 of the coordinator. AlterConfigs (the legacy API)
+replaces a group's whole configuration, as Kafka 4.x does, and `connect-rebalance configs
+--entity-type groups` sets, deletes and describes a connect group's configs as kafka-configs."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -24,9 +28,10 @@ from connect_rebalance.protocol.api_keys import ApiKey
 from tests.support.group_scenario import create_topic
 from tests.support.wire import RawConnection
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")]
 
 HEARTBEAT, SESSION = "consumer.heartbeat.interval.ms", "consumer.session.timeout.ms"
+CONNECT_SESSION = "connect.session.timeout.ms"
 GROUP = "cg"
 PENDING_INTERVAL_MS = 500  # group.consumer.pending.heartbeat.interval.ms
 
@@ -42,8 +47,18 @@ def set_config(admin: AdminClient, name: str, value: str, validate_only: bool = 
     return None
 
 
-def described(admin: AdminClient) -> dict[str, tuple[str, ConfigSource]]:
-    resource = ConfigResource(Rt.GROUP, GROUP)
+def replace_configs(admin: AdminClient, configs: dict[str, str]) -> KafkaError | None:
+    """AlterConfigs (the legacy API) on the group: None, or the error it was refused with."""
+    resource = ConfigResource(Rt.GROUP, GROUP, set_config=configs)
+    try:
+        admin.alter_configs([resource])[resource].result(30)
+    except KafkaException as exc:
+        return exc.args[0]  # type: ignore[no-any-return]
+    return None
+
+
+def described(admin: AdminClient, group: str = GROUP) -> dict[str, tuple[str, ConfigSource]]:
+    resource = ConfigResource(Rt.GROUP, group)
     entries = admin.describe_configs([resource])[resource].result(30)
     return {name: (entry.value, ConfigSource(entry.source)) for name, entry in entries.items()}
 
@@ -121,3 +136,70 @@ def test_a_groups_heartbeat_interval_is_set_described_bounded_and_kept(tmp_path:
     finally:
         connection.close()
         coordinator.kill()
+
+
+@pytest.fixture
+def coordinator(tmp_path: Path) -> Any:
+    process = CoordinatorProcess(tmp_path / "data").start()
+    yield process
+    process.kill()
+
+
+def test_legacy_alter_configs_replaces_a_groups_whole_configuration(coordinator: CoordinatorProcess) -> None:
+    admin = AdminClient({"bootstrap.servers": coordinator.bootstrap})
+    assert set_config(admin, HEARTBEAT, "7000") is None
+    assert set_config(admin, CONNECT_SESSION, "60000") is None
+    assert replace_configs(admin, {CONNECT_SESSION: "30000"}) is None
+    configs = described(admin)
+    assert configs[CONNECT_SESSION] == ("30000", ConfigSource.GROUP_CONFIG)
+    assert configs[HEARTBEAT] == ("5000", ConfigSource.DEFAULT_CONFIG), "not sent: back to the default"
+
+    refused = replace_configs(admin, {CONNECT_SESSION: "10"})
+    assert refused is not None and refused.code() == ErrorCode.INVALID_CONFIG
+    assert "group.connect.min.session.timeout.ms" in refused.str()
+    assert described(admin)[CONNECT_SESSION] == ("30000", ConfigSource.GROUP_CONFIG), "nothing changed"
+
+
+def configs_cli(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "connect_rebalance_cli.cli", "configs", "--bootstrap-server", bootstrap]
+    return subprocess.run(
+        [*command, "--entity-type", "groups", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def own_line(name: str, value: str) -> str:
+    """kafka-configs' line for a config the group sets itself."""
+    return f"  {name}={value} sensitive=false synonyms={{DYNAMIC_GROUP_CONFIG:{name}={value}}}"
+
+
+def test_the_configs_command_alters_and_describes_a_groups_configs_as_kafka_configs(
+    coordinator: CoordinatorProcess,
+) -> None:
+    bootstrap, admin = coordinator.bootstrap, AdminClient({"bootstrap.servers": coordinator.bootstrap})
+    workers = ("--entity-name", "my-workers")
+    added = configs_cli(
+        bootstrap, *workers, "--alter", "--add-config", f"{CONNECT_SESSION}=60000,{HEARTBEAT}=7000"
+    )
+    assert (added.returncode, added.stdout) == (0, "Completed updating config for group my-workers.\n")
+    assert described(admin, "my-workers")[CONNECT_SESSION] == ("60000", ConfigSource.GROUP_CONFIG)
+
+    shown = configs_cli(bootstrap, *workers, "--describe")
+    assert shown.stdout.splitlines() == [
+        "Dynamic configs for group my-workers are:",
+        own_line(CONNECT_SESSION, "60000"),
+        own_line(HEARTBEAT, "7000"),
+    ]
+    every = configs_cli(bootstrap, *workers, "--describe", "--all").stdout
+    assert f"  {SESSION}=45000 sensitive=false synonyms={{DEFAULT_CONFIG:{SESSION}=45000}}" in every
+
+    outside = configs_cli(bootstrap, *workers, "--alter", "--add-config", f"{CONNECT_SESSION}=10")
+    assert outside.returncode == 1 and "[6000, 1800000]" in outside.stderr
+    missing = configs_cli(bootstrap, *workers, "--alter", "--delete-config", "connect.heartbeat.interval.ms")
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        "error: Invalid config(s): connect.heartbeat.interval.ms\n",
+    )
+    deleted = configs_cli(bootstrap, *workers, "--alter", "--delete-config", HEARTBEAT)
+    assert deleted.returncode == 0
+    assert described(admin, "my-workers")[HEARTBEAT] == ("5000", ConfigSource.DEFAULT_CONFIG)
+    assert described(admin, "my-workers")[CONNECT_SESSION] == ("60000", ConfigSource.GROUP_CONFIG)

@@ -30,6 +30,22 @@ GROUP_CONFIGS_OVER_TCP = (
     "test_a_groups_heartbeat_interval_is_set_described_bounded_and_kept"
 )
 
+CONNECT_SESSION_OVER_WORKERS = (
+    f"{INTEGRATION}/test_connect_group_configs_workers.py::"
+    "test_a_worker_frozen_past_the_default_session_but_within_its_groups_keeps_its_work"
+)
+CONNECT_NEXT_HEARTBEAT = (
+    "test_a_connect_workers_next_heartbeat_carries_the_groups_interval_and_session_which_it_follows"
+)
+CONFIGS_CLI = (
+    f"{INTEGRATION}/test_group_configs_over_tcp.py::"
+    "test_the_configs_command_alters_and_describes_a_groups_configs_as_kafka_configs"
+)
+CONNECT_SESSION_TESTS = (
+    CONNECT_SESSION_OVER_WORKERS,
+    f"{UNIT}/test_group_configs_core.py::{CONNECT_NEXT_HEARTBEAT}",
+)
+
 MUTATIONS: tuple[Mutation, ...] = (
     # -- committed offsets and storage recovery -------------------------------------------
     Mutation(
@@ -2080,6 +2096,82 @@ MUTATIONS: tuple[Mutation, ...] = (
             f"{INTEGRATION}/test_security_acls.py::"
             "test_a_groups_configs_need_alter_configs_and_describe_configs_on_the_group",
         ),
+    ),
+    Mutation(
+        name="connect-group-config-pair-unchecked",
+        breaks="a connect group's session timeout stays greater than its heartbeat interval",
+        file="coordinator/groups/group_configs.py",
+        original="    (CONNECT_SESSION_TIMEOUT, CONNECT_HEARTBEAT_INTERVAL),\n",
+        replacement="",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::"
+            "test_connect_values_are_checked_against_the_connect_bounds_and_each_other",
+        ),
+    ),
+    Mutation(
+        name="connect-group-session-override-ignored",
+        breaks="a connect group's session timeout override measures its workers' sessions",
+        file="coordinator/groups/connect.py",
+        original="    session_config = CONNECT_SESSION_TIMEOUT\n",
+        replacement="    session_config = None  # mutation\n",
+        tests=CONNECT_SESSION_TESTS,
+    ),
+    Mutation(
+        name="connect-group-heartbeat-override-ignored",
+        breaks="a connect group's heartbeat interval override reaches its workers at their next heartbeat",
+        file="coordinator/groups/connect.py",
+        original="    heartbeat_config = CONNECT_HEARTBEAT_INTERVAL\n",
+        replacement="    heartbeat_config = None  # mutation\n",
+        tests=(f"{UNIT}/test_group_configs_core.py::{CONNECT_NEXT_HEARTBEAT}",),
+    ),
+    Mutation(
+        name="connect-group-session-not-told-to-workers",
+        breaks="a connect worker is told its group's session timeout, so that its own no-zombie "
+        "deadline does not stop its work before the coordinator would",
+        file="coordinator/groups/connect.py",
+        original='        fields["session_timeout_ms"] = self.session_timeout(group.group_id, member)\n',
+        replacement="",
+        tests=CONNECT_SESSION_TESTS,
+    ),
+    Mutation(
+        name="legacy-alter-configs-merges-group-configs",
+        breaks="AlterConfigs (the legacy API) replaces a group's whole configuration, as Kafka 4.x does",
+        file="coordinator/groups/group_configs.py",
+        original="                base = {} if resource.replace else current\n",
+        replacement="                base = current  # mutation\n",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::test_legacy_alter_configs_replaces_the_whole_configuration",
+            f"{INTEGRATION}/test_group_configs_over_tcp.py::"
+            "test_legacy_alter_configs_replaces_a_groups_whole_configuration",
+        ),
+    ),
+    Mutation(
+        name="legacy-alter-configs-refuses-groups",
+        breaks="AlterConfigs (the legacy API) serves GROUP resources, as Kafka 4.x does",
+        file="coordinator/apis/alter_configs.py",
+        original="    return await alter_with_groups("
+        "ctx, request, lambda rest: _alter(ctx, rest, change_of), replace=True)\n",
+        replacement="    return await _alter(ctx, request, change_of)  # mutation\n",
+        tests=(
+            f"{INTEGRATION}/test_group_configs_over_tcp.py::"
+            "test_legacy_alter_configs_replaces_a_groups_whole_configuration",
+        ),
+    ),
+    Mutation(
+        name="configs-cli-describes-defaults-as-the-groups",
+        breaks="`configs --describe` lists the configs the group sets itself; `--all` adds the defaults",
+        file="connect_rebalance_cli/configs_cli.py",
+        original="(entry for entry in result.configs if every or entry.config_source == own_source),",
+        replacement="(entry for entry in result.configs),  # mutation",
+        tests=(CONFIGS_CLI,),
+    ),
+    Mutation(
+        name="configs-cli-deletes-what-the-group-lacks",
+        breaks="`configs --alter --delete-config` refuses a config the group does not set, as kafka-configs",
+        file="connect_rebalance_cli/configs_cli.py",
+        original="        if missing:\n",
+        replacement="        if False:  # mutation\n",
+        tests=(CONFIGS_CLI,),
     ),
     Mutation(
         name="group-session-timeout-ignored",

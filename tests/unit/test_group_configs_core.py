@@ -1,6 +1,7 @@
 """Dynamic group configuration in the pure core: validation against the coordinator's bounds,
 a store apart from the groups (set before a group exists, kept when it is deleted), replay
-through the record bytes, and the effect on consumer groups' heartbeats and sessions."""
+through the record bytes, and the effect on consumer and connect groups' heartbeats and
+sessions (a connect worker is also told the group's session timeout)."""
 
 from __future__ import annotations
 
@@ -26,17 +27,27 @@ from coordinator.groups.group_configs import (
 from coordinator.groups.records import GroupConfigRecord
 from coordinator.groups.requests import GroupRequest
 from coordinator.groups.settings import GroupSettings
+from tests.support import connect_case_studies as case_studies
+from tests.support.connect_driver import ConnectDriver
 from tests.support.group_harness import GroupHarness
 
 pytestmark = pytest.mark.unit
 
 SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+CONNECT_SESSION, CONNECT_HEARTBEAT = "connect.session.timeout.ms", "connect.heartbeat.interval.ms"
 
 
-def alter(h: GroupHarness, group: str, *changes: tuple[str, int, str | None], validate_only: bool = False):  # type: ignore[no-untyped-def]
-    """IncrementalAlterConfigs on one GROUP resource, as the IO edge hands it to the core; its
-    answer is encoded as the wire's (the harness checks) and written unless writes fail."""
-    body = AlterGroupConfigs((GroupConfigChange(group, tuple(changes)),), validate_only)
+def alter(  # type: ignore[no-untyped-def]
+    h: GroupHarness,
+    group: str,
+    *changes: tuple[str, int, str | None],
+    validate_only: bool = False,
+    replace: bool = False,
+):
+    """IncrementalAlterConfigs (or AlterConfigs: `replace`) on one GROUP resource, as the IO
+    edge hands it to the core; its answer is encoded as the wire's (the harness checks) and
+    written unless writes fail."""
+    body = AlterGroupConfigs((GroupConfigChange(group, tuple(changes), replace),), validate_only)
     request_id = 1000 + len(h.answers)
     h._api_of[request_id] = (ApiKey.INCREMENTAL_ALTER_CONFIGS, 1)
     h._absorb(
@@ -172,3 +183,61 @@ def test_a_change_that_cannot_be_written_is_taken_back() -> None:
         "disk full",
     )
     assert described(h.core, "cg")[HEARTBEAT] == (7000, DYNAMIC_GROUP_CONFIG), "memory is what the log holds"
+
+
+def test_connect_values_are_checked_against_the_connect_bounds_and_each_other() -> None:
+    settings = GroupSettings()  # connect: session [6000, 1800000], heartbeat [1000, 15000]
+    assert altered({}, [(CONNECT_SESSION, SET, "60000")], settings) == {CONNECT_SESSION: "60000"}
+    assert altered({}, [(CONNECT_HEARTBEAT, SET, "1000")], settings) == {CONNECT_HEARTBEAT: "1000"}
+    assert refusal({}, (CONNECT_SESSION, SET, "5999")) == (
+        "connect.session.timeout.ms is 5999, outside [group.connect.min.session.timeout.ms, "
+        "group.connect.max.session.timeout.ms] = [6000, 1800000]"
+    )
+    assert "group.connect.max.heartbeat.interval.ms] = [1000, 15000]" in refusal(
+        {}, (CONNECT_HEARTBEAT, SET, "15001")
+    )
+    # Session above heartbeat within the connect pair, on the effective values.
+    assert refusal({CONNECT_SESSION: "8000"}, (CONNECT_HEARTBEAT, SET, "8000")) == (
+        "connect.session.timeout.ms (8000) must be greater than connect.heartbeat.interval.ms (8000)"
+    )
+    # The consumer and connect settings of one group are independent of each other.
+    mixed = altered({HEARTBEAT: "15000"}, [(CONNECT_SESSION, SET, "6000")], settings)
+    assert mixed == {HEARTBEAT: "15000", CONNECT_SESSION: "6000"}
+
+
+def test_a_connect_workers_next_heartbeat_carries_the_groups_interval_and_session_which_it_follows() -> None:
+    h = GroupHarness(GroupSettings(connect_session_timeout_ms=10000))
+    d = ConnectDriver(lambda api_key, fields: h.call(api_key, 0, **fields))
+    case_studies.empty_group_then_w1_joins(d)
+    first = d.beat("W1")
+    assert (first["heartbeat_interval_ms"], first["session_timeout_ms"]) == (3000, 10000), "the defaults"
+    epoch = d.state()["group_epoch"]
+    changed = alter(h, "connect-cluster", (CONNECT_SESSION, SET, "30000"), (CONNECT_HEARTBEAT, SET, "5000"))
+    assert changed["error_code"] == 0
+    answer = d.beat("W1")
+    assert (answer["heartbeat_interval_ms"], answer["session_timeout_ms"]) == (5000, 30000)
+    assert (answer["member_epoch"], d.state()["group_epoch"]) == (first["member_epoch"], epoch), (
+        "a config change is not a rebalance"
+    )
+    h.advance(25000)  # past the default 10 s session, within the group's 30 s
+    assert "W1" in d.state()["members"], "the session lasts the group's 30 s"
+    h.advance(6000)
+    assert "W1" not in d.state()["members"]
+
+
+def test_legacy_alter_configs_replaces_the_whole_configuration() -> None:
+    """AlterConfigs, as Kafka 4.x's controller applies it: the configs not sent go back to
+    their defaults; a refused replacement changes nothing."""
+    h = GroupHarness(topics={"orders": 2})
+    alter(h, "cg", (HEARTBEAT, SET, "7000"), (CONNECT_SESSION, SET, "60000"))
+    assert alter(h, "cg", (CONNECT_SESSION, SET, "30000"), replace=True)["error_code"] == 0
+    assert h.records[-1] == GroupConfigRecord("cg", ((CONNECT_SESSION, "30000"),))
+    # Without the group's 30 s session (not sent), a 12 s heartbeat is above the default 10 s one.
+    refused = alter(h, "cg", (CONNECT_HEARTBEAT, SET, "12000"), replace=True)
+    assert (refused["error_code"], refused["error_message"]) == (
+        ErrorCode.INVALID_CONFIG,
+        "connect.session.timeout.ms (10000) must be greater than connect.heartbeat.interval.ms (12000)",
+    )
+    assert described(h.core, "cg")[CONNECT_SESSION] == (30000, DYNAMIC_GROUP_CONFIG)
+    assert alter(h, "cg", replace=True)["error_code"] == 0
+    assert h.records[-1] == GroupConfigRecord("cg", None), "nothing sent: every config back to its default"
