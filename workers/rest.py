@@ -335,10 +335,10 @@ class RestApi:
 
     async def delete_connector(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["connector"]
-        self._known(name)
-        forwarded = await self._leader_only(request)
+        forwarded = await self._leader_only(request)  # the leader knows: see stop()
         if forwarded is not None:
             return forwarded
+        self._known(name)
         await self.herder.delete_connector(name)
         return web.Response(status=204)
 
@@ -423,7 +423,8 @@ class RestApi:
         return web.Response(status=202)
 
     async def stop(self, request: web.Request) -> web.StreamResponse:
-        self._known(request.match_info["connector"])
+        # Asked of the leader, which writes the config topic: a follower may not have read a
+        # connector created through it a moment ago, and must not answer 404 for it.
         forwarded = await self._leader_only(request)
         if forwarded is not None:
             return forwarded
