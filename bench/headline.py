@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from bench.librdkafka_suite import summary_line
 from bench.readme_table import results_of, update_readme
 
 
@@ -56,6 +57,9 @@ def readme_block(_results: None = None) -> str:
          f"{_handoff_gap('join'):.2f} s"),
         (f"soak, {soak['minutes']:.0f} minutes: acknowledged records never consumed, workers' sequence gaps",
          "0, 0", f"{lost} of {soak['records_acked']:,}, {soak['worker_sequence_gaps']}"),
+        ("librdkafka's own broker tests, unchanged ([docs/conformance.md](docs/conformance.md)): passed, "
+         "per group protocol", "all but transactions and more than one node",
+         summary_line(results_of("librdkafka_suite"))),
     ]  # fmt: skip
     lines = ["| | goal | latest run |", "|---|---|---|"]
     lines += [f"| {what} | {goal} | {now_} |" for what, goal, now_ in rows]

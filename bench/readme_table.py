@@ -22,7 +22,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PERFORMANCE = ROOT / "docs" / "performance.md"
-DOCUMENTS = (README, PERFORMANCE)
+CONFORMANCE = ROOT / "docs" / "conformance.md"
+DOCUMENTS = (README, PERFORMANCE, CONFORMANCE)
 RESULTS = ROOT / "bench" / "results"
 _BLOCK = re.compile(r"<!-- bench:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n<!-- /bench:(?P=name) -->", re.S)
 
