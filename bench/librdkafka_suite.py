@@ -64,6 +64,20 @@ KNOWN: dict[str | tuple[str, str], tuple[str, str]] = {
     "0137_barrier_batch_consume": _TRANSACTIONS,
     "0107_topic_recreate": _REPLICATION_FACTOR_3,
     "0111_delay_create_topics": _REPLICATION_FACTOR_3,
+    "0135_sasl_credentials [do_test_share_consumer]": (
+        LACKING,
+        "a share consumer (KIP-932 share groups, not offered), on a topic of replication factor 3",
+    ),
+    "0098_consumer_txn": (
+        MULTI_NODE,
+        "creates its topics with replication factor 3, then produces transactions through Kafka's "
+        "Java TransactionProducerCli (transactions are also refused by design, decision 3)",
+    ),
+    "0101_fetch_from_follower": (
+        MULTI_NODE,
+        "fetching from a follower (KIP-392) needs replicas on other brokers; it creates its topic with "
+        "replication factor 3",
+    ),
     ("0045_resubscribe_with_regex", "consumer"): (
         BY_DESIGN,
         "expects the literal topic assigned one heartbeat before the regex's topics, as Kafka resolves "
@@ -86,6 +100,12 @@ KNOWN: dict[str | tuple[str, str], tuple[str, str]] = {
         "sasl.kerberos.min.time.before.relogin): broker settings are read from the properties file "
         "at start, and such a change is refused INVALID_REQUEST",
     ),
+    "0081_admin [do_test_IncrementalAlterConfigs]": (
+        LACKING,
+        "IncrementalAlterConfigs of a BROKER resource (background.threads, log.cleanup.policy): "
+        "dynamic broker configs are refused INVALID_REQUEST, as for AlterConfigs; its TOPIC and GROUP "
+        "parts pass",
+    ),
 }
 
 # Tests run in parts (one per SUBTESTS filter), so that a failure early in one does not hide
@@ -97,6 +117,8 @@ SPLITS = {
              "do_test_DescribeTopics", "do_test_DescribeCluster", "do_test_DeleteGroups",
              "do_test_DeleteConsumerGroupOffsets", "do_test_ListOffsets", "do_test_AlterConsumerGroupOffsets",
              "do_test_ListConsumerGroupOffsets", "do_test_UserScramCredentials", "unclean_destroy"),
+    # 0135 changes SASL credentials of a producer and consumer, then of a share consumer (KIP-932).
+    "0135": ("do_test:", "do_test_share_consumer"),
 }  # fmt: skip
 
 # Tests that need longer than the cap: 0113 runs some 40 cooperative rebalancing subtests.
