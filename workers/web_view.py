@@ -31,8 +31,10 @@ if TYPE_CHECKING:
     from .herder import Herder
 
 PEER_TIMEOUT_S = 1.0
-WINDOW_S = 120.0  # the timeline's time axis: the last two minutes
-LANE_ROW, LANE_PAD, AXIS_X, WIDTH = 11, 8, 70, 900
+# The timeline's time axis: from its oldest run still in the last two minutes (at least 20 s).
+WINDOW_S, MIN_WINDOW_S = 120.0, 20.0
+LANE_ROW, LANE_PAD, AXIS_X, WIDTH, TOP = 11, 8, 130, 900, 40
+PLOT_WIDTH = WIDTH - AXIS_X - 60  # room on the right for the last labels
 
 
 def _asset(name: str) -> str:
@@ -175,32 +177,37 @@ def _rate(rows_per_s: float | None) -> str:
 
 
 def _timeline_svg(state: dict[str, Any]) -> str:
-    """One lane per worker over the last WINDOW_S: a bar per run, a line from where a moved
+    """One lane per worker over the last seconds: a bar per run, a line from where a moved
     item stopped to where it started again, and a mark per epoch."""
     now, timeline = state["now"], state["timeline"]
-    start = now - WINDOW_S
+    runs = [r for r in timeline["runs"] if (r["ended"] or now) >= now - WINDOW_S]
+    oldest = min([r["started"] for r in runs], default=now)
+    window = min(max(now - oldest + 2, MIN_WINDOW_S), WINDOW_S)
+    start = now - window
     workers = [w["id"] for w in state["workers"]]
-    runs = [r for r in timeline["runs"] if (r["ended"] or now) >= start]
     lanes: dict[str, list[str]] = {w: [] for w in workers}
     for run in runs:
         items = lanes.setdefault(run["worker"], [])
         if run["item"] not in items:
             items.append(run["item"])
-    tops, y = {}, 18
+    tops, y = {}, TOP
     for worker, items in lanes.items():
         tops[worker] = y
         y += max(len(items), 1) * LANE_ROW + LANE_PAD
 
     def x(at: float) -> float:
-        return round(AXIS_X + (max(at, start) - start) / WINDOW_S * (WIDTH - AXIS_X - 10), 1)
+        return round(AXIS_X + (max(at, start) - start) / window * (PLOT_WIDTH), 1)
 
     def row_y(worker: str, item: str) -> int:
         return tops[worker] + sorted(lanes[worker]).index(item) * LANE_ROW
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{y + 4}" role="img">']
+    out = [f'<svg width="{WIDTH}" height="{y + 14}" role="img">']
+    for back in range(0, int(window) + 1, _tick(window)):
+        label = f"-{back} s" if back else "now"
+        out.append(f'<text class="tick" x="{x(now - back)}" y="{y + 10}">{label}</text>')
     for worker, top in tops.items():
         height = max(len(lanes[worker]), 1) * LANE_ROW
-        out.append(f'<rect class="lane" x="{AXIS_X}" y="{top - 2}" width="{WIDTH - AXIS_X - 10}" '
+        out.append(f'<rect class="lane" x="{AXIS_X}" y="{top - 2}" width="{PLOT_WIDTH}" '
                    f'height="{height + 2}"/>'
                    f'<text class="lane-name" x="4" y="{top + 9}">{_e(worker)}</text>')  # fmt: skip
     for run in runs:
@@ -210,14 +217,17 @@ def _timeline_svg(state: dict[str, Any]) -> str:
         out.append(f'<g class="run{open_}" data-item="{_e(run["item"])}" data-worker="{_e(run["worker"])}">'
                    f'<rect x="{left}" y="{top}" width="{max(right - left, 2)}" height="{LANE_ROW - 2}"/>'
                    f'<text x="{left + 2}" y="{top + 8}">{_e(run["item"])}</text></g>')  # fmt: skip
+    marks = 0
     for entry in timeline["entries"]:
         if entry["at"] < start:
             continue
         if entry["kind"] == "epoch":
+            marks += 1
+            label_y = 10 + (marks % 3) * 10
             change = " ".join([*(f"+{w}" for w in entry["joined"]), *(f"-{w}" for w in entry["left"])])
-            out.append(f'<g class="epoch"><line x1="{x(entry["at"])}" y1="10" x2="{x(entry["at"])}" '
-                       f'y2="{y}"/><text x="{x(entry["at"]) + 2}" y="9">epoch {entry["epoch"]} {_e(change)}'
-                       "</text></g>")  # fmt: skip
+            at = x(entry["at"])
+            label = f'<text x="{at + 2}" y="{label_y}">epoch {entry["epoch"]} {_e(change)}</text>'
+            out.append(f'<g class="epoch"><line x1="{at}" y1="{label_y - 8}" x2="{at}" y2="{y}"/>{label}</g>')
         elif entry["kind"] == "move" and entry["from"] in tops and entry["to"] in tops:
             stopped = entry["stopped"] if entry["stopped"] is not None else entry["at"]
             y1 = (
@@ -235,14 +245,20 @@ def _timeline_svg(state: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def _tick(window: float) -> int:
+    """Seconds between the time axis' labels: about six of them."""
+    return next(step for step in (5, 10, 20, 30, 60) if window / step <= 6)
+
+
 def _entries(state: dict[str, Any]) -> str:
     """The timeline's entries as text, newest first."""
     items = []
     for entry in reversed(state["timeline"]["entries"][-30:]):
         if entry["kind"] == "epoch":
             previous = "?" if entry["previous"] is None else entry["previous"]
+            unchanged = "(first seen)" if entry["previous"] is None else "(same workers)"
             changes = [f"joined {_e(w)}" for w in entry["joined"]] + [f"left {_e(w)}" for w in entry["left"]]
-            text = f"epoch {previous} → {entry['epoch']} {', '.join(changes) or '(first seen)'}"
+            text = f"epoch {previous} → {entry['epoch']} {', '.join(changes) or unchanged}"
             joined, left = _e(" ".join(entry["joined"])), _e(" ".join(entry["left"]))
             data = f'data-kind="epoch" data-joined="{joined}" data-left="{left}"'
         else:
