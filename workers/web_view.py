@@ -226,7 +226,9 @@ def _timeline_svg(state: dict[str, Any]) -> str:
             label_y = 10 + (marks % 3) * 10
             change = " ".join([*(f"+{w}" for w in entry["joined"]), *(f"-{w}" for w in entry["left"])])
             at = x(entry["at"])
-            label = f'<text x="{at + 2}" y="{label_y}">epoch {entry["epoch"]} {_e(change)}</text>'
+            near_end = at > AXIS_X + PLOT_WIDTH * 0.7  # labelled leftwards, so it is not cut off
+            place = f'x="{at - 2}" text-anchor="end"' if near_end else f'x="{at + 2}"'
+            label = f'<text {place} y="{label_y}">epoch {entry["epoch"]} {_e(change)}</text>'
             out.append(f'<g class="epoch"><line x1="{at}" y1="{label_y - 8}" x2="{at}" y2="{y}"/>{label}</g>')
         elif entry["kind"] == "move" and entry["from"] in tops and entry["to"] in tops:
             stopped = entry["stopped"] if entry["stopped"] is not None else entry["at"]
