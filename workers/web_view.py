@@ -255,7 +255,9 @@ def _tick(window: float) -> int:
 def _entries(state: dict[str, Any]) -> str:
     """The timeline's entries as text, newest first."""
     items = []
-    for entry in reversed(state["timeline"]["entries"][-30:]):
+    # In time order: a move read from the status topic may be heard of before the epoch behind it.
+    ordered = sorted(state["timeline"]["entries"], key=lambda entry: entry["at"])
+    for entry in reversed(ordered[-30:]):
         if entry["kind"] == "epoch":
             previous = "?" if entry["previous"] is None else entry["previous"]
             unchanged = "(first seen)" if entry["previous"] is None else "(same workers)"
