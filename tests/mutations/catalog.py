@@ -25,15 +25,16 @@ class Mutation:
 
 INTEGRATION = "tests/integration"
 UNIT = "tests/unit"
+GROUP_CONFIGS_OVER_TCP = (
+    f"{INTEGRATION}/test_group_configs_over_tcp.py::"
+    "test_a_groups_heartbeat_interval_is_set_described_bounded_and_kept"
+)
+# The workers' web view and rebalance figures.
 TIMELINE_UNIT = f"{UNIT}/test_cluster_timeline.py::"
 WEB_VIEW_STATE = (
     f"{UNIT}/test_web_view.py::test_the_state_shows_moves_joins_and_escapes_names_and_metrics_match"
 )
 WEB_VIEW_BROWSER = "tests/e2e/test_web_view.py::test_the_web_view_shows_a_join_move_a_task_live"
-GROUP_CONFIGS_OVER_TCP = (
-    f"{INTEGRATION}/test_group_configs_over_tcp.py::"
-    "test_a_groups_heartbeat_interval_is_set_described_bounded_and_kept"
-)
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- committed offsets and storage recovery -------------------------------------------
