@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright import sync_api
 
 from tests.integration.test_workers import source, worker_cluster
 from tests.support.group_scenario import wait_until
@@ -32,7 +33,6 @@ def tasks_shown(page: Any) -> dict[str, str]:
 
 
 def test_the_web_view_shows_a_join_move_a_task_live(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is missing: scripts/test installs it")
     with worker_cluster(tmp_path, 3000) as cluster:
