@@ -4,7 +4,8 @@ It starts a coordinator and three workers on this machine (in a temporary direct
 creates a FileIngest connector with 4 tasks over the sample data shipped in
 `examples/data`, lands more files while it runs, and shows each task's progress live. Then
 one worker leaves and another joins, and it prints which tasks moved and which kept running
-without a stop — the incremental rebalance. It ends with a summary whose row counts, read
+without a stop — the incremental rebalance; the web view whose URL it prints (`/ui` on a
+worker) shows the leave and the join as they happen. It ends with a summary whose row counts, read
 back from the committed Parquet output, prove nothing was lost or duplicated, and exits
 non-zero if a check fails. Every process it started is stopped, also on Ctrl-C.
 """
@@ -201,6 +202,20 @@ class Demo:
                 raise TimeoutError(f"timed out after {timeout:.0f}s: {phase}")
             time.sleep(1)
 
+    def view_shows(self, change: str, name: str, timeout: float = 10.0) -> bool:
+        """Whether w2's web view has an epoch on its timeline at which worker `name` "joined"
+        or "left" (its `/ui/state`, what the page draws), within `timeout` seconds."""
+        worker_id = self.cluster.workers[name].worker_id
+        deadline = time.monotonic() + timeout
+        while True:
+            code, state = rest("GET", f"{self.cluster.workers['w2'].url}/ui/state")
+            entries = state["timeline"]["entries"] if code == 200 else []
+            if any(worker_id in e.get(change, []) for e in entries if e["kind"] == "epoch"):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)
+
     def rebalance(self, what: str, event: Callable[[], None]) -> dict[str, Any]:
         """Run `event`, wait until the tasks are balanced again; say what moved and what kept running."""
         before, stops_before = self.placement(), self.stops()
@@ -245,7 +260,10 @@ def run(args: argparse.Namespace) -> int:
         demo.start_cluster(["w1", "w2", "w3"])
         print(f"    coordinator {coordinator.bootstrap}, admin {coordinator.admin_url}")
         for worker in demo.cluster.running():
-            print(f"    worker {worker.name}: REST {worker.url}, log {worker.log_path}")
+            print(f"    worker {worker.name} ({worker.worker_id}): REST {worker.url}, log {worker.log_path}")
+        view = demo.cluster.workers["w2"]
+        print(f"    web view: {view.url}/ui  (served by every worker; w2's stays up throughout: open it")
+        print("    to watch the connector's tasks, w1's leave and w4's join on the rebalance timeline)")
 
         _step(f"Creating connector {CONNECTOR}: FileIngest, {TASKS} tasks, over examples/data")
         shutil.copytree(EXAMPLES / "data", demo.input)
@@ -274,12 +292,14 @@ def run(args: argparse.Namespace) -> int:
         checks.append(
             ("only w1's tasks moved; w2 and w3 stopped nothing", not any(leave["stopped"].values()))
         )
+        checks.append(("the web view showed w1 leave", demo.view_shows("left", "w1")))
 
         _step("Worker w4 joins")
         next_id = sample_data.write_files(demo.input, next_id, 1)
         demo.expected = next_id
         join = demo.rebalance("w4 joined", lambda: demo.start_worker("w4"))
         checks.append(("a join moved only what balance needs (one item)", len(join["moved"]) == 1))
+        checks.append(("the web view showed w4 join", demo.view_shows("joined", "w4")))
 
         _step("Ingesting the rest")
         demo.watch("catching up", lambda: len(demo.rows_out()) >= demo.expected, 300)

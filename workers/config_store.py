@@ -27,7 +27,9 @@ class ConfigStore:
         self._on_change = on_change
         self.log = log_of(self._on_record)
 
-    def _on_record(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
+    def _on_record(
+        self, key: bytes | None, value: bytes | None, partition: int, offset: int, timestamp_ms: int = 0
+    ) -> None:
         if key is None:
             return
         state = self.state

@@ -27,6 +27,7 @@ import contextlib
 import json
 import logging
 import ssl
+import time
 from collections.abc import Callable, Coroutine
 from functools import partial
 from typing import Any
@@ -36,6 +37,7 @@ from connect_rebalance.work import CONNECTOR, Work
 
 from . import assignors
 from .classic_membership import ClassicMembership
+from .cluster_watch import ClusterWatch
 from .config_state import STOPPED, Changed, ConfigChange, ConfigState
 from .config_store import ConfigStore
 from .connect_membership import ConnectMembership
@@ -125,6 +127,15 @@ class Herder:
                 quick_heartbeats=self.awaits_moved_work,
             )  # fmt: skip
 
+        # The connect group's timeline and the tasks' rows/s, for the web view and /metrics.
+        self.watch = ClusterWatch(
+            self.statuses, lambda: self.membership.epoch, self._task_rows, bootstrap=bootstrap,
+            group_id=config.group_id, connect_protocol=config.group_protocol == "connect", security=security,
+        )  # fmt: skip
+
+    def _task_rows(self) -> dict[Work, float]:
+        return {item: float(p["rows"]) for item, p in self.runner.task_progress() if "rows" in p}
+
     @property
     def state(self) -> ConfigState:
         return self.configs.state
@@ -159,6 +170,7 @@ class Herder:
         # Ends only by leaving or refusal.
         self.membership_run = asyncio.create_task(self._join(warm if self._holds_spark_tasks() else None))
         self._tasks += [self.membership_run, asyncio.create_task(self.announcer.run())]
+        self._tasks.append(asyncio.create_task(self.watch.run()))
         self.ready.set()
 
     def _holds_spark_tasks(self) -> bool:
@@ -469,8 +481,13 @@ class Herder:
             membership.rebalances, membership.epoch, self.leader.assignor, membership.clock,
             membership.zombie_stops, dict(runner.started_by_connector), dict(runner.stopped_by_connector),
             runner.running_by_connector(), spark.ready, spark.queries_started, spark.queries_stopped,
-            runner.task_progress(),
+            runner.task_progress(), self.watch.timeline, time.time(), self.configured_tasks(),
+            self.watch.rates.rates(),
         )  # fmt: skip
+
+    def configured_tasks(self) -> dict[str, int]:
+        """Connector -> its number of task configs (whose unassigned time counts)."""
+        return {name: len(configs) for name, configs in self.state.tasks.items()}
 
     async def create_connector(self, name: str, config: dict[str, str], initial_state: str) -> None:
         await self.configs.put_connector(name, config, initial_state)

@@ -28,7 +28,9 @@ class OffsetStore:
         self.offsets: dict[str, dict[str, Any]] = {}
         self.log: TopicLog = log_of(self._on_record)
 
-    def _on_record(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
+    def _on_record(
+        self, key: bytes | None, value: bytes | None, partition: int, offset: int, timestamp_ms: int = 0
+    ) -> None:
         if key is None:
             return
         if value is None:

@@ -322,6 +322,30 @@ def paths() -> dict[str, Any]:
         "/openapi.json": {
             "get": _operation("openApiDocument", "This document", _answers(200, body=_ANY_OBJECT), ours=True)
         },
+        "/ui": {
+            "get": _operation(
+                "webView",
+                "The cluster's web view (an HTML page)",
+                {"200": _answer(200, _STRING, "text/html")},
+                ours=True,
+            )
+        },
+        "/ui/state": {
+            "get": _operation(
+                "webViewState",
+                "What the web view shows: the cluster, the group's timeline, rendered parts",
+                _answers(200, body=_ANY_OBJECT),
+                ours=True,
+            )
+        },
+        "/ui/rates": {
+            "get": _operation(
+                "taskRowRates",
+                "Rows per second of the tasks this worker runs",
+                _answers(200, body=_ANY_OBJECT),
+                ours=True,
+            )
+        },
         "/connectors": {
             "get": _operation(
                 "listConnectors", "List all active connectors", _answers(200, *_COMMON, body=listed), [expand]

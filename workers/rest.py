@@ -41,6 +41,7 @@ from .session_key import (
     SeenSignatures,
     task_configs_path,
 )
+from .web_view import web_view_routes
 from .worker_metrics import metrics_text
 
 log = logging.getLogger(__name__)
@@ -141,6 +142,7 @@ class RestApi:
             web.get("/connector-plugins", self.list_plugins),
             web.get("/connector-plugins/{pluginName}/config", self.plugin_config),
             web.put("/connector-plugins/{pluginName}/config/validate", self.validate),
+            *web_view_routes(herder),
         ]
         # The admin endpoints: on these listeners unless `admin.listeners` gives them their own
         # (served by `admin_app`), or, blank, turns them off.

@@ -39,11 +39,24 @@ log = logging.getLogger(__name__)
 PRESENCE_PREFIX = "status-worker-"
 TOPIC_PREFIX, TOPIC_SEPARATOR = "status-topic-", ":connector-"
 UNKNOWN = {"state": "UNASSIGNED", "worker_id": ""}
+# Told of each status and presence record kept, with its timestamp (wall-clock s): the timeline.
+StatusListener = Callable[[str, Mapping[str, Any], float], None]
 
 
 def topic_key(connector: str, topic: str) -> bytes:
     """An active topic's record key, as Kafka Connect's status store writes it."""
     return f"{TOPIC_PREFIX}{topic}{TOPIC_SEPARATOR}{connector}".encode()
+
+
+def item_of_key(key: str) -> Work | None:
+    """The connector or task a status key names (None: a presence or topic record)."""
+    if key.startswith("status-connector-"):
+        return (key.removeprefix("status-connector-"), CONNECTOR)
+    if key.startswith("status-task-"):
+        name, _, index = key.removeprefix("status-task-").rpartition("-")
+        if index.isdigit():
+            return (name, int(index))
+    return None
 
 
 def status_key(item: Work) -> str:
@@ -58,9 +71,12 @@ class StatusStore:
         self.statuses: dict[str, dict[str, Any]] = {}
         self._unread: dict[str, int] = {}  # this worker's writes of a key not read back yet
         self.topics: dict[str, dict[str, dict[str, Any]]] = {}  # connector -> topic -> its record
+        self.listeners: list[StatusListener] = []
         self.log = log_of(self._on_record)
 
-    def _on_record(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
+    def _on_record(
+        self, key: bytes | None, value: bytes | None, partition: int, offset: int, timestamp_ms: int = 0
+    ) -> None:
         if key is None:
             return
         name = key.decode()
@@ -76,6 +92,8 @@ class StatusStore:
         if not name.startswith(PRESENCE_PREFIX) and _stale(status, self.statuses.get(name)):
             return
         self.statuses[name] = status
+        for listener in self.listeners:
+            listener(name, status, timestamp_ms / 1000)
 
     def _read_back(self, key: str) -> bool:
         """One of this worker's writes of `key` came back; True if a later one is on its way."""
@@ -163,12 +181,9 @@ class StatusStore:
         for key, value in self.statuses.items():
             if value.get("state") != "RUNNING" or not value.get("worker_id"):
                 continue
-            if key.startswith("status-connector-"):
-                owners[(key.removeprefix("status-connector-"), CONNECTOR)] = value["worker_id"]
-            elif key.startswith("status-task-"):
-                name, _, index = key.removeprefix("status-task-").rpartition("-")
-                if index.isdigit():
-                    owners[(name, int(index))] = value["worker_id"]
+            item = item_of_key(key)
+            if item is not None:
+                owners[item] = value["worker_id"]
         return owners
 
     def incarnations(self) -> dict[str, str]:

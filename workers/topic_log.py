@@ -26,7 +26,8 @@ from kafka.errors import NoError, TopicAlreadyExistsError, for_code
 from connect_rebalance.client_security import ClientSecurity
 
 log = logging.getLogger(__name__)
-Handler = Callable[[bytes | None, bytes | None, int, int], None]  # key, value, partition, offset
+# key, value, partition, offset, timestamp (ms: the record's, as its producer or the broker set it)
+Handler = Callable[[bytes | None, bytes | None, int, int, int], None]
 CLOSE_TIMEOUT_S = 2.0
 # Segment size of the internal topics a worker creates. A compacted log is cleaned only in
 # its sealed segments, so with Kafka's 1 GiB segments nothing is ever compacted and every
@@ -228,7 +229,7 @@ class TopicLog:
     def _deliver(self, records: list[Any], positions: dict[int, int]) -> None:
         for record in records:
             try:
-                self.handler(record.key, record.value, record.partition, record.offset)
+                self.handler(record.key, record.value, record.partition, record.offset, record.timestamp)
             except Exception:  # noqa: BLE001 - a bad record must not stop the log
                 log.exception("%s: cannot apply record at %s/%s", self.topic, record.partition, record.offset)
         self._positions.update(positions)

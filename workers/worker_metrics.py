@@ -13,11 +13,12 @@ from typing import Any
 from connect_rebalance.prometheus import Exposition
 from connect_rebalance.work import Work
 
+from .cluster_timeline import ClusterTimeline
 from .rebalance_clock import RebalanceClock
 
 # A Spark task's progress figures (SparkTask.progress): Prometheus name, type and help.
 TASK_PROGRESS_METRICS = (
-    ("rows", "connect_worker_task_rows_total", "counter", "Rows this task's query read (this run)."),
+    ("rows", "connect_worker_task_rows_total", "counter", "Rows this task read or wrote (this run)."),
     ("batches", "connect_worker_task_batches_total", "counter", "Micro-batches this task's query ran."),
     ("input_rows_per_second", "connect_worker_task_input_rows_per_second", "gauge",
      "Rows per second arriving, last batch."),
@@ -41,6 +42,10 @@ class WorkerFigures:
     spark_started: int
     spark_stopped: int
     task_progress: Sequence[tuple[Work, Mapping[str, Any]]]
+    timeline: ClusterTimeline  # the connect group as this worker sees it (cluster_timeline.py)
+    now: float  # wall clock, s: open unassigned spans count up to it
+    configured: Mapping[str, int]  # connector -> its number of task configs
+    row_rates: Mapping[Work, float]  # rows/s of the tasks running here
 
 
 def metrics_text(figures: WorkerFigures) -> str:
@@ -92,4 +97,35 @@ def metrics_text(figures: WorkerFigures) -> str:
     for key, metric, kind, about in TASK_PROGRESS_METRICS:
         samples = [(labels, values[key]) for labels, values in progress if key in values]
         exposition = exposition.family(metric, kind, about, samples)
-    return exposition.text()
+    return _timeline_families(exposition, figures).text()
+
+
+def _timeline_families(exposition: Exposition, figures: WorkerFigures) -> Exposition:
+    """The connect group's figures, the same the web view shows (ClusterTimeline.connector_figures)."""
+    connectors = figures.timeline.connector_figures(figures.now, figures.configured)
+
+    def each(key: str) -> list[tuple[dict[str, str], float]]:
+        return [({"connector": name}, values[key]) for name, values in connectors.items()]
+
+    gaps = [({"connector": name}, values["handoff_gap_total_s"], values["handoff_gaps"])
+            for name, values in connectors.items()]  # fmt: skip
+    epoch = figures.timeline.epoch
+    rates = [({"connector": connector, "task": str(task)}, rate)
+             for (connector, task), rate in sorted(figures.row_rates.items())]  # fmt: skip
+    return (
+        exposition
+        .family("connect_worker_connector_unassigned_seconds_total", "counter",
+                "Seconds during which the connector had at least one task unassigned (from the "
+                "status topic, since this worker started).", each("unassigned_s"))
+        .family("connect_worker_connector_unassigned_tasks", "gauge",
+                "The connector's tasks unassigned now.", each("unassigned_tasks"))
+        .summary("connect_worker_connector_handoff_gap_seconds",
+                 "Handoff gap of moved tasks: from a task's stop on one worker to its start on another.",
+                 gaps)
+        .family("connect_worker_connector_handoff_gap_max_seconds", "gauge",
+                "The longest handoff gap of the connector's moved tasks.", each("handoff_gap_max_s"))
+        .family("connect_worker_group_epoch", "gauge", "The connect group's epoch, as last described.",
+                [({}, epoch)] if epoch is not None else [])
+        .family("connect_worker_task_rows_per_second", "gauge",
+                "Rows per second of a task running here, over the last 10 s.", rates)
+    )  # fmt: skip

@@ -38,3 +38,5 @@ def test_the_readmes_first_command_ends_with_its_summary() -> None:
     assert re.search(r"\[ok\] distinct ids: (\d+), duplicates: 0, missing: 0", out)
     assert "[ok] only w1's tasks moved; w2 and w3 stopped nothing" in out
     assert "[ok] a join moved only what balance needs (one item)" in out
+    assert re.search(r"web view: http://127\.0\.0\.1:\d+/ui ", out), out[:3000]
+    assert "[ok] the web view showed w1 leave" in out and "[ok] the web view showed w4 join" in out

@@ -29,6 +29,12 @@ GROUP_CONFIGS_OVER_TCP = (
     f"{INTEGRATION}/test_group_configs_over_tcp.py::"
     "test_a_groups_heartbeat_interval_is_set_described_bounded_and_kept"
 )
+# The workers' web view and rebalance figures.
+TIMELINE_UNIT = f"{UNIT}/test_cluster_timeline.py::"
+WEB_VIEW_STATE = (
+    f"{UNIT}/test_web_view.py::test_the_state_shows_moves_joins_and_escapes_names_and_metrics_match"
+)
+WEB_VIEW_BROWSER = "tests/e2e/test_web_view.py::test_the_web_view_shows_a_join_move_a_task_live"
 
 CONNECT_SESSION_OVER_WORKERS = (
     f"{INTEGRATION}/test_connect_group_configs_workers.py::"
@@ -964,6 +970,71 @@ MUTATIONS: tuple[Mutation, ...] = (
             "tests/e2e/test_topic_ingest.py::"
             "test_a_task_moved_in_the_middle_of_a_long_batch_is_handed_over_at_that_batchs_commit",
         ),
+    ),
+    # -- the workers' web view and rebalance figures ------------------------------------------
+    Mutation(
+        name="web-view-not-live",
+        breaks="the web view shows a moved task on its new worker within 5 s of the rebalance",
+        file="workers/ui/page.js",
+        original=".finally(function () { setTimeout(poll, 1000); });",
+        replacement=".finally(function () {});",
+        tests=(WEB_VIEW_BROWSER,),
+    ),
+    Mutation(
+        name="timeline-join-not-named",
+        breaks="the timeline's entry for a new epoch names the worker that joined",
+        file="workers/cluster_timeline.py",
+        original="joined = [] if first else sorted(members - self.members)",
+        replacement="joined = []",
+        tests=(
+            f"{TIMELINE_UNIT}test_a_join_that_moves_one_task_is_an_epoch_entry_and_a_move_with_its_gap",
+            WEB_VIEW_STATE,
+            WEB_VIEW_BROWSER,
+        ),
+    ),
+    Mutation(
+        name="unassigned-seconds-not-counted",
+        breaks="/metrics counts per connector the seconds during which it had tasks unassigned",
+        file="workers/cluster_timeline.py",
+        original="            self.unassigned.setdefault(name, UnassignedTime()).open.setdefault(task, at)",
+        replacement="            pass  # mutation: no unassigned span",
+        tests=(
+            f"{TIMELINE_UNIT}test_a_connectors_unassigned_seconds_are_the_union_of_its_tasks_spans_and_count_up_while_open",
+            WEB_VIEW_STATE,
+            WEB_VIEW_BROWSER,
+        ),
+    ),
+    Mutation(
+        name="handoff-gap-not-counted",
+        breaks="/metrics has per connector the handoff gap of its moved tasks",
+        file="workers/cluster_timeline.py",
+        original="                self.gaps.setdefault(item[0], HandoffGaps()).add(gap)",
+        replacement="                pass  # mutation: gaps not counted",
+        tests=(
+            f"{TIMELINE_UNIT}test_a_join_that_moves_one_task_is_an_epoch_entry_and_a_move_with_its_gap",
+            WEB_VIEW_STATE,
+        ),
+    ),
+    Mutation(
+        name="crashed-workers-tasks-not-unassigned",
+        breaks="a worker leaving the group leaves its tasks unassigned until they run elsewhere",
+        file="workers/cluster_timeline.py",
+        original="""            for worker in left:
+                self._gone(worker, at)""",
+        replacement="""            for worker in left:
+                pass  # mutation: a departure ends nothing""",
+        tests=(
+            f"{TIMELINE_UNIT}"
+            "test_a_crashed_worker_leaving_the_group_leaves_its_tasks_unassigned_until_they_run_again",
+        ),
+    ),
+    Mutation(
+        name="web-view-names-not-escaped",
+        breaks="names users chose (connectors) are HTML-escaped in the web view",
+        file="workers/web_view.py",
+        original="    return html.escape(str(value), quote=True)",
+        replacement="    return str(value)",
+        tests=(WEB_VIEW_STATE,),
     ),
     # -- source topic creation and client overrides ------------------------------------------
     Mutation(

@@ -7,6 +7,8 @@ to wait for. Tests of the REST layer run a real Herder on these instead of a clu
 
 from __future__ import annotations
 
+import time
+
 from workers.topic_log import Handler
 
 
@@ -26,7 +28,7 @@ class MemoryLog:
     ) -> int:
         offset = len(self.records)
         self.records.append((key, value))
-        self.handler(key, value, 0, offset)
+        self.handler(key, value, 0, offset, int(time.time() * 1000))
         return offset
 
     async def close(self) -> None:

@@ -72,7 +72,7 @@ class VerifiableSourceTask(Task):
                 await self._running
 
     def progress(self) -> dict[str, Any]:
-        return {"seq": self.seq, "sent": self.sent}
+        return {"seq": self.seq, "sent": self.sent, "rows": self.sent}
 
 
 class VerifiableSource(Connector):
