@@ -210,12 +210,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="classic-session-never-expires",
         breaks="a silent classic member is removed after its session timeout",
         file="coordinator/groups/classic.py",
-        original="""        if group is None or member_id not in group.members:
-            return
+        original="""        group.triggers.append(Trigger(SESSION_EXPIRY, member_id))
         self.remove_member(group, member_id)
         self.members_left(group, now_ms)""",
-        replacement="""        if group is None or member_id not in group.members:
-            return
+        replacement="""        group.triggers.append(Trigger(SESSION_EXPIRY, member_id))
         return  # mutation: sessions never expire
         self.members_left(group, now_ms)""",
         tests=(
@@ -241,13 +239,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         breaks="a silent consumer-group member or worker is removed after its session timeout",
         file="coordinator/groups/modern/engine.py",
         original="""        if group is not None and member_id in group.members:
-            self.remove(group, member_id, now_ms)
-
-    def on_rebalance_timeout(""",
+            self.remove(group, member_id, now_ms, cause=SESSION_EXPIRY)""",
         replacement="""        if False:  # mutation: sessions never expire
-            self.remove(group, member_id, now_ms)
-
-    def on_rebalance_timeout(""",
+            self.remove(group, member_id, now_ms, cause=SESSION_EXPIRY)""",
         tests=(
             f"{UNIT}/test_consumer_group_core.py::test_session_expiry_and_rebalance_timeout_remove_members",
             f"{INTEGRATION}/test_connect_groups_over_tcp.py::test_case_study_a_worker_leaving",
@@ -279,7 +273,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         breaks="a worker heartbeating at a wrong epoch is removed from its group (the draft's fencing)",
         file="coordinator/groups/connect.py",
         original="""    def on_fenced(self, group: Any, member: Member[Work], now_ms: int) -> None:
-        self.remove(group, member.member_id, now_ms)""",
+        self.remove(group, member.member_id, now_ms, cause=FENCED)""",
         replacement="""    def on_fenced(self, group: Any, member: Member[Work], now_ms: int) -> None:
         pass  # mutation: a fenced worker stays""",
         tests=(
