@@ -127,6 +127,31 @@ class GroupMetrics:
         self.groups.pop(group_id, None)
         self.timelines.forget(group_id)
 
+    def timeline(self, group_id: str) -> dict[str, Any] | None:
+        """The group's timeline as the admin port serves it (None: no such group): its last
+        rebalances, oldest first, and the one under way with what is known of it so far."""
+        figures = self.groups.get(group_id)
+        if figures is None:
+            return None
+        under_way = figures.rebalance
+        return {
+            "group_id": group_id,
+            "group_type": figures.group_type,
+            "state": figures.state,
+            "epoch": figures.epoch,
+            "rebalances": [entry.as_json() for entry in self.timelines.of(group_id)],
+            "under_way": None if under_way is None else {
+                "from_epoch": under_way.from_epoch,
+                "to_epoch": figures.epoch,
+                "started_ms": under_way.started_ms,
+                "triggers": [cause.as_json() for cause in under_way.triggers],
+                "reached_ms": {
+                    figures.known.get(member_id, (member_id, ""))[0]: at
+                    for member_id, at in under_way.reached.items()
+                },
+            },
+        }  # fmt: skip
+
     def observe(self, group_id: str | None, group: Any, now_ms: int, outcome: Outcome | None = None) -> None:
         if group_id is None:
             return

@@ -45,6 +45,9 @@ class Cause:
     epoch: int
     at_ms: int
 
+    def as_json(self) -> dict[str, Any]:
+        return {"cause": self.cause, "member": self.member, "epoch": self.epoch, "at_ms": self.at_ms}
+
 
 @dataclass(frozen=True, slots=True)
 class MemberMoves:
@@ -78,10 +81,7 @@ class Rebalance:
             "started_ms": self.started_ms,
             "time_to_balance_ms": self.time_to_balance_ms,
             "paused": self.paused,
-            "triggers": [
-                {"cause": t.cause, "member": t.member, "epoch": t.epoch, "at_ms": t.at_ms}
-                for t in self.triggers
-            ],
+            "triggers": [t.as_json() for t in self.triggers],
             "members": [
                 {"member": m.member, "client_id": m.client_id, "revoked": list(m.revoked),
                  "assigned": list(m.assigned), "reached_ms": m.reached_ms}
