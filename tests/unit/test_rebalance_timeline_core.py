@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from connect_rebalance.consumer_protocol import encode_assignment
+from coordinator.group_record_codec import decode_record, encode_record
+from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.settings import GroupSettings
 from tests.support.connect_driver import ConnectDriver
 from tests.support.group_harness import GroupHarness, consumer_subscription
 
 pytestmark = pytest.mark.unit
-
-HALF_A = tuple(sorted(f"orders-{p}" for p in range(6, 12)))
 
 
 def join(h: GroupHarness, member: str, topics: list[str] | None = None) -> dict[str, Any]:
@@ -195,3 +195,24 @@ def test_a_write_that_fails_takes_its_rebalance_back_off_the_timeline() -> None:
     assert h.core.metrics.groups["cg"].rebalance is None, "B never joined"
     h.consumer_heartbeat("A", 1)
     assert [causes(e) for e in entries(h)] == [[("join", "A")]]
+
+
+def test_after_a_restart_the_group_is_known_at_its_epoch_with_an_empty_timeline() -> None:
+    h, kept = a_and_b()
+    restarted = GroupCoordinator(h.core.settings, h.topics.get, topics_view=h.metadata)
+    for record in h.records:
+        restarted.replay(decode_record(*encode_record(record)))  # through the bytes, as at start-up
+    restarted.load_complete(h.now)
+    view = restarted.metrics.timeline("cg")
+    assert view is not None
+    assert (view["epoch"], view["state"], view["rebalances"], view["under_way"]) == (2, "Stable", [], None), (
+        "the records hold epochs and assignments, not when or why they changed"
+    )
+    h.core = restarted
+    h.advance(100)
+    h.consumer_heartbeat("B", -1)
+    h.advance(100)
+    h.consumer_heartbeat("A", 2, owned={"orders": kept})
+    [left] = entries(h)
+    assert causes(left) == [("leave", "B")] and left["time_to_balance_ms"] == 100
+    assert moves(left)["A"][1] == tuple(sorted(f"orders-{p}" for p in range(12) if p not in kept))
