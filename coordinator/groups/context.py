@@ -169,6 +169,8 @@ class GroupContext:
     def triggered(self, group_id: str, cause: str, member_id: str = "") -> None:
         """Say why the group's epoch is being bumped (start-up replay bumps nothing)."""
         if self.current is not self._loading:
+            if self.current.triggers is None:
+                self.current.triggers = {}
             self.current.triggers.setdefault(group_id, []).append(Trigger(cause, member_id))
 
     def add_group(self, group: Any) -> None:

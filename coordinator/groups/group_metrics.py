@@ -183,7 +183,7 @@ class GroupMetrics:
             self.rebalances_by_type[figures.group_type] += epoch - figures.epoch
             if figures.rebalance is None:
                 figures.rebalance = OpenRebalance(figures.epoch, now_ms)
-            triggers = outcome.triggers.get(group_id, []) if outcome is not None else []
+            triggers = (outcome.triggers or {}).get(group_id, []) if outcome is not None else []
             causes = [(t.cause, self._holder(figures, group, t.member_id)) for t in triggers]
             figures.rebalance.triggered(causes, epoch, now_ms)
             figures.epoch = epoch

@@ -56,7 +56,7 @@ class Outcome:
     # The groups a deadline or a computed target changed (a request's are in its body).
     groups: set[str] | None = None
     # Why each group's epoch moved in this outcome, in order (the rebalance timeline reads them).
-    triggers: dict[str, list[Trigger]] = field(default_factory=dict)
+    triggers: dict[str, list[Trigger]] | None = None  # made by the first: most outcomes have none
 
     def reply(self, request_id: int, fields: dict[str, Any]) -> None:
         self.replies[request_id] = fields
