@@ -7,11 +7,19 @@ against (names, label escaping, number formatting); this module only collects ea
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.utils import floatToGoString
 
 Sample = tuple[Mapping[str, str], float]
 
@@ -52,6 +60,27 @@ class Exposition:
         family = SummaryMetricFamily(name, help_text, labels=names)
         for labels, total, count in samples:
             family.add_metric([str(labels.get(key, "")) for key in names], count_value=count, sum_value=total)
+        self._families.append(family)
+        return self
+
+    def histogram(
+        self,
+        name: str,
+        help_text: str,
+        bounds: Sequence[float],
+        samples: Iterable[tuple[Mapping[str, str], Sequence[int], float]],
+    ) -> Exposition:
+        """A histogram per label set: its counts per bucket (upper `bounds`, then +Inf; not
+        cumulative) and the sum of what was observed."""
+        samples = list(samples)
+        names = sorted({key for labels, _, _ in samples for key in labels})
+        family = HistogramMetricFamily(name, help_text, labels=names)
+        edges = [*(floatToGoString(b) for b in bounds), "+Inf"]
+        for labels, counts, total in samples:
+            cumulative = list(itertools.accumulate(counts))
+            family.add_metric(
+                [str(labels.get(key, "")) for key in names], list(zip(edges, cumulative, strict=True)), total
+            )
         self._families.append(family)
         return self
 

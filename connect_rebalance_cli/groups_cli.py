@@ -3,6 +3,7 @@
     groups list
     groups describe (GROUP ... | --all-groups) [--offsets | --members | --state] [--verbose]
     groups delete (GROUP ... | --all-groups)
+    groups timeline GROUP [--admin-url URL] [--command-config FILE]
     groups reset-offsets (GROUP ... | --all-groups) (--topic T[:P,...] ... | --all-topics | --from-file CSV)
         (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N |
          --to-datetime YYYY-MM-DDTHH:mm:SS.sss | --by-duration PnDTnHnMnS) [--export] [--execute]
@@ -13,7 +14,9 @@ Kafka 4's (group_views.py). Like Kafka's tool, reset-offsets prints the plan and
 without --execute (`--export` prints it as CSV for `--from-file`), and only a group with no
 active members is reset. `--output json` prints any answer as a JSON array, one object per row.
 Everything goes through kafka-python's admin client over the wire, and for the describes
-kafka-python lacks (ConsumerGroupDescribe, ConnectGroupDescribe) through the project's client.
+kafka-python lacks (ConsumerGroupDescribe, ConnectGroupDescribe) through the project's client;
+`timeline` reads the coordinator's admin port instead (timeline_view.py), where the core keeps
+each group's last rebalances.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka.structs import OffsetAndMetadata
 
-from . import group_views
+from . import group_views, timeline_view
 from .admin_command import run_admin_command
 from .group_views import end_offsets
 from .tables import emit
@@ -281,6 +284,8 @@ def reset_offsets(admin: KafkaAdminClient, args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "timeline":
+        return timeline_view.run(args)
     if args.action != "list" and (problem := selection_error(args)):
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -313,6 +318,7 @@ examples:
   groups reset-offsets orders-app --topic orders --to-earliest --execute
   groups reset-offsets --all-groups --all-topics --to-latest --export > plan.csv
   groups reset-offsets --all-groups --from-file plan.csv --execute
+  groups timeline connect-cluster --admin-url http://127.0.0.1:9644   its last rebalances
 """
 
 RESET_EXAMPLES = """\
@@ -422,4 +428,5 @@ def add_parser(sub: argparse._SubParsersAction, default_bootstrap: str) -> None:
     _add_describe(gsub)
     _add_selection(gsub.add_parser("delete", help="delete groups with no active members"), "delete")
     _add_reset(gsub)
+    timeline_view.add_parser(gsub)
     groups.set_defaults(func=lambda args: run(args))

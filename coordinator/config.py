@@ -160,6 +160,9 @@ class CoordinatorConfig(BaseModel):
     group_heartbeat_adaptive_rate_budget: int = Field(
         2000, alias="group.heartbeat.adaptive.rate.budget", ge=1
     )
+    # Not a Kafka setting: the rebalances each group's timeline keeps (admin port
+    # /groups/{group}/timeline); memory grows with it times each group's members and items.
+    group_rebalance_timeline_size: int = Field(20, alias="group.rebalance.timeline.size", ge=1, le=1000)
     # Connect groups (the connect group protocol); Kafka Connect's worker defaults.
     group_connect_session_timeout_ms: int = Field(10000, alias="group.connect.session.timeout.ms", ge=1)
     group_connect_heartbeat_interval_ms: int = Field(3000, alias="group.connect.heartbeat.interval.ms", ge=1)
@@ -344,6 +347,7 @@ class CoordinatorConfig(BaseModel):
             connect_max_heartbeat_interval_ms=self.group_connect_max_heartbeat_interval_ms,
             connect_max_size=self.group_connect_max_size,
             connect_migration_policy=self.group_connect_migration_policy,
+            rebalance_timeline_size=self.group_rebalance_timeline_size,
         )
 
     @classmethod

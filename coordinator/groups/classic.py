@@ -59,7 +59,17 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 
 from .context import GroupContext
 from .records import ClassicGroupSnapshot, ClassicMemberSnapshot, GroupMetadataRecord
-from .requests import GroupRequest
+from .requests import (
+    CONVERSION,
+    JOIN,
+    LEAVE,
+    REBALANCE_TIMEOUT,
+    SESSION_EXPIRY,
+    STATIC_REPLACEMENT,
+    SUBSCRIPTION_CHANGE,
+    GroupRequest,
+    Trigger,
+)
 
 MEMBER_ID_REQUIRED_FROM_VERSION = 4
 
@@ -127,6 +137,8 @@ class ClassicGroup:
     in_initial_delay: bool = False
     new_member_added: bool = False
     initial_delay_remaining_ms: int = 0
+    # Why the rebalance under way started, and who left it since: the next generation's triggers.
+    triggers: list[Trigger] = field(default_factory=list)
 
     type_name = "classic"
 
@@ -489,6 +501,7 @@ class ClassicGroups:
             self.ctx.reply(request.request_id, self._join_response(group, member, version))
         else:
             self._update_member(member, candidate, request)
+            group.triggers.append(Trigger(JOIN if unchanged else SUBSCRIPTION_CHANGE, member_id))
             self.prepare_rebalance(group, now_ms)
 
     def _static_member_error(
@@ -529,6 +542,7 @@ class ClassicGroups:
             group.static_members[member.group_instance_id] = member.member_id
         member.join = ParkedRequest(request.request_id, request.version)
         group.new_member_added = True
+        group.triggers.append(Trigger(JOIN, member.member_id))
         if group.state == ClassicState.PREPARING_REBALANCE:
             self._try_complete_join(group, now_ms)
         else:
@@ -587,6 +601,7 @@ class ClassicGroups:
             self.ctx.write(GroupMetadataRecord(group.group_id, group.snapshot()))
             return
         candidate.join = ParkedRequest(request.request_id, request.version)
+        group.triggers.append(Trigger(STATIC_REPLACEMENT, candidate.member_id))
         if group.state == ClassicState.PREPARING_REBALANCE:
             self._try_complete_join(group, now_ms)
         else:
@@ -667,8 +682,12 @@ class ClassicGroups:
         self.ctx.cancel(join_key(group.group_id))
         group.in_initial_delay = False
         for member in [m for m in group.members.values() if m.join is None]:
+            group.triggers.append(Trigger(REBALANCE_TIMEOUT, member.member_id))
             self.remove_member(group, member.member_id)
         group.generation += 1
+        for trigger in group.triggers:
+            self.ctx.triggered(group.group_id, trigger.cause, trigger.member_id)
+        group.triggers = []
         if not group.members:
             group.protocol_name = None
             group.leader_id = None
@@ -705,6 +724,7 @@ class ClassicGroups:
         ):
             return
         for member_id in sorted(group.pending_sync):
+            group.triggers.append(Trigger(REBALANCE_TIMEOUT, member_id))
             self.remove_member(group, member_id)
         self.prepare_rebalance(group, now_ms)
 
@@ -743,6 +763,7 @@ class ClassicGroups:
         group = self._group(group_id)
         if group is None or member_id not in group.members:
             return
+        group.triggers.append(Trigger(SESSION_EXPIRY, member_id))
         self.remove_member(group, member_id)
         self.members_left(group, now_ms)
 
@@ -856,6 +877,7 @@ class ClassicGroups:
             elif error == ErrorCode.NONE and target not in group.members:
                 error = ErrorCode.UNKNOWN_MEMBER_ID
             elif error == ErrorCode.NONE and target is not None:
+                group.triggers.append(Trigger(LEAVE, target))
                 self.remove_member(group, target)
                 removed = True
             results.append({"member_id": member_id, "group_instance_id": instance_id, "error_code": error})
@@ -895,6 +917,7 @@ class ClassicGroups:
         self.ctx.write(GroupMetadataRecord(classic.group_id, classic.snapshot()))
         for m in classic.members.values():
             self.refresh_session(classic, m, now_ms)
+        classic.triggers.append(Trigger(CONVERSION))
         self.prepare_rebalance(classic, now_ms)
 
     # -- replay and DescribeGroups --------------------------------------------------------

@@ -60,7 +60,7 @@ from .modern.engine import ModernGroups
 from .modern.group import Member, ModernGroup
 from .reconciliation import MemberAssignment, MemberState
 from .records import GroupMetadataRecord
-from .requests import GroupRequest
+from .requests import CONVERSION, JOIN, REBALANCE_TIMEOUT, SUBSCRIPTION_CHANGE, GroupRequest
 
 MEMBER_ID_REQUIRED_FROM_VERSION = 4
 POLICIES = {
@@ -166,6 +166,7 @@ class ClassicBridge:
         self.classic.forget(classic)
         emit, generation = self.ctx.emit, classic.generation
         emit(GroupMetadataRecord(group_id, None))
+        self.ctx.triggered(group_id, CONVERSION)
         emit(engine.epoch_record(group_id, generation))
         for member_id, (profile, items) in converted.items():
             stable = MemberAssignment(MemberState.STABLE, generation, generation, items, frozenset())
@@ -272,7 +273,8 @@ class ClassicBridge:
             raise KafkaApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, str(exc)) from exc
         member, joined = self._member_for(group, request, member_id)
         profile, owned, changed = self.embedding.joined(request, member.profile, protocols, parsed)
-        self.engine.advance(group, member, profile, joined, joined or changed, owned, now_ms)
+        bump = JOIN if joined else SUBSCRIPTION_CHANGE if changed else None
+        self.engine.advance(group, member, profile, joined, bump, owned, now_ms)
         member_id = member.member_id
         self.ctx.cancel(self.engine.key("classic-join", group.group_id, member_id))
         self._deadline("classic-sync", group, group.members[member_id], now_ms)
@@ -423,7 +425,7 @@ class ClassicBridge:
         if isinstance(group, self.engine.group_class):
             member = group.members.get(member_id)
             if member is not None and member.classic is not None:
-                self.engine.remove(group, member_id, now_ms)
+                self.engine.remove(group, member_id, now_ms, cause=REBALANCE_TIMEOUT)
 
     # -- LeaveGroup -----------------------------------------------------------------------
 

@@ -73,7 +73,7 @@ from .group_configs import CONNECT_HEARTBEAT_INTERVAL, CONNECT_SESSION_TIMEOUT
 from .modern.engine import LEAVE_EPOCH, ModernGroups, invalid
 from .modern.group import Member, ModernGroup
 from .reconciliation import MemberAssignment, MemberState, TargetMember
-from .requests import GroupRequest
+from .requests import CONFIG_CHANGE, FENCED, STATIC_REPLACEMENT, GroupRequest
 
 EAGER_ASSIGNOR = "eager"  # the client assignor whose targets are reconciled eagerly
 STATE_NAMES = {MemberState.STABLE: "Stable", MemberState.UNREVOKED: "Unrevoked",
@@ -191,7 +191,7 @@ class ConnectGroups(ModernGroups[Work]):
         if body.instance_id is not None:
             holder = group.static_member(body.instance_id)
             if holder is not None:
-                self.remove(group, holder.member_id, now_ms, downgrade=False)
+                self.remove(group, holder.member_id, now_ms, downgrade=False, cause=STATIC_REPLACEMENT)
 
     def check_request(self, group: Any, member_id: str, body: Any) -> None:
         """A worker that changes its assignors must still share one with every other worker."""
@@ -233,7 +233,7 @@ class ConnectGroups(ModernGroups[Work]):
         return group.eager  # type: ignore[no-any-return]
 
     def on_fenced(self, group: Any, member: Member[Work], now_ms: int) -> None:
-        self.remove(group, member.member_id, now_ms)
+        self.remove(group, member.member_id, now_ms, cause=FENCED)
 
     # -- members --------------------------------------------------------------------------
 
@@ -250,6 +250,8 @@ class ConnectGroups(ModernGroups[Work]):
 
     def bumps(self, before: ConnectWorkerSnapshot, after: ConnectWorkerSnapshot) -> bool:
         return before.client_assignors != after.client_assignors
+
+    profile_cause = CONFIG_CHANGE  # the assignor metadata carries the worker's view of the configs
 
     def member_tombstones(self, group_id: str, member_id: str) -> list[Any]:
         # The member's target entry stays until the next install: it tells what work was lost.

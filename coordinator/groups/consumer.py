@@ -62,7 +62,7 @@ from .records import (
     TargetEpochRecord,
     TargetMemberRecord,
 )
-from .requests import GroupRequest
+from .requests import SUBSCRIPTION_CHANGE, GroupRequest
 
 Item = tuple[str, int]  # (topic id, partition)
 MEMBER_ID_REQUIRED_FROM_VERSION = 1
@@ -267,6 +267,8 @@ class ConsumerGroups(ModernGroups[Item]):
             or before.server_assignor != after.server_assignor
             or before.client_assignors != after.client_assignors
         )
+
+    profile_cause = SUBSCRIPTION_CHANGE
 
     def member_tombstones(self, group_id: str, member_id: str) -> list[Any]:
         return [

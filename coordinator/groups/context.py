@@ -23,7 +23,7 @@ from collections.abc import Callable, Hashable, MutableMapping
 from typing import Any, Protocol
 
 from .group_type import Group
-from .requests import Outcome
+from .requests import Outcome, Trigger
 from .settings import GroupSettings
 from .timers import Operation, Timers
 
@@ -165,6 +165,13 @@ class GroupContext:
 
     def reply(self, request_id: int, fields: dict[str, Any]) -> None:
         self.current.reply(request_id, fields)
+
+    def triggered(self, group_id: str, cause: str, member_id: str = "") -> None:
+        """Say why the group's epoch is being bumped (start-up replay bumps nothing)."""
+        if self.current is not self._loading:
+            if self.current.triggers is None:
+                self.current.triggers = {}
+            self.current.triggers.setdefault(group_id, []).append(Trigger(cause, member_id))
 
     def add_group(self, group: Any) -> None:
         self.journal.set_item(self.groups, group.group_id, group)

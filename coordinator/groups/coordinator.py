@@ -68,7 +68,9 @@ class GroupCoordinator:
         self.settings = settings
         self.ctx = GroupContext(settings, partitions_of, member_id_factory, topics_view, self.replay)
         self.groups = self.ctx.groups
-        self.metrics = GroupMetrics()
+        self.metrics = GroupMetrics(
+            settings.rebalance_timeline_size, topics_view.name_of if topics_view is not None else None
+        )
         self.classic = ClassicGroups(self.ctx)
         self.offsets = Offsets(self.ctx)
         self.connect = ConnectGroups(self.ctx)
@@ -131,10 +133,11 @@ class GroupCoordinator:
             self.ctx.end()
         if request.api_key in HEARTBEAT_APIS:
             if outcome.records:  # state changes only by records: a settled heartbeat changes none
-                self.metrics.observe(request.body.group_id, self.groups.get(request.body.group_id), now_ms)
+                group_id = request.body.group_id
+                self.metrics.observe(group_id, self.groups.get(group_id), now_ms, outcome)
             self.metrics.heartbeat(request.body.group_id)
         else:
-            self.metrics.observe_groups(self.groups, self.group_ids(request), now_ms)
+            self.metrics.observe_groups(self.groups, self.group_ids(request), now_ms, outcome)
         return outcome
 
     def on_timer(self, now_ms: int) -> Outcome:
@@ -169,7 +172,7 @@ class GroupCoordinator:
             outcome.groups = change()
         finally:
             self.ctx.end()
-        self.metrics.observe_groups(self.groups, outcome.groups, now_ms)
+        self.metrics.observe_groups(self.groups, outcome.groups, now_ms, outcome)
         return outcome
 
     def write_failed(

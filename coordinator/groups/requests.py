@@ -7,6 +7,27 @@ from typing import Any
 
 from .records import Record
 
+# Why a group's epoch (a classic group's generation) was bumped: what the request or deadline
+# that bumped it was, as the core knew it then. Not a record: the rebalance timeline keeps it.
+JOIN = "join"
+LEAVE = "leave"
+SESSION_EXPIRY = "session expiry"
+REBALANCE_TIMEOUT = "rebalance timeout"  # a member did not revoke (or rejoin, or sync) in time
+FENCED = "fenced"  # a connect worker heartbeating at a wrong epoch is removed
+SUBSCRIPTION_CHANGE = "subscription change"  # topics, regex or assignors (classic: its protocols)
+CONFIG_CHANGE = "config change"  # a connect worker's assignor metadata: the connectors' configuration
+STATIC_REPLACEMENT = "static replacement"
+METADATA_CHANGE = "metadata change"  # the partitions of a subscribed topic
+CONVERSION = "conversion"  # the group changed type (online migration)
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """What bumped a group's epoch, and the member it concerned ("" when none)."""
+
+    cause: str
+    member_id: str = ""
+
 
 @dataclass(frozen=True, slots=True)
 class GroupRequest:
@@ -34,6 +55,8 @@ class Outcome:
     journal: Any = field(default=None, repr=False, compare=False)  # what takes the outcome back
     # The groups a deadline or a computed target changed (a request's are in its body).
     groups: set[str] | None = None
+    # Why each group's epoch moved in this outcome, in order (the rebalance timeline reads them).
+    triggers: dict[str, list[Trigger]] | None = None  # made by the first: most outcomes have none
 
     def reply(self, request_id: int, fields: dict[str, Any]) -> None:
         self.replies[request_id] = fields

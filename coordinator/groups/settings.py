@@ -44,3 +44,5 @@ class GroupSettings:
     connect_max_size: int = 2147483647
     # Online migration between classic `connect` groups and connect groups: same four policies.
     connect_migration_policy: str = "bidirectional"
+    # The rebalances each group's timeline keeps (rebalance_timeline.py).
+    rebalance_timeline_size: int = 20

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from connect_rebalance.processes import CoordinatorProcess
+from tests.support.connect_driver import TcpTransport
 from tests.support.group_scenario import MemberFleet
 
 
@@ -40,3 +41,15 @@ def fleets() -> Iterator[list[MemberFleet]]:
     finally:
         for fleet in created:
             fleet.kill_all()
+
+
+@pytest.fixture
+def transports() -> Iterator[list[TcpTransport]]:
+    """Protocol-client connections a test opens (tests.support.connect_driver); each is closed
+    at the end."""
+    opened: list[TcpTransport] = []
+    try:
+        yield opened
+    finally:
+        for transport in opened:
+            transport.close()

@@ -32,16 +32,6 @@ def coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
         process.kill()
 
 
-@pytest.fixture
-def transports() -> Iterator[list[TcpTransport]]:
-    opened: list[TcpTransport] = []
-    try:
-        yield opened
-    finally:
-        for transport in opened:
-            transport.close()
-
-
 def tcp_driver(coordinator: CoordinatorProcess, transports: list[TcpTransport]) -> ConnectDriver:
     transport = TcpTransport(coordinator.bootstrap)
     transports.append(transport)

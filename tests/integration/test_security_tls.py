@@ -9,6 +9,7 @@ from __future__ import annotations
 import ssl
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,9 +117,26 @@ def test_the_admin_port_serves_https_to_clients_with_a_certificate(
     context.load_cert_chain(str(alice.certificate), str(alice.key))
     with urllib.request.urlopen(f"{tls_coordinator.admin_url}/health", context=context, timeout=10) as reply:
         assert reply.status == 200
+    timeline = f"{tls_coordinator.admin_url}/groups/nobody/timeline"
+    answered = _refusal(timeline, context)  # the group is unknown: a JSON 404, over TLS
+    assert isinstance(answered, urllib.error.HTTPError) and answered.code == 404
     plain = tls_coordinator.admin_url.replace("https://", "http://")
     with pytest.raises(OSError):
         urllib.request.urlopen(f"{plain}/health", timeout=10)
+    anonymous = ssl.create_default_context(cafile=str(pki.ca_certificate))
+    refused = _refusal(timeline, anonymous)
+    assert refused is not None and not isinstance(refused, urllib.error.HTTPError), (
+        "a client without a certificate gets no answer from the admin port"
+    )
+
+
+def _refusal(url: str, context: ssl.SSLContext) -> OSError | None:
+    """How a GET of `url` failed (an HTTPError is an answer with an error status), or None."""
+    try:
+        urllib.request.urlopen(url, context=context, timeout=10).close()
+    except OSError as exc:
+        return exc
+    return None
 
 
 def start_refused(tmp_path: Path, *overrides: str) -> str:

@@ -25,6 +25,13 @@ class Mutation:
 
 INTEGRATION = "tests/integration"
 UNIT = "tests/unit"
+TIMELINE = f"{INTEGRATION}/test_rebalance_timeline_over_tcp.py::"
+TIMELINE_CONSUMER = (
+    f"{TIMELINE}test_a_consumer_groups_join_leave_and_session_expiry_are_on_its_timeline_and_in_metrics"
+)
+TIMELINE_CONNECT = (
+    f"{TIMELINE}test_a_connect_join_that_moves_one_task_is_on_the_timeline_and_printed_by_the_cli"
+)
 GROUP_CONFIGS_OVER_TCP = (
     f"{INTEGRATION}/test_group_configs_over_tcp.py::"
     "test_a_groups_heartbeat_interval_is_set_described_bounded_and_kept"
@@ -216,12 +223,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="classic-session-never-expires",
         breaks="a silent classic member is removed after its session timeout",
         file="coordinator/groups/classic.py",
-        original="""        if group is None or member_id not in group.members:
-            return
+        original="""        group.triggers.append(Trigger(SESSION_EXPIRY, member_id))
         self.remove_member(group, member_id)
         self.members_left(group, now_ms)""",
-        replacement="""        if group is None or member_id not in group.members:
-            return
+        replacement="""        group.triggers.append(Trigger(SESSION_EXPIRY, member_id))
         return  # mutation: sessions never expire
         self.members_left(group, now_ms)""",
         tests=(
@@ -247,13 +252,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         breaks="a silent consumer-group member or worker is removed after its session timeout",
         file="coordinator/groups/modern/engine.py",
         original="""        if group is not None and member_id in group.members:
-            self.remove(group, member_id, now_ms)
-
-    def on_rebalance_timeout(""",
+            self.remove(group, member_id, now_ms, cause=SESSION_EXPIRY)""",
         replacement="""        if False:  # mutation: sessions never expire
-            self.remove(group, member_id, now_ms)
-
-    def on_rebalance_timeout(""",
+            self.remove(group, member_id, now_ms, cause=SESSION_EXPIRY)""",
         tests=(
             f"{UNIT}/test_consumer_group_core.py::test_session_expiry_and_rebalance_timeout_remove_members",
             f"{INTEGRATION}/test_connect_groups_over_tcp.py::test_case_study_a_worker_leaving",
@@ -285,7 +286,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         breaks="a worker heartbeating at a wrong epoch is removed from its group (the draft's fencing)",
         file="coordinator/groups/connect.py",
         original="""    def on_fenced(self, group: Any, member: Member[Work], now_ms: int) -> None:
-        self.remove(group, member.member_id, now_ms)""",
+        self.remove(group, member.member_id, now_ms, cause=FENCED)""",
         replacement="""    def on_fenced(self, group: Any, member: Member[Work], now_ms: int) -> None:
         pass  # mutation: a fenced worker stays""",
         tests=(
@@ -2043,6 +2044,86 @@ MUTATIONS: tuple[Mutation, ...] = (
             f"{INTEGRATION}/test_coordinator_restart.py::"
             "test_workers_keep_their_work_through_a_restart_whose_load_outlasts_their_watchdog",
         ),
+    ),
+    # -- the rebalance timeline ---------------------------------------------------------------
+    Mutation(
+        name="timeline-drops-revoked",
+        breaks="each rebalance on a group's timeline names what every member gave up",
+        file="coordinator/groups/rebalance_timeline.py",
+        original="                revoked.setdefault(holder, []).append(item_name(item))\n",
+        replacement="                pass  # mutation: what was revoked is not kept\n",
+        tests=(
+            TIMELINE_CONSUMER,
+            TIMELINE_CONNECT,
+            f"{UNIT}/test_rebalance_timeline_core.py::"
+            "test_a_join_is_an_entry_with_its_trigger_moves_reach_times_and_time_to_balance",
+        ),
+    ),
+    Mutation(
+        name="timeline-expiry-called-a-leave",
+        breaks="a rebalance started by a session expiry says so, not that the member left",
+        file="coordinator/groups/modern/engine.py",
+        original="            self.remove(group, member_id, now_ms, cause=SESSION_EXPIRY)\n",
+        replacement="            self.remove(group, member_id, now_ms)  # mutation: the default cause\n",
+        tests=(
+            TIMELINE_CONSUMER,
+            f"{UNIT}/test_rebalance_timeline_core.py::"
+            "test_a_leave_a_session_expiry_and_a_subscription_change_each_name_their_trigger",
+        ),
+    ),
+    Mutation(
+        name="timeline-reach-times-lost",
+        breaks="the timeline says when each member reached the new epoch, not only when the group did",
+        file="coordinator/groups/group_metrics.py",
+        original="                    rebalance.member_reached(record.member_id, now_ms)\n",
+        replacement="                    pass  # mutation\n",
+        tests=(
+            f"{UNIT}/test_rebalance_timeline_core.py::"
+            "test_a_join_is_an_entry_with_its_trigger_moves_reach_times_and_time_to_balance",
+        ),
+    ),
+    Mutation(
+        name="timeline-time-in-seconds",
+        breaks="a rebalance's time to balance is what it took, in the milliseconds its name says",
+        file="coordinator/groups/rebalance_timeline.py",
+        original='            "time_to_balance_ms": self.time_to_balance_ms,\n',
+        replacement='            "time_to_balance_ms": self.time_to_balance_ms / 1000,  # mutation\n',
+        tests=(TIMELINE_CONSUMER, TIMELINE_CONNECT),
+    ),
+    Mutation(
+        name="timeline-unbounded",
+        breaks="a group's timeline keeps only its last group.rebalance.timeline.size rebalances",
+        file="coordinator/groups/rebalance_timeline.py",
+        original="            entries = self.groups[group_id] = deque(maxlen=self.size)\n",
+        replacement="            entries = self.groups[group_id] = deque()  # mutation\n",
+        tests=(
+            f"{UNIT}/test_rebalance_timeline_core.py::"
+            "test_the_timeline_keeps_the_last_n_rebalances_and_the_histogram_counts_each",
+        ),
+    ),
+    Mutation(
+        name="timeline-unknown-group-answered",
+        breaks="the timeline of a group the coordinator does not host is a JSON 404",
+        file="coordinator/admin_http.py",
+        original="        if timeline is None:\n",
+        replacement="        if False:  # mutation\n",
+        tests=(f"{TIMELINE}test_an_unknown_group_is_a_json_404_and_the_cli_says_so",),
+    ),
+    Mutation(
+        name="time-to-balance-buckets-not-cumulative",
+        breaks="the /metrics time-to-balance histogram counts the timeline's rebalances as Prometheus reads",
+        file="connect_rebalance/prometheus.py",
+        original="            cumulative = list(itertools.accumulate(counts))\n",
+        replacement="            cumulative = list(counts)  # mutation\n",
+        tests=(TIMELINE_CONSUMER,),
+    ),
+    Mutation(
+        name="timeline-cli-without-balance",
+        breaks="`groups timeline` prints when each rebalance was balanced",
+        file="connect_rebalance_cli/timeline_view.py",
+        original='balanced" if balanced else "under way")\n',
+        replacement='balanced" if False else "under way")  # mutation\n',
+        tests=(TIMELINE_CONNECT,),
     ),
     # -- dynamic group configuration --------------------------------------------------------
     Mutation(

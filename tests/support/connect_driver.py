@@ -137,14 +137,20 @@ class ConnectDriver:
 
 
 class TcpTransport:
-    """A synchronous `Call` over the project's ProtocolClient (its own event loop)."""
+    """A synchronous `Call` over the project's ProtocolClient (its own event loop): version 0 of
+    each API, or the version `request` names."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, client_id: str = "connect-driver") -> None:
         self.loop = asyncio.new_event_loop()
-        self.client = self.loop.run_until_complete(ProtocolClient.connect(bootstrap, "connect-driver"))
+        self.client = self.loop.run_until_complete(ProtocolClient.connect(bootstrap, client_id))
 
     def __call__(self, api_key: int, fields: dict[str, Any]) -> dict[str, Any]:
-        return self.loop.run_until_complete(asyncio.wait_for(self.client.request(api_key, 0, fields), 30))
+        return self.request(api_key, 0, fields)
+
+    def request(self, api_key: int, version: int, fields: dict[str, Any]) -> dict[str, Any]:
+        return self.loop.run_until_complete(
+            asyncio.wait_for(self.client.request(api_key, version, fields), 30)
+        )
 
     def close(self) -> None:
         self.loop.run_until_complete(self.client.close())

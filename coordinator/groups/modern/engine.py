@@ -46,7 +46,14 @@ from ..client_assignment import (
 from ..context import GroupContext
 from ..group_configs import override
 from ..reconciliation import Item, MemberAssignment, MemberState, fenced_reason, reconcile
-from ..requests import GroupRequest
+from ..requests import (
+    JOIN,
+    LEAVE,
+    METADATA_CHANGE,
+    REBALANCE_TIMEOUT,
+    SESSION_EXPIRY,
+    GroupRequest,
+)
 from .group import TEMPORARY_LEAVE_EPOCH, Member, ModernGroup
 
 LEAVE_EPOCH = -1
@@ -146,6 +153,8 @@ class ModernGroups(ABC, Generic[Item]):
     @abstractmethod
     def bumps(self, before: Any, after: Any) -> bool:
         """Whether a profile change calls for a new target (a new group epoch)."""
+
+    profile_cause: ClassVar[str]  # what a profile change that bumps the epoch is called (requests.py)
 
     @abstractmethod
     def owned_items(self, body: Any) -> frozenset[Item] | None: ...
@@ -299,7 +308,13 @@ class ModernGroups(ABC, Generic[Item]):
         self.check_request(group, member_id, body)
         member, joined = self.member_for(group, member_id, body, owned, now_ms)
         profile = self.profile_of(request, member.profile)
-        bump = joined or (profile is not member.profile and self.bumps(member.profile, profile))
+        bump = (
+            JOIN
+            if joined
+            else self.profile_cause
+            if profile is not member.profile and self.bumps(member.profile, profile)
+            else None
+        )
         before = self.advance(group, member, profile, joined, bump, owned, now_ms)
         return self.heartbeat_fields(group, group.members[member.member_id], before, request)
 
@@ -376,20 +391,22 @@ class ModernGroups(ABC, Generic[Item]):
         member: Member[Item],
         profile: Any,
         joined: bool,
-        bump: bool,
+        bump: str | None,
         owned: frozenset[Item] | None,
         now_ms: int,
     ) -> MemberAssignment[Item]:
         """The pipeline of a member's request, either protocol: record its profile, bump the
-        group epoch if asked or if the metadata changed, see to a due target, reconcile the
-        member and re-arm its timers. Returns its previous assignment."""
+        group epoch if asked (`bump` says why) or if the metadata changed, see to a due target,
+        reconcile the member and re-arm its timers. Returns its previous assignment."""
         ctx, group_id, member_id = self.ctx, group.group_id, member.member_id
         if ctx.groups.get(group_id) is not group:
             ctx.add_group(group)
         if joined or (profile is not member.profile and profile != member.profile):
             ctx.emit(self.member_record(group_id, member_id, profile))
-        if self.metadata_changed(group) or bump:
-            self.bump(group)
+        if self.metadata_changed(group):
+            self.bump(group, bump or METADATA_CHANGE, member_id)
+        elif bump is not None:
+            self.bump(group, bump, member_id)
         if group.group_epoch > group.assignment_epoch:
             self.target_due(group, now_ms)
         before = group.members[member_id].assignment
@@ -418,7 +435,8 @@ class ModernGroups(ABC, Generic[Item]):
             )
         return before
 
-    def bump(self, group: Any) -> None:
+    def bump(self, group: Any, cause: str, member_id: str = "") -> None:
+        self.ctx.triggered(group.group_id, cause, member_id)
         self.ctx.emit(self.epoch_record(group.group_id, group.group_epoch + 1))
 
     def heartbeat_interval(self, group: Any, member: Member[Item]) -> int:
@@ -479,13 +497,13 @@ class ModernGroups(ABC, Generic[Item]):
     def on_session_expired(self, group_id: str, member_id: str, now_ms: int) -> None:
         group = self._live(group_id)
         if group is not None and member_id in group.members:
-            self.remove(group, member_id, now_ms)
+            self.remove(group, member_id, now_ms, cause=SESSION_EXPIRY)
 
     def on_rebalance_timeout(self, group_id: str, member_id: str, now_ms: int) -> None:
         group = self._live(group_id)
         member = group.members.get(member_id) if group is not None else None
         if member is not None and member.assignment.state == MemberState.UNREVOKED:
-            self.remove(group, member_id, now_ms)
+            self.remove(group, member_id, now_ms, cause=REBALANCE_TIMEOUT)
 
     def on_compute_timeout(self, group_id: str, member_id: str, now_ms: int) -> None:
         """The chosen member did not install within its rebalance timeout: choose another."""
@@ -519,9 +537,12 @@ class ModernGroups(ABC, Generic[Item]):
             )
         return member  # type: ignore[no-any-return]
 
-    def remove(self, group: Any, member_id: str, now_ms: int, downgrade: bool = True) -> None:
-        """A member leaves or is removed: its items are free and the group needs a new target.
-        If only classic members remain, the bridge may turn the group classic again."""
+    def remove(
+        self, group: Any, member_id: str, now_ms: int, downgrade: bool = True, cause: str = LEAVE
+    ) -> None:
+        """A member leaves or is removed (`cause` says why): its items are free and the group
+        needs a new target. If only classic members remain, the bridge may turn the group
+        classic again."""
         if member_id not in group.members:
             return
         for record in self.member_tombstones(group.group_id, member_id):
@@ -529,7 +550,7 @@ class ModernGroups(ABC, Generic[Item]):
         self.cancel_timers(group.group_id, member_id)
         self.ctx.journal.keep(group.compute)
         group.compute.forget(member_id)
-        self.bump(group)
+        self.bump(group, cause, member_id)
         self.on_removed(group, now_ms)
         if not group.members:
             self.write_target(group, group.group_epoch, None, group.assignor_name, group.target_error)
