@@ -147,6 +147,13 @@ class CoordinatorConfig(BaseModel):
     group_consumer_assignment_interval_ms: int = Field(
         100, alias="group.consumer.assignment.interval.ms", ge=0
     )
+    # Not Kafka settings: the bounds of a group's own consumer.assignment.interval.ms.
+    group_consumer_min_assignment_interval_ms: int = Field(
+        0, alias="group.consumer.min.assignment.interval.ms", ge=0
+    )
+    group_consumer_max_assignment_interval_ms: int = Field(
+        10000, alias="group.consumer.max.assignment.interval.ms", ge=0
+    )
     group_consumer_assignors: str = Field("uniform,range", alias="group.consumer.assignors")
     group_consumer_max_size: int = Field(2147483647, alias="group.consumer.max.size", ge=1)
     group_consumer_migration_policy: str = Field("bidirectional", alias="group.consumer.migration.policy")
@@ -191,21 +198,24 @@ class CoordinatorConfig(BaseModel):
 
     @model_validator(mode="after")
     def _within_bounds(self) -> CoordinatorConfig:
-        """Each group type's session and heartbeat lie within their bounds, heartbeat < session."""
+        """Each group type's session and heartbeat (and the consumer assignment interval) lie
+        within their bounds, heartbeat < session."""
         for prefix in ("group", "group.consumer", "group.connect"):
             low, high = (f"{prefix}.{end}.session.timeout.ms" for end in ("min", "max"))
             _ordered(self, low, high)
+        bounded = [(p, k) for p in ("group.consumer", "group.connect") for k in ("session.timeout.ms",
+                   "heartbeat.interval.ms")] + [("group.consumer", "assignment.interval.ms")]  # fmt: skip
+        for prefix, kind in bounded:
+            name, low, high = f"{prefix}.{kind}", f"{prefix}.min.{kind}", f"{prefix}.max.{kind}"
+            _ordered(self, low, high)
+            value = _by_alias(self, name)
+            if not _by_alias(self, low) <= value <= _by_alias(self, high):
+                raise ValueError(
+                    f"{name} is {value}, outside [{low}, {high}] = "
+                    f"[{_by_alias(self, low)}, {_by_alias(self, high)}]"
+                )
         for prefix in ("group.consumer", "group.connect"):
             session, heartbeat = f"{prefix}.session.timeout.ms", f"{prefix}.heartbeat.interval.ms"
-            for name, kind in ((session, "session.timeout.ms"), (heartbeat, "heartbeat.interval.ms")):
-                low, high = f"{prefix}.min.{kind}", f"{prefix}.max.{kind}"
-                _ordered(self, low, high)
-                value = _by_alias(self, name)
-                if not _by_alias(self, low) <= value <= _by_alias(self, high):
-                    raise ValueError(
-                        f"{name} is {value}, outside [{low}, {high}] = "
-                        f"[{_by_alias(self, low)}, {_by_alias(self, high)}]"
-                    )
             if _by_alias(self, heartbeat) >= _by_alias(self, session):
                 raise ValueError(
                     f"{heartbeat} ({_by_alias(self, heartbeat)}) must be less than "
@@ -334,6 +344,8 @@ class CoordinatorConfig(BaseModel):
             consumer_assignors=tuple(self.group_consumer_assignors.split(",")),
             consumer_assignor_offload=self.group_consumer_assignor_offload_enable,
             consumer_assignment_interval_ms=self.group_consumer_assignment_interval_ms,
+            consumer_min_assignment_interval_ms=self.group_consumer_min_assignment_interval_ms,
+            consumer_max_assignment_interval_ms=self.group_consumer_max_assignment_interval_ms,
             adaptive_heartbeat=self.group_heartbeat_adaptive_enable,
             adaptive_min_heartbeat_interval_ms=self.group_heartbeat_adaptive_min_interval_ms,
             adaptive_heartbeat_budget=self.group_heartbeat_adaptive_rate_budget,

@@ -49,7 +49,12 @@ from .client_assignment import (
     install_problem,
 )
 from .context import GroupContext
-from .group_configs import CONSUMER_HEARTBEAT_INTERVAL, CONSUMER_SESSION_TIMEOUT
+from .group_configs import (
+    CONSUMER_ASSIGNMENT_INTERVAL,
+    CONSUMER_HEARTBEAT_INTERVAL,
+    CONSUMER_SESSION_TIMEOUT,
+    override,
+)
 from .modern.engine import LEAVE_EPOCH, ModernGroups, invalid
 from .modern.group import TEMPORARY_LEAVE_EPOCH, Member, ModernGroup
 from .reconciliation import TargetMember
@@ -422,7 +427,9 @@ class ConsumerGroups(ModernGroups[Item]):
             self._write_computed(group, computation.assignor, computation.run())
         elif group.computing is None:  # one at a time: a stale result is discarded and rerun
             key = self.key("assign", group.group_id, "")
-            interval = self.ctx.settings.consumer_assignment_interval_ms
+            interval = override(self.ctx, group.group_id, CONSUMER_ASSIGNMENT_INTERVAL)
+            if interval is None:
+                interval = self.ctx.settings.consumer_assignment_interval_ms
             if interval == 0:
                 self._start_computation(group)
             elif self.ctx.timers.deadline(key) is None:

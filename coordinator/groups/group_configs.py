@@ -34,6 +34,7 @@ from .settings import GroupSettings
 
 CONSUMER_SESSION_TIMEOUT = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
+CONSUMER_ASSIGNMENT_INTERVAL = "consumer.assignment.interval.ms"
 CONNECT_SESSION_TIMEOUT = "connect.session.timeout.ms"
 CONNECT_HEARTBEAT_INTERVAL = "connect.heartbeat.interval.ms"
 # IncrementalAlterConfigs' config_operation values, and DescribeConfigs' config_source values.
@@ -85,6 +86,12 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
             "consumer",
             "heartbeat.interval.ms",
             "the heartbeat interval given to consumer group members (the most adaptive heartbeats give)",
+        ),
+        _bounded(
+            "consumer",
+            "assignment.interval.ms",
+            "how long after an epoch bump the server-side target is computed: the bumps within it "
+            "share one computation",
         ),
         _bounded(
             "connect",

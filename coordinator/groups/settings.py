@@ -27,6 +27,9 @@ class GroupSettings:
     # bumps within the interval after the first sharing one computation.
     consumer_assignor_offload: bool = False
     consumer_assignment_interval_ms: int = 0
+    # The bounds a group's own assignment interval must lie within (group_configs.py).
+    consumer_min_assignment_interval_ms: int = 0
+    consumer_max_assignment_interval_ms: int = 10000
     # Heartbeat intervals adapt to how many members the coordinator serves (engine.py).
     adaptive_heartbeat: bool = False
     adaptive_min_heartbeat_interval_ms: int = 250

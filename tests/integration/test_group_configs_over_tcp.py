@@ -203,3 +203,16 @@ def test_the_configs_command_alters_and_describes_a_groups_configs_as_kafka_conf
     assert deleted.returncode == 0
     assert described(admin, "my-workers")[HEARTBEAT] == ("5000", ConfigSource.DEFAULT_CONFIG)
     assert described(admin, "my-workers")[CONNECT_SESSION] == ("60000", ConfigSource.GROUP_CONFIG)
+
+
+def test_a_groups_assignment_interval_is_set_and_described_by_a_real_admin_client(
+    coordinator: CoordinatorProcess,
+) -> None:
+    admin = AdminClient({"bootstrap.servers": coordinator.bootstrap})
+    interval = "consumer.assignment.interval.ms"
+    assert described(admin)[interval] == ("100", ConfigSource.DEFAULT_CONFIG), "the coordinator's default"
+    assert set_config(admin, interval, "2000") is None
+    assert described(admin)[interval] == ("2000", ConfigSource.GROUP_CONFIG)
+    refused = set_config(admin, interval, "60000")
+    assert refused is not None and refused.code() == ErrorCode.INVALID_CONFIG
+    assert "group.consumer.max.assignment.interval.ms" in refused.str()

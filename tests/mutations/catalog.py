@@ -2269,6 +2269,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=CONNECT_SESSION_TESTS,
     ),
     Mutation(
+        name="group-assignment-interval-override-ignored",
+        breaks="a consumer group's own consumer.assignment.interval.ms decides when its server-side "
+        "target is computed",
+        file="coordinator/groups/consumer.py",
+        original="            interval = override(self.ctx, group.group_id, CONSUMER_ASSIGNMENT_INTERVAL)\n",
+        replacement="            interval = None  # mutation: the group's interval is ignored\n",
+        tests=(
+            f"{UNIT}/test_group_configs_core.py::"
+            "test_a_groups_assignment_interval_decides_when_its_target_is_computed",
+        ),
+    ),
+    Mutation(
         name="connect-group-heartbeat-override-ignored",
         breaks="a connect group's heartbeat interval override reaches its workers at their next heartbeat",
         file="coordinator/groups/connect.py",

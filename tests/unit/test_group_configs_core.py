@@ -35,6 +35,7 @@ pytestmark = pytest.mark.unit
 
 SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 CONNECT_SESSION, CONNECT_HEARTBEAT = "connect.session.timeout.ms", "connect.heartbeat.interval.ms"
+ASSIGNMENT_INTERVAL = "consumer.assignment.interval.ms"
 
 
 def alter(  # type: ignore[no-untyped-def]
@@ -241,3 +242,22 @@ def test_legacy_alter_configs_replaces_the_whole_configuration() -> None:
     assert described(h.core, "cg")[CONNECT_SESSION] == (30000, DYNAMIC_GROUP_CONFIG)
     assert alter(h, "cg", replace=True)["error_code"] == 0
     assert h.records[-1] == GroupConfigRecord("cg", None), "nothing sent: every config back to its default"
+
+
+def test_a_groups_assignment_interval_decides_when_its_target_is_computed() -> None:
+    """`consumer.assignment.interval.ms`: epoch bumps within the group's own interval share one
+    server-side computation, started when that interval, not the coordinator's, is over."""
+    settings = GroupSettings(consumer_assignor_offload=True, consumer_assignment_interval_ms=100)
+    h = GroupHarness(settings, topics={"orders": 12})
+    assert refusal({}, (ASSIGNMENT_INTERVAL, SET, "10001")) == (
+        f"{ASSIGNMENT_INTERVAL} is 10001, outside [group.consumer.min.assignment.interval.ms, "
+        "group.consumer.max.assignment.interval.ms] = [0, 10000]"
+    )
+    alter(h, "cg", (ASSIGNMENT_INTERVAL, SET, "2000"))
+    assert described(h.core, "cg")[ASSIGNMENT_INTERVAL] == (2000, DYNAMIC_GROUP_CONFIG)
+    for member in "ABC":
+        join(h, member)
+        h.advance(500)
+    assert h.effects == [], "1.5 s after the first bump: within the group's 2 s, nothing computed"
+    h.advance(500)
+    assert [effect.epoch for effect in h.effects] == [3], "one computation for the three joins"
