@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 
+from .broker_configs import DynamicBrokerConfigs
 from .config import CoordinatorConfig
 from .producer_fences import ProducerFences
 from .storage.files import read_json, write_json_atomically
@@ -86,12 +87,16 @@ class ProducerIdAllocator:
 
 class Broker:
     def __init__(self, config: CoordinatorConfig) -> None:
+        # The settings from the properties file, and those with the dynamic broker configs
+        # (AlterConfigs on the BROKER resource) merged in, which everything else reads.
+        self.static_config = config
         self.config = config
+        self.dynamic_configs = DynamicBrokerConfigs()
         self.data_dir = Path(config.log_dirs)
         self.node_id = config.node_id
         self.cluster_id = ""
         self.topics = TopicStore(
-            self.data_dir, lambda explicit: log_settings(explicit, config), config.max_broker_partitions
+            self.data_dir, lambda explicit: log_settings(explicit, self.config), config.max_broker_partitions
         )
         self.producer_ids: ProducerIdAllocator | None = None
         self.fences: ProducerFences | None = None  # fenced producers' epochs (InitFencedProducer)
@@ -120,7 +125,44 @@ class Broker:
             write_json_atomically(meta, {"cluster_id": self.cluster_id, "format": 1})
         self.producer_ids = ProducerIdAllocator(self.data_dir / "producer_ids.json")
         self.fences = ProducerFences(self.data_dir / "producer_fences.jsonl", self.producer_ids.allocate)
+        self._load_dynamic_configs()
         self.topics.open()
+
+    # -- dynamic broker configs -------------------------------------------------------------
+
+    @property
+    def _dynamic_configs_path(self) -> Path:
+        return self.data_dir / "broker_configs.json"
+
+    def _load_dynamic_configs(self) -> None:
+        """The dynamic broker configs a previous run was given, over the properties file."""
+        path = self._dynamic_configs_path
+        if not path.exists():
+            return
+        stored = read_json(path)
+        dynamic = DynamicBrokerConfigs(dict(stored["broker"]), dict(stored["default"]))
+        try:
+            self.config = dynamic.applied_to(self.static_config)
+        except KafkaApiError as exc:
+            raise RuntimeError(f"{path}: {exc.message}; remove the config from it to start") from exc
+        self.dynamic_configs = dynamic
+        log.info("dynamic broker configs: %s", {**dynamic.default, **dynamic.own})
+
+    def replace_dynamic_configs(self, dynamic: DynamicBrokerConfigs, config: CoordinatorConfig) -> None:
+        """Make `dynamic` the broker's dynamic configs and `config` (the properties file's
+        settings with them merged in, broker_configs.changed) its config: durably first, then
+        applied to every topic's partitions, whose appends and rolls follow at once and
+        retention and compaction from their next round. Blocking: run it off the loop."""
+        try:
+            write_json_atomically(
+                self._dynamic_configs_path, {"broker": dynamic.own, "default": dynamic.default}
+            )
+        except OSError as exc:
+            raise KafkaApiError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"cannot write the broker's configs: {exc}"
+            ) from exc
+        self.dynamic_configs, self.config = dynamic, config
+        self.topics.refresh_settings()
 
     def start_background(self) -> None:
         self._tasks.append(

@@ -190,6 +190,12 @@ class CoordinatorConfig(BaseModel):
         15000, alias="group.connect.max.heartbeat.interval.ms", ge=1
     )
 
+    # Not a setting: the topic defaults that dynamic broker configs (AlterConfigs on the
+    # BROKER resource, broker_configs.py) give, as topic config name -> (value, DescribeConfigs
+    # source). The broker replaces its config with a copy holding them, as Kafka replaces its
+    # current KafkaConfig on a dynamic change.
+    dynamic_topic_defaults: dict[str, tuple[str, int]] = Field(default_factory=dict)
+
     @model_validator(mode="after")
     def _security(self) -> CoordinatorConfig:
         """Listeners, their TLS and SASL settings, and the authorizer all make sense together."""

@@ -9,6 +9,7 @@ for a bad value. A config that has no effect here is kept and described like the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
@@ -63,7 +64,7 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OPERATION_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 
-def _no_repeats(names: list[str]) -> None:
+def no_repeats(names: list[str]) -> None:
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"configs named more than once: {', '.join(repeated)}")
@@ -72,23 +73,29 @@ def _no_repeats(names: list[str]) -> None:
 def replaced_configs(configs: list[tuple[str, str | None]], config: CoordinatorConfig) -> dict[str, str]:
     """AlterConfigs: the whole new set of explicit configs (those left out take their
     defaults again), validated as CreateTopics validates."""
-    _no_repeats([name for name, _ in configs])
+    no_repeats([name for name, _ in configs])
     return validate_topic_configs(dict(configs), config)
 
 
-def incrementally_altered(
-    explicit: dict[str, str], changes: list[tuple[str, int, str | None]], config: CoordinatorConfig
+def applied_changes(
+    explicit: dict[str, str],
+    changes: list[tuple[str, int, str | None]],
+    definition_of: Callable[[str], tuple[int, str] | None],
+    kind: str,
 ) -> dict[str, str]:
-    """IncrementalAlterConfigs: the explicit configs after each (name, operation, value) in
-    turn. SET sets a value, DELETE returns a config to its default, APPEND and SUBTRACT add
-    items to or remove them from a list config (its default's items when it has no explicit
-    value), as Kafka applies them; INVALID_CONFIG names the first change that cannot apply."""
-    _no_repeats([name for name, _, _ in changes])
+    """The explicit configs after each IncrementalAlterConfigs (name, operation, value) in
+    turn, for any resource whose configs `definition_of` types: (config type, current
+    default), or None for a name it does not know. SET sets a value, DELETE returns a
+    config to its default, APPEND and SUBTRACT add items to or remove them from a list
+    config (its default's items when it has no explicit value), as Kafka applies them;
+    INVALID_CONFIG names the first change that cannot apply. The values are not validated
+    here: the resource's own rules do that on the result."""
+    no_repeats([name for name, _, _ in changes])
     result = dict(explicit)
     for name, operation, value in changes:
-        definition = TOPIC_CONFIGS.get(name)
+        definition = definition_of(name)
         if definition is None:
-            raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"unknown topic config {name!r}")
+            raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"unknown {kind} config {name!r}")
         if operation == DELETE:
             result.pop(name, None)
             continue
@@ -101,12 +108,13 @@ def incrementally_altered(
                 ErrorCode.INVALID_CONFIG, f"{OPERATION_NAMES[operation]} of {name!r} needs a value"
             )
         if operation in (APPEND, SUBTRACT):
-            if definition.config_type != LIST:
+            config_type, default = definition
+            if config_type != LIST:
                 raise KafkaApiError(
                     ErrorCode.INVALID_CONFIG,
                     f"{OPERATION_NAMES[operation]} applies to list configs only; {name!r} is not a list",
                 )
-            items = [i for i in parse(LIST, result.get(name, definition.default(config))) if i]
+            items = [i for i in parse(LIST, result.get(name, default)) if i]
             given = [i.strip() for i in value.split(",") if i.strip()]
             if operation == APPEND:
                 items += [i for i in given if i not in items]
@@ -114,14 +122,33 @@ def incrementally_altered(
                 items = [i for i in items if i not in given]
             value = ",".join(items)
         result[name] = value
-    return validate_topic_configs(result, config)
+    return result
+
+
+def incrementally_altered(
+    explicit: dict[str, str], changes: list[tuple[str, int, str | None]], config: CoordinatorConfig
+) -> dict[str, str]:
+    """IncrementalAlterConfigs on a topic: `applied_changes` with the topic table's types
+    and this coordinator's defaults, then validated as CreateTopics validates."""
+    defaults = _values({}, config)
+
+    def definition_of(name: str) -> tuple[int, str] | None:
+        definition = TOPIC_CONFIGS.get(name)
+        return None if definition is None else (definition.config_type, defaults[name])
+
+    return validate_topic_configs(applied_changes(explicit, changes, definition_of, "topic"), config)
 
 
 def effective_configs(explicit: dict[str, str], config: CoordinatorConfig) -> dict[str, tuple[str, int]]:
-    """Every topic config with its value and source (explicit or broker default)."""
+    """Every topic config with its value and source: the topic's own, else a dynamic broker
+    default (AlterConfigs on the BROKER resource, broker_configs.py), else the default the
+    coordinator's settings give."""
+    dynamic = config.dynamic_topic_defaults
     return {
         name: (explicit[name], DYNAMIC_TOPIC_CONFIG)
         if name in explicit
+        else dynamic[name]
+        if name in dynamic
         else (d.default(config), DEFAULT_CONFIG)
         for name, d in TOPIC_CONFIGS.items()
     }

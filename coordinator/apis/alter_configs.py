@@ -1,17 +1,19 @@
-"""AlterConfigs and IncrementalAlterConfigs: a topic's configs changed after its creation.
+"""AlterConfigs and IncrementalAlterConfigs: a topic's configs changed after its creation,
+the broker's dynamic configs, and (group_configs.py) a group's.
 
-AlterConfigs replaces a topic's explicit configs with the ones sent (the rest go back to
+AlterConfigs replaces a resource's explicit configs with the ones sent (the rest go back to
 their defaults); IncrementalAlterConfigs sets, deletes, appends to or subtracts from one
-config at a time. Either is validated whole before anything changes, written to the
-topic's `topic.json` (so it outlives a kill -9), and applied to its partitions' logs at
-once: retention and compaction follow the new values from their next round. A config
-given a new value that has no effect here is named in one warning, as CreateTopics does.
-
-Each needs AlterConfigs on the topic. A topic internal to the coordinator keeps the
-configs its settings give it. Broker settings are read from the properties file at start,
-so a broker resource is refused with where to change them; GROUP resources are a group's
-dynamic configuration (group_configs.py), which either API alters; other resource types are
-refused by name.
+config at a time. Either is validated whole before anything changes, kept on disk (so it
+outlives a kill -9), and applied at once.
+- A topic's configs go to its `topic.json` and its partitions' logs: retention and
+  compaction follow the new values from their next round. Each needs AlterConfigs on the
+  topic; a topic internal to the coordinator keeps the configs its settings give it.
+- The BROKER resource (its node id, or "" for the cluster-wide default) takes Kafka's
+  dynamic broker configs (broker_configs.py has which and how), kept in
+  `broker_configs.json`; it needs AlterConfigs on the CLUSTER.
+A config given a new value that has no effect here is named in one warning, as CreateTopics
+does. GROUP resources are a group's dynamic configuration (group_configs.py), which either
+API alters; other resource types are refused by name.
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
 
-from ..security.acls import AclOperation, ResourceType
+from ..broker_configs import DEFAULT_LEVEL, DynamicBrokerConfigs, changed, no_effect_warnings
+from ..config import CoordinatorConfig
+from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..topic_configs import incrementally_altered, replaced_configs
 from .cluster import RESOURCE_BROKER, RESOURCE_TOPIC
 from .group_configs import alter_with_groups
@@ -34,29 +39,55 @@ from .topics import warn_of_configs
 
 log = logging.getLogger(__name__)
 
-# A resource's new explicit configs, from its current ones.
-ConfigChange = Callable[[dict[str, str]], dict[str, str]]
 
-
-def _refuse_other_types(resource: Any) -> None:
-    if resource.resource_type == RESOURCE_BROKER:
+async def _alter_topic(ctx: RequestContext, resource: Any, change: ConfigChange, validate_only: bool) -> None:
+    broker = ctx.broker
+    name = resource.resource_name
+    ctx.require(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, name)
+    topic = broker.topics.get(name)
+    if topic is None:
+        raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+    if topic.is_internal:
         raise KafkaApiError(
             ErrorCode.INVALID_REQUEST,
-            "broker settings are read from the coordinator's properties file at start: "
-            "change them there and restart it",
+            f"{name} is internal to the coordinator: its configs follow the offsets.topic.* settings",
         )
-    if resource.resource_type != RESOURCE_TOPIC:
+    before = topic.configs
+    configs = change.topic(before, broker.config)
+    if validate_only or configs == before:
+        return
+    await asyncio.to_thread(broker.topics.replace_configs, name, configs)
+    log.info("topic %s configs are now %s", name, configs or "the defaults")
+    warn_of_configs(name, {k: v for k, v in configs.items() if before.get(k) != v})
+
+
+async def _alter_broker(
+    ctx: RequestContext, resource: Any, change: ConfigChange, validate_only: bool
+) -> None:
+    broker = ctx.broker
+    level = resource.resource_name
+    ctx.require(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
+    if level not in (DEFAULT_LEVEL, str(broker.node_id)):
         raise KafkaApiError(
             ErrorCode.INVALID_REQUEST,
-            f"configs of resource type {resource.resource_type} cannot be altered; "
-            "only topics' (type 2) and groups' (type 32) can",
+            f"no broker {level!r}; this is node {broker.node_id} ('' names the cluster-wide default)",
         )
+    before = broker.dynamic_configs.level(level)
+    dynamic, config = change.broker(broker.dynamic_configs, level, broker.static_config)
+    after = dynamic.level(level)
+    if validate_only or after == before:
+        return
+    await asyncio.to_thread(broker.replace_dynamic_configs, dynamic, config)
+    where = "the cluster-wide default" if level == DEFAULT_LEVEL else f"broker {level}"
+    log.info("dynamic configs of %s are now %s", where, after or "none")
+    warnings = no_effect_warnings({k: v for k, v in after.items() if before.get(k) != v})
+    if warnings:
+        log.warning("%s (docs/operations.md, 'Dynamic broker configs')", "; ".join(warnings))
 
 
 async def _alter(
     ctx: RequestContext, request: Any, change_of: Callable[[Any], ConfigChange]
 ) -> dict[str, Any]:
-    broker = ctx.broker
     repeated = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
     for resource in request.resources:
@@ -67,34 +98,42 @@ async def _alter(
                 raise KafkaApiError(
                     ErrorCode.INVALID_REQUEST, f"resource {resource.resource_name!r} is named more than once"
                 )
-            _refuse_other_types(resource)
-            name = resource.resource_name
-            ctx.require(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, name)
-            topic = broker.topics.get(name)
-            if topic is None:
-                raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
-            if topic.is_internal:
+            if resource.resource_type == RESOURCE_TOPIC:
+                alter = _alter_topic
+            elif resource.resource_type == RESOURCE_BROKER:
+                alter = _alter_broker
+            else:
                 raise KafkaApiError(
                     ErrorCode.INVALID_REQUEST,
-                    f"{name} is internal to the coordinator: its configs follow the offsets.topic.* settings",
+                    f"configs of resource type {resource.resource_type} cannot be altered; "
+                    "only topics' (type 2), brokers' (type 4) and groups' (type 32) can",
                 )
-            before = topic.configs
-            configs = change_of(resource)(before)
-            if not request.validate_only and configs != before:
-                await asyncio.to_thread(broker.topics.replace_configs, name, configs)
-                log.info("topic %s configs are now %s", name, configs or "the defaults")
-                warn_of_configs(name, {k: v for k, v in configs.items() if before.get(k) != v})
+            await alter(ctx, resource, change_of(resource), request.validate_only)
         except KafkaApiError as exc:
             response.update(error_code=exc.code, error_message=exc.message)
         responses.append(response)
     return {"throttle_time_ms": 0, "responses": responses}
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigChange:
+    """One resource's change, for either kind of resource: a topic's new explicit configs
+    from its current ones, or the broker's dynamic levels and config after the change."""
+
+    topic: Callable[[dict[str, str], CoordinatorConfig], dict[str, str]]
+    broker: Callable[
+        [DynamicBrokerConfigs, str, CoordinatorConfig], tuple[DynamicBrokerConfigs, CoordinatorConfig]
+    ]
+
+
 @handles(ApiKey.ALTER_CONFIGS, 0, 2)
 async def alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
     def change_of(resource: Any) -> ConfigChange:
-        configs = replaced_configs([(c.name, c.value) for c in resource.configs], ctx.broker.config)
-        return lambda _current: configs
+        sent = [(c.name, c.value) for c in resource.configs]
+        return ConfigChange(
+            topic=lambda _current, config: replaced_configs(sent, config),
+            broker=lambda dynamic, level, config: changed(dynamic, level, None, sent, config),
+        )
 
     # GROUP resources are replaced whole, as Kafka 4.x does (group_configs.py).
     return await alter_with_groups(ctx, request, lambda rest: _alter(ctx, rest, change_of), replace=True)
@@ -104,7 +143,10 @@ async def alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
 async def incremental_alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
     def change_of(resource: Any) -> ConfigChange:
         changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
-        return lambda current: incrementally_altered(current, changes, ctx.broker.config)
+        return ConfigChange(
+            topic=lambda current, config: incrementally_altered(current, changes, config),
+            broker=lambda dynamic, level, config: changed(dynamic, level, changes, None, config),
+        )
 
     # GROUP resources (KIP-848's dynamic group configuration) are group_configs.py's.
     return await alter_with_groups(ctx, request, lambda rest: _alter(ctx, rest, change_of))

@@ -25,13 +25,14 @@ from typing import Any, NamedTuple
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
 
+from ..broker_configs import config_type_of, described, documentation, is_dynamic
 from ..groups.group_configs import GROUP_CONFIGS
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ..security.settings import secret_setting
 from ..storage.partition_log import LEADER_EPOCH
 from ..storage.topic_store import Topic
-from ..topic_config_table import INT, STRING, TOPIC_CONFIGS
-from ..topic_configs import STATIC_BROKER_CONFIG, effective_configs
+from ..topic_config_table import INT, TOPIC_CONFIGS
+from ..topic_configs import effective_configs
 from .group_configs import GroupDescription, described_groups
 from .registry import HANDLERS, RequestContext, handles
 
@@ -200,7 +201,11 @@ def _config_entry(
     doc: str,
     request: Any,
     version: int,
+    synonyms: list[tuple[str | None, int]] | None = None,
 ) -> dict[str, Any]:
+    """One DescribeConfigs entry; `synonyms`: the config's values at every level that sets
+    it, in precedence order (the value in force alone when not given)."""
+    levels = synonyms or [(value, source)]
     return {
         "name": name,
         "value": value,
@@ -208,7 +213,9 @@ def _config_entry(
         "config_source": source,
         "is_default": source == 5,
         "is_sensitive": secret_setting(name),
-        "synonyms": [{"name": name, "value": value, "source": source}] if request.include_synonyms else [],
+        "synonyms": [{"name": name, "value": v, "source": s} for v, s in levels]
+        if request.include_synonyms
+        else [],
         "config_type": config_type,
         "documentation": doc if version >= 3 and request.include_documentation else None,
     }
@@ -244,9 +251,22 @@ def _describe_resource(ctx: RequestContext, resource: Any, request: Any) -> list
                 ErrorCode.INVALID_REQUEST,
                 f"no broker {resource.resource_name!r}; this is node {broker.node_id}",
             )
+        levels = described(
+            broker.dynamic_configs, broker.static_config.kafka_settings(), resource.resource_name
+        )
         entries = [
-            _config_entry(name, value, STATIC_BROKER_CONFIG, STRING, True, "", request, ctx.version)
-            for name, value in broker.config.kafka_settings().items()
+            _config_entry(
+                name,
+                values[0][0],
+                values[0][1],
+                config_type_of(name),
+                not is_dynamic(name),
+                documentation(name),
+                request,
+                ctx.version,
+                values,
+            )
+            for name, values in levels.items()
         ]
     else:
         raise KafkaApiError(

@@ -221,10 +221,19 @@ class TopicStore:
             raise KafkaApiError(
                 ErrorCode.KAFKA_STORAGE_ERROR, f"cannot write the configs of topic {name!r}: {exc}"
             ) from exc
+        self._apply_settings(topic)
+        return topic
+
+    def refresh_settings(self) -> None:
+        """Give every topic's partitions the settings their configs now resolve to: after
+        the topic defaults changed (dynamic broker configs)."""
+        for topic in list(self.topics.values()):
+            self._apply_settings(topic)
+
+    def _apply_settings(self, topic: Topic) -> None:
         settings = self._settings_for(topic.configs)
         for partition in topic.partitions:
             partition.settings = settings
-        return topic
 
     @staticmethod
     def _write_meta(topic: Topic) -> None:

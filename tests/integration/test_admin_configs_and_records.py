@@ -149,9 +149,9 @@ def test_bad_config_changes_are_refused_with_kafka_codes_and_change_nothing(tmp_
         )  # fmt: skip
         node = str(admin.describe_cluster().result(30).nodes[0].id)
         broker = ConfigResource(Rt.BROKER, node, incremental_configs=[
-            ConfigEntry("log.retention.ms", "1", incremental_operation=AlterConfigOpType.SET)])  # fmt: skip
+            ConfigEntry("max.connections", "1", incremental_operation=AlterConfigOpType.SET)])  # fmt: skip
         code, message = refusal(lambda: admin.incremental_alter_configs([broker])[broker].result(30))
-        assert code == ErrorCode.INVALID_REQUEST and "properties file" in message
+        assert code == ErrorCode.INVALID_CONFIG and "properties file" in message
         internal = ConfigResource(Rt.TOPIC, "__consumer_offsets", set_config={"retention.ms": "1"})
         code, message = refusal(lambda: admin.alter_configs([internal])[internal].result(30))
         assert code == ErrorCode.INVALID_REQUEST and "internal" in message

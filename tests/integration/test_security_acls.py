@@ -258,6 +258,27 @@ def test_a_groups_configs_need_alter_configs_and_describe_configs_on_the_group(
     assert alice.describe_configs([read])[read].result(30)["consumer.heartbeat.interval.ms"].value == "6000"
 
 
+def test_the_brokers_dynamic_configs_need_alter_configs_on_the_cluster(
+    acl_coordinator: CoordinatorProcess, pki: Pki
+) -> None:
+    """kafka-configs --entity-type brokers, as Kafka holds it: ALTER_CONFIGS on the CLUSTER."""
+    admin = admin_of(acl_coordinator, pki)
+    node = str(admin.describe_cluster().result(30).nodes[0].id)
+    entry = ConfigEntry("num.io.threads", "4", incremental_operation=AlterConfigOpType.SET)
+    altered = ConfigResource(ResourceType.BROKER, node, incremental_configs=[entry])
+    alice = admin_of(acl_coordinator, pki, "alice", USERS["alice"])
+    try:
+        alice.incremental_alter_configs([altered])[altered].result(30)
+        code = ErrorCode.NONE
+    except KafkaException as exc:
+        code = exc.args[0].code()
+    assert code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    create_acls(admin, allow(ResourceType.BROKER, "kafka-cluster", "User:alice", AclOperation.ALTER_CONFIGS))
+    alice.incremental_alter_configs([altered])[altered].result(30)
+    read = ConfigResource(ResourceType.BROKER, node)
+    assert admin.describe_configs([read])[read].result(30)["num.io.threads"].value == "4"
+
+
 def test_acls_and_users_survive_kill_9(acl_coordinator: CoordinatorProcess, pki: Pki) -> None:
     admin = admin_of(acl_coordinator, pki)
     binding = allow(

@@ -38,6 +38,7 @@ GROUP_CONFIGS_OVER_TCP = (
 )
 # The workers' web view and rebalance figures.
 TIMELINE_UNIT = f"{UNIT}/test_cluster_timeline.py::"
+BROKER_CONFIGS = f"{INTEGRATION}/test_dynamic_broker_configs.py::"
 WEB_VIEW_STATE = (
     f"{UNIT}/test_web_view.py::test_the_state_shows_moves_joins_and_escapes_names_and_metrics_match"
 )
@@ -1713,15 +1714,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="altered-topic-configs-not-applied",
         breaks="retention follows a topic's altered retention.ms at once",
         file="coordinator/storage/topic_store.py",
-        original="""        settings = self._settings_for(topic.configs)
-        for partition in topic.partitions:
-            partition.settings = settings
-        return topic
-
-    @staticmethod""",
-        replacement="""        return topic
-
-    @staticmethod""",
+        original="        self._apply_settings(topic)\n        return topic\n",
+        replacement="        return topic  # mutation: the partitions keep their settings\n",
         tests=(
             f"{INTEGRATION}/test_admin_configs_and_records.py::"
             "test_topic_configs_change_live_and_retention_acts_on_the_new_value",
@@ -2346,6 +2340,60 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             f"{UNIT}/test_group_configs_core.py::"
             "test_the_next_heartbeat_carries_the_new_interval_and_the_session_follows_without_an_epoch_bump",
+        ),
+    ),
+    Mutation(
+        name="broker-topic-default-not-applied",
+        breaks="a topic default set on the broker acts at once on every topic without its own value",
+        file="coordinator/broker.py",
+        original="        self.topics.refresh_settings()\n",
+        replacement="        pass  # mutation: the partitions keep their settings\n",
+        tests=(
+            f"{BROKER_CONFIGS}"
+            "test_a_topic_default_set_on_the_broker_acts_on_every_topic_without_its_own_and_outlives_a_kill9",
+        ),
+    ),
+    Mutation(
+        name="dynamic-broker-configs-forgotten-at-start",
+        breaks="dynamic broker configs outlive a kill -9 and apply to topics created after it",
+        file="coordinator/broker.py",
+        original="        if not path.exists():\n            return\n        stored = read_json(path)\n",
+        replacement="        if True:  # mutation: the stored configs are not read\n            return\n"
+        "        stored = read_json(path)\n",
+        tests=(
+            f"{BROKER_CONFIGS}"
+            "test_a_topic_default_set_on_the_broker_acts_on_every_topic_without_its_own_and_outlives_a_kill9",
+        ),
+    ),
+    Mutation(
+        name="per-broker-config-taken-as-cluster-default",
+        breaks="a config Kafka takes only per broker is refused on the cluster-wide default",
+        file="coordinator/broker_configs.py",
+        original="    if level == DEFAULT_LEVEL and name in NO_EFFECT and NO_EFFECT[name].per_broker:\n",
+        replacement="    if False:  # mutation\n",
+        tests=(
+            f"{BROKER_CONFIGS}test_broker_configs_that_cannot_change_here_are_refused_and_change_nothing",
+        ),
+    ),
+    Mutation(
+        name="broker-configs-altered-without-cluster-acl",
+        breaks="altering the broker's dynamic configs needs ALTER_CONFIGS on the CLUSTER",
+        file="coordinator/apis/alter_configs.py",
+        original="    ctx.require(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)\n",
+        replacement="    pass  # mutation: no ACL check\n",
+        tests=(
+            f"{INTEGRATION}/test_security_acls.py::"
+            "test_the_brokers_dynamic_configs_need_alter_configs_on_the_cluster",
+        ),
+    ),
+    Mutation(
+        name="read-at-start-broker-config-accepted",
+        breaks="a broker setting read only at start is refused, not accepted and ignored",
+        file="coordinator/broker_configs.py",
+        original='    return name in READ_AT_START or name.startswith(("ssl.", LISTENER_PREFIX))\n',
+        replacement="    return False  # mutation\n",
+        tests=(
+            f"{BROKER_CONFIGS}test_broker_configs_that_cannot_change_here_are_refused_and_change_nothing",
         ),
     ),
 )
