@@ -94,18 +94,6 @@ KNOWN: dict[str | tuple[str, str], tuple[str, str]] = {
         "expects a revoke before the assignment of a topic's new partitions; KIP-848 only adds them "
         "(an incremental assign)",
     ),
-    "0081_admin [do_test_AlterConfigs]": (
-        LACKING,
-        "AlterConfigs of a BROKER resource (a dynamic broker config, here "
-        "sasl.kerberos.min.time.before.relogin): broker settings are read from the properties file "
-        "at start, and such a change is refused INVALID_REQUEST",
-    ),
-    "0081_admin [do_test_IncrementalAlterConfigs]": (
-        LACKING,
-        "IncrementalAlterConfigs of a BROKER resource (background.threads, log.cleanup.policy): "
-        "dynamic broker configs are refused INVALID_REQUEST, as for AlterConfigs; its TOPIC and GROUP "
-        "parts pass",
-    ),
 }
 
 # Tests run in parts (one per SUBTESTS filter), so that a failure early in one does not hide
