@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
@@ -31,7 +32,7 @@ from connect_rebalance.protocol.api_keys import ApiKey
 from ..broker_configs import DEFAULT_LEVEL, DynamicBrokerConfigs, changed, no_effect_warnings
 from ..config import CoordinatorConfig
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from ..topic_configs import incrementally_altered, replaced_configs
+from ..topic_configs import DELETE, incrementally_altered, replaced_configs
 from .cluster import RESOURCE_BROKER, RESOURCE_TOPIC
 from .group_configs import alter_with_groups
 from .registry import RequestContext, handles
@@ -126,6 +127,52 @@ class ConfigChange:
     ]
 
 
+def _malformed(resource: Any, legacy: bool) -> KafkaApiError | None:
+    """Kafka's first check of every resource's configs, whatever its type
+    (ConfigAdminManager.preprocess): a config named twice, or a null value (in AlterConfigs
+    anywhere, in IncrementalAlterConfigs but for a DELETE), makes the request malformed:
+    INVALID_REQUEST, before the type's own validation (INVALID_CONFIG)."""
+    names = [c.name for c in resource.configs]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        return KafkaApiError(
+            ErrorCode.INVALID_REQUEST, f"configs named more than once: {', '.join(repeated)}"
+        )
+    nulls = [c.name for c in resource.configs if c.value is None and (legacy or c.config_operation != DELETE)]
+    if nulls:
+        remedy = "leave a config out to return it to its default" if legacy else "only a DELETE has no value"
+        return KafkaApiError(ErrorCode.INVALID_REQUEST, f"null value for {', '.join(nulls)}: {remedy}")
+    return None
+
+
+async def _well_formed_first(
+    request: Any, legacy: bool, alter: Callable[[Any], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    """`alter` on the request's well-formed resources; the others answer `_malformed`'s error,
+    each in its place."""
+    refused = {i: e for i, r in enumerate(request.resources) if (e := _malformed(r, legacy)) is not None}
+    if not refused:
+        return await alter(request)
+    rest = [r for i, r in enumerate(request.resources) if i not in refused]
+    answers = iter(
+        (await alter(SimpleNamespace(resources=rest, validate_only=request.validate_only)))["responses"]
+        if rest
+        else []
+    )
+    responses = [
+        {
+            "error_code": refused[i].code,
+            "error_message": refused[i].message,
+            "resource_type": r.resource_type,
+            "resource_name": r.resource_name,
+        }  # fmt: skip
+        if i in refused
+        else next(answers)
+        for i, r in enumerate(request.resources)
+    ]
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
 @handles(ApiKey.ALTER_CONFIGS, 0, 2)
 async def alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
     def change_of(resource: Any) -> ConfigChange:
@@ -136,7 +183,11 @@ async def alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
         )
 
     # GROUP resources are replaced whole, as Kafka 4.x does (group_configs.py).
-    return await alter_with_groups(ctx, request, lambda rest: _alter(ctx, rest, change_of), replace=True)
+    return await _well_formed_first(
+        request,
+        True,
+        lambda sent: alter_with_groups(ctx, sent, lambda rest: _alter(ctx, rest, change_of), replace=True),
+    )
 
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1)
@@ -149,4 +200,6 @@ async def incremental_alter_configs(ctx: RequestContext, request: Any) -> dict[s
         )
 
     # GROUP resources (KIP-848's dynamic group configuration) are group_configs.py's.
-    return await alter_with_groups(ctx, request, lambda rest: _alter(ctx, rest, change_of))
+    return await _well_formed_first(
+        request, False, lambda sent: alter_with_groups(ctx, sent, lambda rest: _alter(ctx, rest, change_of))
+    )

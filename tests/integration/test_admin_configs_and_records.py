@@ -245,3 +245,59 @@ def test_groups_of_every_type_are_listed_and_described(tmp_path: Path) -> None:
             member.close()
         transport.close()
         coordinator.kill()
+
+
+def test_a_config_named_twice_or_without_a_value_is_an_invalid_request_for_every_resource_type(
+    tmp_path: Path,
+) -> None:
+    """Kafka checks every resource's configs before its type's rules: a config named twice,
+    or a null value (AlterConfigs: any; IncrementalAlterConfigs: but for a DELETE), is
+    INVALID_REQUEST, and the other resources of the request are altered as sent."""
+    from kafka import KafkaAdminClient
+    from kafka.protocol.admin.configs import AlterConfigsRequest, IncrementalAlterConfigsRequest
+
+    from connect_rebalance_cli.admin_command import send_request
+
+    coordinator = CoordinatorProcess(tmp_path / "data").start()
+    admin = KafkaAdminClient(bootstrap_servers=coordinator.bootstrap)
+    try:
+        make_topic(admin_of(coordinator), "kept")
+        resource = IncrementalAlterConfigsRequest.AlterConfigsResource
+        entry = resource.AlterableConfig
+
+        def incremental(
+            kind: int, name: str, *configs: tuple[str, int, str | None]
+        ) -> tuple[int, str | None]:
+            request = IncrementalAlterConfigsRequest(resources=[resource(
+                resource_type=kind, resource_name=name,
+                configs=[entry(name=n, config_operation=op, value=v) for n, op, v in configs],
+            )], validate_only=False)  # fmt: skip
+            [answer] = send_request(admin, request).responses
+            return answer.error_code, answer.error_message
+
+        for kind, name, config in ((2, "kept", "retention.ms"), (4, "1", "log.retention.ms"),
+                                   (32, "a-group", "consumer.session.timeout.ms")):  # fmt: skip
+            assert incremental(kind, name, (config, 0, "50000"), (config, 1, None)) == (
+                ErrorCode.INVALID_REQUEST, f"configs named more than once: {config}"
+            )  # fmt: skip
+            assert incremental(kind, name, (config, 0, None)) == (
+                ErrorCode.INVALID_REQUEST, f"null value for {config}: only a DELETE has no value"
+            )  # fmt: skip
+        legacy = AlterConfigsRequest.AlterConfigsResource
+        request = AlterConfigsRequest(resources=[
+            legacy(resource_type=2, resource_name="kept",
+                   configs=[legacy.AlterableConfig(name="retention.ms", value=None)]),
+            legacy(resource_type=2, resource_name="missing", configs=[]),
+        ], validate_only=False)  # fmt: skip
+        nulled, missing = send_request(admin, request).responses
+        assert (nulled.error_code, nulled.error_message) == (
+            ErrorCode.INVALID_REQUEST,
+            "null value for retention.ms: leave a config out to return it to its default",
+        )
+        assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, (
+            "the other resource was not altered"
+        )
+        assert explicit_configs(admin_of(coordinator), "kept") == {}, "a refused change was applied"
+    finally:
+        admin.close()
+        coordinator.kill()

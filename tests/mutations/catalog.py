@@ -2307,9 +2307,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="legacy-alter-configs-refuses-groups",
         breaks="AlterConfigs (the legacy API) serves GROUP resources, as Kafka 4.x does",
         file="coordinator/apis/alter_configs.py",
-        original="    return await alter_with_groups("
-        "ctx, request, lambda rest: _alter(ctx, rest, change_of), replace=True)\n",
-        replacement="    return await _alter(ctx, request, change_of)  # mutation\n",
+        original="        lambda sent: alter_with_groups("
+        "ctx, sent, lambda rest: _alter(ctx, rest, change_of), replace=True),\n",
+        replacement="        lambda sent: _alter(ctx, sent, change_of),  # mutation\n",
         tests=(
             f"{INTEGRATION}/test_group_configs_over_tcp.py::"
             "test_legacy_alter_configs_replaces_a_groups_whole_configuration",
@@ -2394,6 +2394,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="    return False  # mutation\n",
         tests=(
             f"{BROKER_CONFIGS}test_broker_configs_that_cannot_change_here_are_refused_and_change_nothing",
+        ),
+    ),
+    Mutation(
+        name="malformed-config-resource-checked-by-type",
+        breaks="a config named twice or a null value is INVALID_REQUEST for every resource type, as on Kafka",
+        file="coordinator/apis/alter_configs.py",
+        original="    names = [c.name for c in resource.configs]\n",
+        replacement="    return None  # mutation: left to each type's validation\n",
+        tests=(
+            f"{INTEGRATION}/test_admin_configs_and_records.py::"
+            "test_a_config_named_twice_or_without_a_value_is_an_invalid_request_for_every_resource_type",
         ),
     ),
 )
