@@ -9,8 +9,8 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from .admin_http import AdminServer
 from .broker import Broker, DataDirectoryLocked
 from .config import CoordinatorConfig
 from .event_loop import loop_factory
@@ -21,7 +21,20 @@ from .security.settings import super_users
 from .security.store import SecurityStore
 from .server import CoordinatorServer
 
+if TYPE_CHECKING:
+    from .admin_http import AdminServer
+
 log = logging.getLogger(__name__)
+
+
+def _admin_server(broker: Broker, config: CoordinatorConfig) -> AdminServer | None:
+    """The admin HTTP port when `admin.listeners` names one; its web framework is loaded only
+    then, which keeps a start without it (a restart, above all) shorter."""
+    if not config.admin_bind:
+        return None
+    from .admin_http import AdminServer
+
+    return AdminServer(broker, *config.admin_bind)
 
 
 async def serve(
@@ -37,7 +50,7 @@ async def serve(
     attach_security(broker)
     try:
         server = CoordinatorServer(broker)
-        admin = AdminServer(broker, *config.admin_bind) if config.admin_bind else None
+        admin = _admin_server(broker, config)
     except ValueError:
         await close_broker(broker)
         raise
