@@ -17,7 +17,10 @@ Rules:
   least one task unassigned. Like every Prometheus counter, they count from the worker's
   start (`since`); a counter read never goes down.
 - Bounded: the last MAX_ENTRIES entries, the last MAX_RUNS ended runs; spans of unassigned
-  time older than FOLD_S before the newest time seen are folded into a sum.
+  time older than FOLD_S before the newest time seen are folded into a sum. A deleted
+  connector is forgotten (its runs, unassigned time and handoff gaps, so its figures leave
+  the view and /metrics); the statuses its stopping tasks still write for FOLD_S after are
+  not taken as a new life of it, a RUNNING status is (the connector was created again).
 """
 
 from __future__ import annotations
@@ -117,12 +120,17 @@ class ClusterTimeline:
         self.members: frozenset[str] = frozenset()
         self.presence: dict[str, dict[str, Any]] = {}  # worker -> state, url, at
         self.latest = since
+        self.deleted: dict[str, float] = {}  # connector -> when it was forgotten
 
     # -- what the worker feeds it ------------------------------------------------------------
 
     def status(self, item: Work, state: str, worker: str, at: float) -> None:
         """A status record of `item` (the status topic's, with its timestamp)."""
         self._seen(at)
+        if item[0] in self.deleted:
+            if state != RUNNING:
+                return  # a deleted connector's tasks stopping
+            del self.deleted[item[0]]  # created again
         previous = self.runs.get(item)
         if state != RUNNING:
             if previous is not None and previous.worker == worker and previous.ended is None:
@@ -170,6 +178,16 @@ class ClusterTimeline:
             self.epoch = epoch
         self.members = members
 
+    def forget(self, connector: str, at: float) -> None:
+        """The connector was deleted: drop what the timeline holds of it (the entries and
+        ended runs already shown age out with the others)."""
+        self._seen(at)
+        for item in [item for item in self.runs if item[0] == connector]:
+            del self.runs[item]
+        self.unassigned.pop(connector, None)
+        self.gaps.pop(connector, None)
+        self.deleted[connector] = at
+
     # -- what it shows -----------------------------------------------------------------------
 
     def unassigned_seconds(self, connector: str, now: float, configured_tasks: int) -> float:
@@ -216,6 +234,8 @@ class ClusterTimeline:
             self.latest = at
             for time in self.unassigned.values():
                 time.fold(at - FOLD_S)
+            for connector in [c for c, when in self.deleted.items() if when < at - FOLD_S]:
+                del self.deleted[connector]
 
     def _end(self, run: Run, at: float) -> None:
         run.ended = max(at, run.started)

@@ -242,6 +242,8 @@ class Herder:
             self._spawn(runner.restart_connector(name, change.include_tasks, change.only_failed))
         elif change.kind == Changed.TARGET_STATE:
             self._spawn(runner.follow_target_state(name))
+        elif change.kind == Changed.DELETED:
+            self.watch.timeline.forget(name, time.time())
         elif change.kind == Changed.LOGGER_LEVEL and self._config_caught_up and level_number(change.level):
             affected = self.loggers.set_level(name, change.level)
             log.info("log level of %s set to %s cluster-wide (%d loggers)", name, change.level, len(affected))

@@ -52,7 +52,13 @@ def metrics_text(figures: WorkerFigures) -> str:
     clock = figures.clock
 
     def per_connector(counts: Mapping[str, int]) -> list[tuple[dict[str, str], int]]:
-        return [({"connector": connector}, count) for connector, count in sorted(counts.items())]
+        """A series per connector that exists or still runs here: a deleted one's series
+        go, as Kafka Connect drops a deleted connector's metrics."""
+        return [
+            ({"connector": connector}, count)
+            for connector, count in sorted(counts.items())
+            if connector in figures.configured or figures.running.get(connector)
+        ]
 
     exposition = (
         Exposition()

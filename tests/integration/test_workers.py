@@ -19,6 +19,7 @@ import pytest
 from kafka_connect import KafkaConnect
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
+from tests.support import polling
 from tests.support.group_scenario import wait_until
 from tests.support.verifiable_records import read_values
 from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
@@ -544,6 +545,16 @@ def test_connectors_and_tasks_each_balance_within_one_after_a_join_and_after_a_c
         assert max(counts) - min(counts) <= 1, f"connectors per worker after a bounce: {counts}"
         assert max(tasks) - min(tasks) <= 1, f"tasks per worker after a bounce: {tasks}"
         assert widest == [1], "one connector's tasks pile up on one worker after a bounce"
+
+        # A deleted connector leaves every worker's /metrics, handoff gaps and all.
+        def series_of(connector: str) -> list[str]:
+            return [k for w in cluster.running() for k in metrics(w.url) if f'connector="{connector}"' in k]
+
+        moved = [c for c in connectors if any("handoff_gap_seconds_count" in k for k in series_of(c))]
+        assert moved, "no connector's task moved, so no handoff gap was counted"
+        assert rest("DELETE", f"{w1.url}/connectors/{moved[0]}")[0] == 204
+        left = polling.settle(lambda: series_of(moved[0]), lambda series: series == [], 30)
+        assert left == [], f"{moved[0]} was deleted 30 s ago; still in /metrics: {left}"
 
 
 def test_a_stopped_connector_resumes_with_every_task_running(cluster: WorkerCluster) -> None:

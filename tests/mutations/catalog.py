@@ -2407,6 +2407,40 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_config_named_twice_or_without_a_value_is_an_invalid_request_for_every_resource_type",
         ),
     ),
+    Mutation(
+        name="deleted-connector-kept-in-the-timeline",
+        breaks="a deleted connector's figures leave the workers' /metrics and web view",
+        file="workers/herder.py",
+        original="            self.watch.timeline.forget(name, time.time())\n",
+        replacement="            pass  # mutation: the timeline keeps it\n",
+        tests=(
+            f"{INTEGRATION}/test_workers.py::"
+            "test_connectors_and_tasks_each_balance_within_one_after_a_join_and_after_a_crash_and_a_bounce[connect]",
+        ),
+    ),
+    Mutation(
+        name="deleted-connectors-stopping-tasks-bring-it-back",
+        breaks="the statuses a deleted connector's stopping tasks write do not bring it back to the timeline",
+        file="workers/cluster_timeline.py",
+        original="            if state != RUNNING:\n"
+        "                return  # a deleted connector's tasks stopping\n",
+        replacement="            pass  # mutation\n",
+        tests=(
+            f"{UNIT}/test_cluster_timeline.py::"
+            "test_a_deleted_connector_is_forgotten_and_its_stopping_tasks_do_not_bring_it_back",
+        ),
+    ),
+    Mutation(
+        name="deleted-connector-counters-kept",
+        breaks="a deleted connector's started and stopped counters leave the workers' /metrics",
+        file="workers/worker_metrics.py",
+        original="            if connector in figures.configured or figures.running.get(connector)\n",
+        replacement="            if True  # mutation\n",
+        tests=(
+            f"{INTEGRATION}/test_workers.py::"
+            "test_connectors_and_tasks_each_balance_within_one_after_a_join_and_after_a_crash_and_a_bounce[connect]",
+        ),
+    ),
 )
 
 

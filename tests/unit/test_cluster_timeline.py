@@ -77,3 +77,21 @@ def test_the_timeline_is_bounded() -> None:
         timeline.group(i, [f"w{i % 2}"], float(i))
     snapshot = timeline.snapshot()
     assert len(snapshot["entries"]) == 5 and len(snapshot["runs"]) == 4
+
+
+def test_a_deleted_connector_is_forgotten_and_its_stopping_tasks_do_not_bring_it_back() -> None:
+    timeline = three_workers()
+    timeline.status(("orders", 3), "UNASSIGNED", "w1", 20.0)
+    timeline.status(("orders", 3), "RUNNING", "w2", 21.0)
+    assert timeline.handoff_gaps("orders").count == 1
+    timeline.forget("orders", 30.0)
+    for task, worker in enumerate(["w1", "w2", "w3", "w2"]):
+        timeline.status(("orders", task), "UNASSIGNED", worker, 30.5)  # its tasks stopping
+    assert not any(item[0] == "orders" for item in timeline.runs)
+    assert "orders" not in timeline.unassigned and timeline.connector_figures(40.0, {}) == {}
+    timeline.status(("orders", 0), "RUNNING", "w1", 50.0)  # created again
+    assert timeline.connector_figures(60.0, {"orders": 1})["orders"]["unassigned_tasks"] == 0
+    assert ("orders", 0) in timeline.runs
+    timeline.forget("gone", 60.0)
+    timeline.status(("other", 0), "RUNNING", "w1", 60.0 + 301.0)
+    assert timeline.deleted == {}, "a deleted name is remembered only while its last statuses may arrive"
