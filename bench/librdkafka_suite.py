@@ -107,10 +107,18 @@ SPLITS = {
              "do_test_ListConsumerGroupOffsets", "do_test_UserScramCredentials", "unclean_destroy"),
     # 0135 changes SASL credentials of a producer and consumer, then of a share consumer (KIP-932).
     "0135": ("do_test:", "do_test_share_consumer"),
+    # 0142 re-authenticates a consumer, a share consumer, producers (one transactional), OAUTHBEARER
+    # clients, and clients whose credentials went wrong.
+    "0142": ("do_test_consumer:", "do_test_share_consumer:", "do_test_producer:", "do_test_txn_producer:",
+             "do_test_oauthbearer:", "do_test_share_oauthbearer:", "do_test_reauth_failure:",
+             "do_test_share_reauth_failure:"),
 }  # fmt: skip
 
 # Tests that need longer than the cap: 0113 runs some 40 cooperative rebalancing subtests.
 LONG_TESTS = {"0113": 900.0}
+
+# connections.max.reauth.ms of the SASL suites: librdkafka's test clusters' value.
+REAUTH_MS = "10000"
 
 # Coordinator settings a test needs beyond those of its scenario.
 TEST_SETTINGS: dict[str, dict[str, str]] = {}
@@ -130,7 +138,8 @@ class Unit:
 class Security:
     """A listener (and SASL mechanism) to run some tests over, as librdkafka's sasl_test.py
     runs its suites: user `myuser`, password `mypassword`, the server's certificate from a CA
-    made for the run."""
+    made for the run; SASL sessions of 10 s (`connections.max.reauth.ms`, as librdkafka's
+    test clusters set it), so that clients re-authenticate."""
 
     name: str
     listener: str
@@ -145,6 +154,7 @@ class Security:
                     "ssl.keystore.location": str(pki.server.combined)}  # fmt: skip
         if self.mechanism:
             settings["sasl.enabled.mechanisms"] = self.mechanism
+            settings["connections.max.reauth.ms"] = REAUTH_MS
             command = [sys.executable, "-m", "connect_rebalance_cli.cli", "users", "--data-dir",
                        str(work / "data"), "add", "myuser"]  # fmt: skip
             subprocess.run(
