@@ -56,6 +56,8 @@ _TRANSACTIONS = (BY_DESIGN, "needs transactions, which are not offered (decision
                  "transactional id is refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED")  # fmt: skip
 _REPLICATION_FACTOR_3 = (MULTI_NODE, "creates its topics with replication factor 3, which one node refuses "
                          "INVALID_REPLICATION_FACTOR")  # fmt: skip
+_SHARE_CONSUMER = (LACKING, "a share consumer (KIP-932 share groups, not offered), on a topic of replication "
+                   "factor 3")  # fmt: skip
 KNOWN: dict[str | tuple[str, str], tuple[str, str]] = {
     "0055_producer_latency": _TRANSACTIONS,
     "0061_consumer_lag": _TRANSACTIONS,
@@ -64,10 +66,15 @@ KNOWN: dict[str | tuple[str, str], tuple[str, str]] = {
     "0137_barrier_batch_consume": _TRANSACTIONS,
     "0107_topic_recreate": _REPLICATION_FACTOR_3,
     "0111_delay_create_topics": _REPLICATION_FACTOR_3,
-    "0135_sasl_credentials [do_test_share_consumer]": (
-        LACKING,
-        "a share consumer (KIP-932 share groups, not offered), on a topic of replication factor 3",
+    "0135_sasl_credentials [do_test_share_consumer]": _SHARE_CONSUMER,
+    "0142_reauthentication [do_test_consumer:]": (
+        MULTI_NODE,
+        "creates its topic with replication factor 3 before its consumer re-authenticates (our own "
+        "tests re-authenticate consumers: tests/integration/test_security_reauthentication.py)",
     ),
+    "0142_reauthentication [do_test_share_consumer:]": _SHARE_CONSUMER,
+    "0142_reauthentication [do_test_share_reauth_failure:]": _SHARE_CONSUMER,
+    "0142_reauthentication [do_test_txn_producer:]": _TRANSACTIONS,
     "0098_consumer_txn": (
         MULTI_NODE,
         "creates its topics with replication factor 3, then produces transactions through Kafka's "
@@ -107,10 +114,18 @@ SPLITS = {
              "do_test_ListConsumerGroupOffsets", "do_test_UserScramCredentials", "unclean_destroy"),
     # 0135 changes SASL credentials of a producer and consumer, then of a share consumer (KIP-932).
     "0135": ("do_test:", "do_test_share_consumer"),
+    # 0142 re-authenticates a consumer, a share consumer, producers (one transactional) and clients
+    # whose credentials went wrong; its OAUTHBEARER parts skip themselves on other mechanisms
+    # (OAUTHBEARER is not offered), so they are not run.
+    "0142": ("do_test_consumer:", "do_test_share_consumer:", "do_test_producer:", "do_test_txn_producer:",
+             "do_test_reauth_failure:", "do_test_share_reauth_failure:"),
 }  # fmt: skip
 
 # Tests that need longer than the cap: 0113 runs some 40 cooperative rebalancing subtests.
 LONG_TESTS = {"0113": 900.0}
+
+# connections.max.reauth.ms of the SASL suites: librdkafka's test clusters' value.
+REAUTH_MS = "10000"
 
 # Coordinator settings a test needs beyond those of its scenario.
 TEST_SETTINGS: dict[str, dict[str, str]] = {}
@@ -130,7 +145,8 @@ class Unit:
 class Security:
     """A listener (and SASL mechanism) to run some tests over, as librdkafka's sasl_test.py
     runs its suites: user `myuser`, password `mypassword`, the server's certificate from a CA
-    made for the run."""
+    made for the run; SASL sessions of 10 s (`connections.max.reauth.ms`, as librdkafka's
+    test clusters set it), so that clients re-authenticate."""
 
     name: str
     listener: str
@@ -145,6 +161,7 @@ class Security:
                     "ssl.keystore.location": str(pki.server.combined)}  # fmt: skip
         if self.mechanism:
             settings["sasl.enabled.mechanisms"] = self.mechanism
+            settings["connections.max.reauth.ms"] = REAUTH_MS
             command = [sys.executable, "-m", "connect_rebalance_cli.cli", "users", "--data-dir",
                        str(work / "data"), "add", "myuser"]  # fmt: skip
             subprocess.run(

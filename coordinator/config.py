@@ -68,6 +68,9 @@ class CoordinatorConfig(BaseModel):
     ssl_principal_mapping_rules: str = Field("DEFAULT", alias="ssl.principal.mapping.rules")
     # SASL on SASL_PLAINTEXT / SASL_SSL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.
     sasl_enabled_mechanisms: str = Field("GSSAPI", alias="sasl.enabled.mechanisms")
+    # KIP-368: the longest a SASL session lasts before the client must re-authenticate (0 or
+    # less: for ever), also per listener and mechanism (security/sasl.py).
+    connections_max_reauth_ms: int = Field(0, alias="connections.max.reauth.ms")
     # ACLs (coordinator/security/authorizer.py): off unless an authorizer is named.
     authorizer_class_name: str = Field("", alias="authorizer.class.name")
     super_users: str = Field("", alias="super.users")

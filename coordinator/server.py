@@ -5,7 +5,9 @@ TLS listeners (SSL, SASL_SSL) do their handshake before the first frame is read,
 every connection carries a session (coordinator/security/session.py) whose principal each
 request is authorized as. On SASL listeners nothing but ApiVersions, SaslHandshake and
 SaslAuthenticate is answered until authentication succeeds; anything else closes the
-connection, as Kafka's broker does.
+connection, as Kafka's broker does. Once authenticated, a SaslHandshake may start a
+re-authentication, and a request after the session's lifetime closes the connection
+(KIP-368, security/sasl.py).
 
 Each connection (connection.py) answers its requests strictly in order, one at a time, as
 Kafka's broker does, and writes pipelined answers together. What this layer guarantees:
@@ -40,7 +42,7 @@ from .connection_limits import ConnectionLimits, parse_overrides
 from .security.listeners import Listener
 from .security.sasl import PRE_AUTHENTICATION_APIS, AuthenticationFailed, SaslState, store_lookup
 from .security.session import Session
-from .security.settings import sasl_mechanisms, tls_settings
+from .security.settings import max_reauth_ms_by_mechanism, sasl_mechanisms, tls_settings
 from .turns import Turns
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,10 @@ class CoordinatorServer:
         # Per listener name: the port bound and the address advertised to its clients.
         self.ports: dict[str, int] = {}
         self.advertised: dict[str, tuple[str, int]] = {}
+        # Each SASL listener's mechanisms and their connections.max.reauth.ms, read once.
+        sasl_listeners = [listener.name for listener in self.listeners if listener.protocol.uses_sasl]
+        self._mechanisms = {name: sasl_mechanisms(config, name) for name in sasl_listeners}
+        self._max_reauth_ms = {name: max_reauth_ms_by_mechanism(config, name) for name in sasl_listeners}
         # TLS contexts are built before anything listens, so bad key material stops the start.
         self._tls = {
             listener.name: server_context(tls_settings(config, listener.name), f"listener {listener.name}")
@@ -134,14 +140,18 @@ class CoordinatorServer:
             listener, client_host, self.advertised.get(listener.name, self.broker.advertised_address)
         )
         if listener.protocol.uses_sasl:
-            session.sasl = SaslState(sasl_mechanisms(self.broker.config, listener.name))
+            session.sasl = SaslState(self._mechanisms[listener.name], self._max_reauth_ms[listener.name])
         elif listener.protocol.uses_tls:
             session.principal = certificate_principal(peer_certificate)
         return session
 
     async def answer(self, frame: bytes, session: Session) -> bytes | None:
         """A frame's answer: bytes to send, b"" for none (acks=0), None to close the connection."""
-        if session.sasl is not None and session.sasl.raw_tokens and not session.sasl.complete:
+        sasl = session.sasl
+        if sasl is not None and sasl.bad_mechanism is not None:
+            log.warning("%s: re-authentication failed: %s; closing", session.client_host, sasl.bad_mechanism)
+            return CLOSE
+        if sasl is not None and sasl.raw_tokens and not sasl.complete:
             return await self._raw_sasl_token(frame, session)
         return await self._answer(frame, session)
 
@@ -156,6 +166,7 @@ class CoordinatorServer:
             return CLOSE
         if user is not None:
             session.principal = f"User:{user}"
+            session.sasl.start_session(asyncio.get_running_loop().time())
         return struct.pack(">i", len(challenge)) + challenge
 
     async def _answer(self, frame: bytes, session: Session) -> bytes | None:
@@ -184,6 +195,20 @@ class CoordinatorServer:
                 header.api_version,
             )
             return CLOSE
+        sasl = session.sasl
+        if sasl is not None and sasl.complete:
+            now = asyncio.get_running_loop().time()
+            if header.api_key == ApiKey.SASL_HANDSHAKE and sasl.may_reauthenticate(now):
+                sasl.begin_reauthentication(session.principal, now)
+            elif sasl.expired(now):
+                log.info(
+                    "%s (client %r): %s after the SASL session of %s expired; closing",
+                    client_host,
+                    header.client_id,
+                    codec.api_name(header.api_key),
+                    session.principal,
+                )
+                return CLOSE
         if not session.authenticated and header.api_key not in PRE_AUTHENTICATION_APIS:
             log.warning(
                 "%s (client %r): %s before SASL authentication on listener %s; closing",

@@ -1,12 +1,14 @@
 """SaslHandshake and SaslAuthenticate: the SASL exchange of a connection (security/sasl.py).
 
 On listeners without SASL, and once a connection has authenticated, both answer
-ILLEGAL_SASL_STATE as Kafka's broker does (re-authentication, KIP-368, is not offered).
-A failed handshake or exchange is the connection's last answer.
+ILLEGAL_SASL_STATE as Kafka's broker does, except the SaslHandshake that the server lets
+start a re-authentication (KIP-368, security/sasl.py). A failed handshake or exchange is the
+connection's last answer; a successful exchange answers the session's lifetime (v1+).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode
@@ -37,7 +39,7 @@ async def sasl_handshake(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if mechanism not in state.enabled:
         session.close_after_response = True
         return {"error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "mechanisms": list(state.enabled)}
-    state.begin(mechanism, _lookup(ctx))
+    state.choose(mechanism, _lookup(ctx))
     state.raw_tokens = ctx.version == 0
     return {"error_code": 0, "mechanisms": list(state.enabled)}
 
@@ -51,10 +53,15 @@ async def sasl_authenticate(ctx: RequestContext, request: Any) -> dict[str, Any]
         "auth_bytes": b"",
         "session_lifetime_ms": 0,
     }
-    if session is None or session.sasl is None or session.sasl.complete:
+    if session is None or session.sasl is None:
         return answer | {
             "error_code": ErrorCode.ILLEGAL_SASL_STATE,
             "error_message": "no SASL exchange is under way on this connection",
+        }
+    if session.sasl.complete:
+        return answer | {
+            "error_code": ErrorCode.ILLEGAL_SASL_STATE,
+            "error_message": "SaslAuthenticate request received after successful authentication",
         }
     state = session.sasl
     if state.mechanism is None:
@@ -70,4 +77,5 @@ async def sasl_authenticate(ctx: RequestContext, request: Any) -> dict[str, Any]
         return answer | {"error_code": ErrorCode.SASL_AUTHENTICATION_FAILED, "error_message": str(failure)}
     if user is not None:
         session.principal = f"User:{user}"
+        answer["session_lifetime_ms"] = state.start_session(asyncio.get_running_loop().time())
     return answer

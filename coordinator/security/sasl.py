@@ -10,6 +10,22 @@ Theory of operation, as Kafka's SaslServerAuthenticator:
 - a failed exchange gets SASL_AUTHENTICATION_FAILED with Kafka's message, then the
   connection is closed; a successful one makes `User:<name>` the connection's principal.
 
+Re-authentication (KIP-368), as Kafka's KafkaChannel and SocketServer do it:
+- a successful exchange gives the session a lifetime (`session_lifetime_ms`): the mechanism's
+  `connections.max.reauth.ms` on that listener, none when it is 0 or less (the default);
+  SaslAuthenticate v1+ tells the client, which re-authenticates before it ends;
+- on an authenticated connection with a lifetime, a SaslHandshake starts a new exchange on the
+  same connection, at most once a second (a second one within the second is answered
+  ILLEGAL_SASL_STATE, as on a connection without a lifetime); requests already answered are
+  untouched, as the connection answers in order;
+- the new exchange must use the same mechanism (another enabled one gets its handshake
+  answered, then the connection is closed at the next frame) and end in the same principal
+  ("Cannot change principals during re-authentication ...", then the connection is closed);
+  success starts a new lifetime;
+- a request on a connection whose lifetime has passed closes it unanswered (the client
+  connects again), unless it is the SaslHandshake that starts re-authentication.
+Times are the event loop's monotonic seconds, passed in.
+
 Users are the SCRAM credentials in the security store. SCRAM checks the client's proof
 against the stored key (RFC 5802); PLAIN checks the password against any of the user's
 SCRAM credentials by salting it again, so one `connect-rebalance users add` serves both.
@@ -21,8 +37,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import secrets
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from connect_rebalance.protocol.api_keys import ApiKey
@@ -53,46 +69,141 @@ def store_lookup(store: SecurityStore | None) -> CredentialLookup:
     return lookup
 
 
+# Kafka's MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS: re-authentications start at most this often.
+MIN_REAUTHENTICATION_INTERVAL_S = 1.0
+
+
 class AuthenticationFailed(Exception):
     """The exchange failed; the message goes to the client in SaslAuthenticate's error_message."""
 
 
+class InvalidCredentials(AuthenticationFailed):
+    """A wrong password or an unknown user, in Kafka's wording, which clients show to their users."""
+
+    def __init__(self, mechanism: str, during: str = "authentication") -> None:
+        super().__init__(
+            f"Authentication failed during {during} due to invalid credentials "
+            f"with SASL mechanism {mechanism}"
+        )
+        self.mechanism = mechanism
+
+
 def invalid_credentials(mechanism: str) -> AuthenticationFailed:
-    # Kafka's wording, which clients show to their users.
-    return AuthenticationFailed(
-        "Authentication failed during authentication due to invalid credentials "
-        f"with SASL mechanism {mechanism}"
-    )
+    return InvalidCredentials(mechanism)
+
+
+def session_lifetime_ms(max_reauth_ms: int, credential_lifetime_ms: int | None = None) -> int | None:
+    """How long a session may go on before it must re-authenticate (None: for ever), as Kafka's
+    SaslServerAuthenticator computes it: the lesser of `connections.max.reauth.ms` (when above
+    0) and what is left of the credential's own lifetime (a token's; PLAIN and SCRAM passwords
+    have none), never below 0."""
+    limits = [limit for limit in (max_reauth_ms if max_reauth_ms > 0 else None, credential_lifetime_ms)
+              if limit is not None]  # fmt: skip
+    return max(0, min(limits)) if limits else None
+
+
+@dataclass(frozen=True, slots=True)
+class Reauthentication:
+    """What a re-authentication must keep: the previous exchange's mechanism and principal."""
+
+    mechanism: str
+    principal: str
 
 
 @dataclass(slots=True)
 class SaslState:
     enabled: tuple[str, ...]
+    # connections.max.reauth.ms of this listener, by mechanism (absent: 0, no lifetime).
+    max_reauth_ms: Mapping[str, int] = field(default_factory=dict)
     mechanism: str | None = None
     exchange: ScramServerExchange | None = None
     complete: bool = False
     # SaslHandshake v0: the tokens follow as bare size-prefixed frames, not SaslAuthenticate.
     raw_tokens: bool = False
+    # While re-authenticating: what the new exchange must keep.
+    previous: Reauthentication | None = None
+    # A re-authentication's handshake named another mechanism: the next frame closes.
+    bad_mechanism: str | None = None
+    # The end of the session's lifetime (None: none), and when the last re-authentication began.
+    expires_at: float | None = None
+    reauthenticated_at: float | None = None
 
     def begin(self, mechanism: str, lookup: CredentialLookup) -> None:
         self.mechanism = mechanism
         if mechanism in MECHANISMS:
             self.exchange = ScramServerExchange(mechanism, lookup)
 
+    def may_reauthenticate(self, now: float) -> bool:
+        """Whether a SaslHandshake now starts re-authentication (Kafka's
+        maybeBeginServerReauthentication): the session has a lifetime, and the last
+        re-authentication began at least a second ago."""
+        return (
+            self.complete
+            and self.expires_at is not None
+            and (
+                self.reauthenticated_at is None
+                or now - self.reauthenticated_at >= MIN_REAUTHENTICATION_INTERVAL_S
+            )
+        )
+
+    def begin_reauthentication(self, principal: str, now: float) -> None:
+        """A new exchange on the authenticated connection; its lifetime runs on meanwhile."""
+        assert self.complete and self.mechanism is not None
+        self.previous = Reauthentication(self.mechanism, principal)
+        self.mechanism, self.exchange, self.complete, self.raw_tokens = None, None, False, False
+        self.reauthenticated_at = now
+
+    def choose(self, mechanism: str, lookup: CredentialLookup) -> None:
+        """The handshake's mechanism, which is enabled: the exchange begins, or, when a
+        re-authentication names another than before, the next frame closes the connection."""
+        if self.previous is not None and mechanism != self.previous.mechanism:
+            self.bad_mechanism = (
+                f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                f"re-authentication of mechanism '{self.previous.mechanism}'"
+            )
+            return
+        self.begin(mechanism, lookup)
+
+    def expired(self, now: float) -> bool:
+        return self.complete and self.expires_at is not None and now > self.expires_at
+
     async def step(self, token: bytes, lookup: CredentialLookup) -> tuple[bytes, str | None]:
         """Feed one client token: (the server's token, the user once authenticated).
 
         Raises AuthenticationFailed. PLAIN salts the password again (a few ms), off the loop.
         """
-        if self.exchange is None:
-            user = await asyncio.to_thread(check_plain, token, lookup)
+        try:
+            if self.exchange is None:
+                user: str | None = await asyncio.to_thread(check_plain, token, lookup)
+                challenge = b""
+            else:
+                challenge = self.exchange.step(token)
+                user = self.exchange.user if self.exchange.finished else None
+        except InvalidCredentials as failure:
+            if self.previous is None:
+                raise
+            raise InvalidCredentials(failure.mechanism, "re-authentication") from None
+        if user is not None:
+            self._same_principal(f"User:{user}")
             self.complete = True
-            return b"", user
-        challenge = self.exchange.step(token)
-        if not self.exchange.finished:
-            return challenge, None
-        self.complete = True
-        return challenge, self.exchange.user
+        return challenge, user
+
+    def _same_principal(self, principal: str) -> None:
+        if self.previous is not None and principal != self.previous.principal:
+            before, after = self.previous.principal, principal
+            raise AuthenticationFailed(
+                "Cannot change principals during re-authentication from "
+                + before.replace(":", ".", 1) + ": " + after.replace(":", ".", 1)
+            )  # fmt: skip
+
+    def start_session(self, now: float) -> int:
+        """The lifetime of the session that has just authenticated, in ms (0: none), which
+        SaslAuthenticate v1+ answers; the session expires that long after `now`."""
+        assert self.complete and self.mechanism is not None
+        self.previous = None
+        lifetime = session_lifetime_ms(self.max_reauth_ms.get(self.mechanism, 0))
+        self.expires_at = None if lifetime is None else now + lifetime / 1000
+        return lifetime or 0
 
 
 def check_plain(token: bytes, lookup: CredentialLookup) -> str:

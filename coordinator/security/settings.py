@@ -8,7 +8,8 @@ What is refused, each with a message naming the setting:
 - an `authorizer.class.name` other than Kafka's StandardAuthorizer, a malformed `super.users`;
 - `listener.name.<listener>.<setting>` for a listener that does not exist or a setting that
   cannot be set per listener;
-- Kafka broker settings that exist but are not offered here (`unsupported_setting`).
+- Kafka broker settings that exist but are not offered here (`unsupported_setting`);
+- a per-listener connections.max.reauth.ms that is not a whole number.
 Nothing is started with less security than the settings ask for.
 """
 
@@ -25,8 +26,12 @@ if TYPE_CHECKING:
 LISTENER_PREFIX = "listener.name."
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-# Settings that may be given per listener as listener.name.<listener>.<setting>.
-PER_LISTENER = frozenset({*TLS_DEFAULTS, "sasl.enabled.mechanisms"})
+REAUTH = "connections.max.reauth.ms"
+# Settings that may be given per listener as listener.name.<listener>.<setting>;
+# connections.max.reauth.ms also per mechanism, as <mechanism in lower case>.connections.max.reauth.ms.
+PER_LISTENER = frozenset(
+    {*TLS_DEFAULTS, "sasl.enabled.mechanisms", REAUTH, *(f"{m.lower()}.{REAUTH}" for m in SASL_MECHANISMS)}
+)
 
 # Kafka broker settings that name a feature this coordinator does not offer.
 _NOT_OFFERED = {
@@ -45,7 +50,6 @@ _NOT_OFFERED = {
     "sasl.server.callback.handler.class": "SASL checks are built in",
     "sasl.kerberos.service.name": "GSSAPI (Kerberos) is not offered",
     "sasl.oauthbearer.jwks.endpoint.url": "OAUTHBEARER is not offered",
-    "connections.max.reauth.ms": "SASL re-authentication (KIP-368) is not offered",
     "principal.builder.class": "principals are built as Kafka's default principal builder does",
     "quota.producer.default": "as in Kafka 4, default quotas are set on the default client-id entity "
     "(`connect-rebalance quotas set --client-id-default`, or AlterClientQuotas)",
@@ -93,6 +97,30 @@ def sasl_mechanisms(config: CoordinatorConfig, listener_name: str) -> tuple[str,
     return tuple(m.strip().upper() for m in value.split(",") if m.strip())
 
 
+def max_reauth_ms_by_mechanism(config: CoordinatorConfig, listener_name: str) -> dict[str, int]:
+    """A SASL listener's connections.max.reauth.ms for each enabled mechanism, as Kafka's
+    SaslChannelBuilder finds it: listener.name.<listener>.<mechanism>.connections.max.reauth.ms,
+    else listener.name.<listener>.connections.max.reauth.ms, else connections.max.reauth.ms."""
+    overrides = config.listener_name_settings.get(listener_name.lower(), {})
+    default = int(config.setting(REAUTH, listener_name) or 0)
+    return {
+        mechanism: int(overrides.get(f"{mechanism.lower()}.{REAUTH}", default))
+        for mechanism in sasl_mechanisms(config, listener_name)
+    }
+
+
+def _check_reauth_overrides(config: CoordinatorConfig) -> None:
+    for listener_name, overrides in config.listener_name_settings.items():
+        for name, value in overrides.items():
+            if name.endswith(REAUTH):
+                try:
+                    int(value)
+                except ValueError:
+                    raise ValueError(
+                        f"listener.name.{listener_name}.{name} must be a whole number of ms; got {value!r}"
+                    ) from None
+
+
 def check_security(config: CoordinatorConfig) -> None:
     try:
         listeners = config.kafka_listeners
@@ -103,6 +131,7 @@ def check_security(config: CoordinatorConfig) -> None:
             config.advertised_for(listeners[0].name)  # parses it, so a bad value is refused
         except ValueError as exc:
             raise ValueError(f"advertised.listeners: {exc}") from exc
+    _check_reauth_overrides(config)
     names = {listener.name.lower() for listener in listeners}
     for listener_name in config.listener_name_settings:
         if listener_name not in names:

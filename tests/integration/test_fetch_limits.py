@@ -6,7 +6,6 @@ a larger answer and reads every partition; exact answers are read with a raw Fet
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from connect_rebalance.processes import CoordinatorProcess
 from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.storage.batches import LOG_OVERHEAD
 from tests.support.batches import make_batch
+from tests.support.client_logs import LogLines, client_logger
 from tests.support.group_scenario import create_topic
 from tests.support.wire import RawConnection
 
@@ -29,29 +29,16 @@ RECORDS_PER_PARTITION = 8  # of 12 KB each, a batch each: ~96 KB a partition, ov
 SIZES = re.compile(r"Received FetchResponse \(v\d+, (\d+) bytes|Invalid response size (\d+)")
 
 
-class Lines(logging.Handler):
-    """librdkafka's log lines, handed to a Python logger as the consumer polls."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-    def refused(self) -> list[str]:
-        return [line for line in self.lines if "Invalid response size" in line]
+def refused(lines: LogLines) -> list[str]:
+    return lines.having("Invalid response size")
 
 
 def read_with_limits(
     bootstrap: str, topic: str, expected: int, partition_max_bytes: int
-) -> tuple[list[int], Lines]:
+) -> tuple[list[int], LogLines]:
     """The offsets a consumer with fetch.max.bytes read (by partition), and librdkafka's log of
     the Fetch answers: it stops at `expected` records or at the first answer it refused."""
-    lines = Lines()
-    logger = logging.getLogger(f"rdkafka.{topic}.{partition_max_bytes}")
-    logger.addHandler(lines)
-    logger.setLevel(logging.DEBUG)
+    logger, lines = client_logger(f"{topic}.{partition_max_bytes}")
     consumer = Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"limits-{partition_max_bytes}",
         "enable.auto.commit": False, "fetch.max.bytes": FETCH_MAX_BYTES, "message.max.bytes": FETCH_MAX_BYTES,
@@ -62,7 +49,7 @@ def read_with_limits(
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(3)])
         deadline = time.monotonic() + 30
-        while len(read) < expected and not lines.refused() and time.monotonic() < deadline:
+        while len(read) < expected and not refused(lines) and time.monotonic() < deadline:
             message = consumer.poll(0.2)
             if message is not None and message.error() is None:
                 read.append(message.partition())
@@ -91,8 +78,8 @@ def test_a_consumer_with_fetch_max_bytes_gets_no_larger_answer_and_reads_every_p
     finally:
         coordinator.kill()
     for limit, (read, lines) in runs.items():
-        assert not lines.refused(), (
-            f"max.partition.fetch.bytes={limit}: answers over the limit: {lines.refused()}"
+        assert not refused(lines), (
+            f"max.partition.fetch.bytes={limit}: answers over the limit: {refused(lines)}"
         )
         sizes = [int(received or refused) for received, refused in SIZES.findall("\n".join(lines.lines))]
         assert sizes and max(sizes) <= FETCH_MAX_BYTES + ANSWER_FIELDS, (limit, sizes)

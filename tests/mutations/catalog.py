@@ -60,6 +60,22 @@ CONNECT_SESSION_TESTS = (
     f"{UNIT}/test_group_configs_core.py::{CONNECT_NEXT_HEARTBEAT}",
 )
 
+REAUTH = f"{INTEGRATION}/test_security_reauthentication.py::"
+REAUTH_CLIENTS = (
+    f"{REAUTH}test_a_confluent_producer_and_consumer_keep_working_across_several_reauthentications"
+    "[sasl_plaintext-plain]"
+)
+REAUTH_EXPIRY = (
+    f"{REAUTH}test_a_connection_that_does_not_reauthenticate_is_closed_at_its_first_request_"
+    "after_the_lifetime"
+)
+REAUTH_RAW = (
+    f"{REAUTH}test_a_connection_that_reauthenticates_lives_past_its_first_lifetime_at_most_once_a_second"
+)
+REAUTH_REFUSED = (
+    f"{REAUTH}test_a_reauthentication_as_another_user_or_with_another_mechanism_is_refused_and_closes"
+)
+
 MUTATIONS: tuple[Mutation, ...] = (
     # -- committed offsets and storage recovery -------------------------------------------
     Mutation(
@@ -2440,6 +2456,77 @@ MUTATIONS: tuple[Mutation, ...] = (
             f"{INTEGRATION}/test_workers.py::"
             "test_connectors_and_tasks_each_balance_within_one_after_a_join_and_after_a_crash_and_a_bounce[connect]",
         ),
+    ),
+    # -- SASL re-authentication (KIP-368) -----------------------------------------------------
+    Mutation(
+        name="reauth-lifetime-not-announced",
+        breaks="SaslAuthenticate v1+ tells the client its session lifetime, so that it re-authenticates",
+        file="coordinator/apis/sasl.py",
+        original='        answer["session_lifetime_ms"] = state.start_session(asyncio.get_running_loop()'
+        ".time())\n",
+        replacement="        state.start_session(asyncio.get_running_loop().time())  # mutation\n",
+        tests=(REAUTH_CLIENTS, REAUTH_EXPIRY),
+    ),
+    Mutation(
+        name="reauth-expired-session-served",
+        breaks="a connection whose SASL session has expired is closed at its next request",
+        file="coordinator/server.py",
+        original="            elif sasl.expired(now):\n",
+        replacement="            elif False:  # mutation\n",
+        tests=(REAUTH_EXPIRY,),
+    ),
+    Mutation(
+        name="reauth-handshake-refused",
+        breaks="an authenticated client may re-authenticate on the same connection",
+        file="coordinator/server.py",
+        original="            if header.api_key == ApiKey.SASL_HANDSHAKE and sasl.may_reauthenticate(now):\n",
+        replacement="            if False:  # mutation\n",
+        tests=(REAUTH_CLIENTS, REAUTH_RAW),
+    ),
+    Mutation(
+        name="reauth-lifetime-not-renewed",
+        breaks="a successful re-authentication starts a new session lifetime",
+        file="coordinator/security/sasl.py",
+        original="        self.expires_at = None if lifetime is None else now + lifetime / 1000\n",
+        replacement="        self.expires_at = self.expires_at or (None if lifetime is None "
+        "else now + lifetime / 1000)  # mutation\n",
+        tests=(REAUTH_CLIENTS, REAUTH_RAW),
+    ),
+    Mutation(
+        name="reauth-principal-may-change",
+        breaks="a re-authentication as another principal is refused and closes the connection",
+        file="coordinator/security/sasl.py",
+        original='            self._same_principal(f"User:{user}")\n',
+        replacement="            pass  # mutation\n",
+        tests=(
+            REAUTH_REFUSED,
+            f"{UNIT}/test_sasl_reauthentication.py::"
+            "test_a_reauthentication_must_keep_the_principal_and_the_mechanism",
+        ),
+    ),
+    Mutation(
+        name="reauth-mechanism-may-change",
+        breaks="a re-authentication with another mechanism closes the connection",
+        file="coordinator/security/sasl.py",
+        original="        if self.previous is not None and mechanism != self.previous.mechanism:\n",
+        replacement="        if False:  # mutation\n",
+        tests=(REAUTH_REFUSED,),
+    ),
+    Mutation(
+        name="reauth-more-than-once-a-second",
+        breaks="re-authentications start at most once a second, as on Kafka",
+        file="coordinator/security/sasl.py",
+        original="                or now - self.reauthenticated_at >= MIN_REAUTHENTICATION_INTERVAL_S\n",
+        replacement="                or True  # mutation\n",
+        tests=(REAUTH_RAW,),
+    ),
+    Mutation(
+        name="reauth-per-mechanism-setting-ignored",
+        breaks="listener.name.<listener>.<mechanism>.connections.max.reauth.ms overrides the broker-wide one",
+        file="coordinator/security/settings.py",
+        original='        mechanism: int(overrides.get(f"{mechanism.lower()}.{REAUTH}", default))\n',
+        replacement="        mechanism: default  # mutation\n",
+        tests=(REAUTH_EXPIRY,),
     ),
 )
 

@@ -48,12 +48,22 @@ class RawConnection:
         return self.receive_frame() is None
 
     def request(self, api_key: int, version: int, fields: dict[str, Any]) -> Any:
+        response = self.request_or_closed(api_key, version, fields)
+        assert response is not None, "server closed the connection"
+        return response
+
+    def request_or_closed(self, api_key: int, version: int, fields: dict[str, Any]) -> Any | None:
+        """The answer, or None if the server closed the connection instead."""
         self._correlation += 1
         header = RequestHeader(api_key, version, self._correlation, "raw-test")
         body = codec.build_request(api_key, version, fields)
-        self.send_raw(codec.encode_request_frame(header, body))
+        try:
+            self.send_raw(codec.encode_request_frame(header, body))
+        except (BrokenPipeError, ConnectionResetError):
+            return None
         frame = self.receive_frame()
-        assert frame is not None, "server closed the connection"
+        if frame is None:
+            return None
         correlation, response = codec.decode_response_body(api_key, version, frame)
         assert correlation == self._correlation
         return response
