@@ -31,6 +31,8 @@ from tests.support.wire import RawConnection
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 12
+# Records produced at most, at 250/s: production ends with the scenario (MixedGroup.finish).
+PRODUCED_AT_MOST = 100_000
 
 
 def held_intervals(workdir: Path, group: str) -> dict[int, list[tuple[float, float, str]]]:
@@ -143,8 +145,10 @@ class MixedGroup:
         wait_until(downgraded, 90, "the group back to a Stable classic group")
         assert {m.client_id for m in self.described().members} == {"k1", "k2"}
 
-    def finish(self, producer: ContinuousProducer, total: int) -> None:
-        producer.join()
+    def finish(self, producer: ContinuousProducer) -> None:
+        """The scenario is over: production ends (it ran throughout, so both kinds of members
+        had records to consume beside each other), and the classic members consume the rest."""
+        total = producer.finish()
         wait_until(
             lambda: self.classic.consumed_at_least(total), 120, "the classic members to consume the rest"
         )
@@ -157,23 +161,21 @@ class MixedGroup:
 def test_classic_members_upgrade_to_a_consumer_group_and_back_consuming_each_record_once(
     group_coordinator, fleets, tmp_path: Path
 ) -> None:
-    total = 7000
     mixed = MixedGroup(group_coordinator, fleets, tmp_path, "migrating")
-    producer = ContinuousProducer(mixed.bootstrap, "events", total, per_second=250).start()
+    producer = ContinuousProducer(mixed.bootstrap, "events", PRODUCED_AT_MOST, per_second=250).start()
     mixed.start_classic_then_upgrade()
     mixed.both_kinds_consume()
     mixed.downgrade()
-    mixed.finish(producer, total)
+    mixed.finish(producer)
 
 
 def test_an_upgraded_group_survives_a_kill9_restart_with_its_classic_members(
     group_coordinator, fleets, tmp_path: Path
 ) -> None:
-    # Produced for 80 s: still under way after the upgrade and the restart, however slowly
-    # they go, so both kinds of members have records to consume beside each other.
-    total = 20000
+    # Produced until the scenario is over: under way through the upgrade, the restart and the
+    # downgrade, however slowly they go, so both kinds of members consume beside each other.
     mixed = MixedGroup(group_coordinator, fleets, tmp_path, "restarted")
-    producer = ContinuousProducer(mixed.bootstrap, "events", total, per_second=250).start()
+    producer = ContinuousProducer(mixed.bootstrap, "events", PRODUCED_AT_MOST, per_second=250).start()
     mixed.start_classic_then_upgrade()
     before = {m.member_id: m.client_id for m in mixed.described().members}
     group_coordinator.kill()
@@ -184,7 +186,7 @@ def test_an_upgraded_group_survives_a_kill9_restart_with_its_classic_members(
     assert after == before, "the same four members, classic ones included, after replay"
     mixed.both_kinds_consume()
     mixed.downgrade()
-    mixed.finish(producer, total)
+    mixed.finish(producer)
 
 
 def settled_mixed_group(bootstrap: str, group: str, fleets: dict[str, MemberFleet]) -> bool:
