@@ -64,10 +64,12 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OPERATION_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 
-def no_repeats(names: list[str]) -> None:
+def no_repeats(names: list[str], code: ErrorCode = ErrorCode.INVALID_CONFIG) -> None:
+    """`code` naming the configs named more than once, if any: INVALID_CONFIG for a resource
+    type's own validation, INVALID_REQUEST for the admin APIs' first check of a request."""
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"configs named more than once: {', '.join(repeated)}")
+        raise KafkaApiError(code, f"configs named more than once: {', '.join(repeated)}")
 
 
 def replaced_configs(configs: list[tuple[str, str | None]], config: CoordinatorConfig) -> dict[str, str]:

@@ -32,7 +32,7 @@ from connect_rebalance.protocol.api_keys import ApiKey
 from ..broker_configs import DEFAULT_LEVEL, DynamicBrokerConfigs, changed, no_effect_warnings
 from ..config import CoordinatorConfig
 from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from ..topic_configs import DELETE, incrementally_altered, replaced_configs
+from ..topic_configs import DELETE, incrementally_altered, no_repeats, replaced_configs
 from .cluster import RESOURCE_BROKER, RESOURCE_TOPIC
 from .group_configs import alter_with_groups
 from .registry import RequestContext, handles
@@ -127,30 +127,29 @@ class ConfigChange:
     ]
 
 
-def _malformed(resource: Any, legacy: bool) -> KafkaApiError | None:
+def _check_well_formed(resource: Any, legacy: bool) -> None:
     """Kafka's first check of every resource's configs, whatever its type
     (ConfigAdminManager.preprocess): a config named twice, or a null value (in AlterConfigs
     anywhere, in IncrementalAlterConfigs but for a DELETE), makes the request malformed:
     INVALID_REQUEST, before the type's own validation (INVALID_CONFIG)."""
-    names = [c.name for c in resource.configs]
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        return KafkaApiError(
-            ErrorCode.INVALID_REQUEST, f"configs named more than once: {', '.join(repeated)}"
-        )
+    no_repeats([c.name for c in resource.configs], ErrorCode.INVALID_REQUEST)
     nulls = [c.name for c in resource.configs if c.value is None and (legacy or c.config_operation != DELETE)]
     if nulls:
         remedy = "leave a config out to return it to its default" if legacy else "only a DELETE has no value"
-        return KafkaApiError(ErrorCode.INVALID_REQUEST, f"null value for {', '.join(nulls)}: {remedy}")
-    return None
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"null value for {', '.join(nulls)}: {remedy}")
 
 
 async def _well_formed_first(
     request: Any, legacy: bool, alter: Callable[[Any], Awaitable[dict[str, Any]]]
 ) -> dict[str, Any]:
-    """`alter` on the request's well-formed resources; the others answer `_malformed`'s error,
-    each in its place."""
-    refused = {i: e for i, r in enumerate(request.resources) if (e := _malformed(r, legacy)) is not None}
+    """`alter` on the request's well-formed resources; the others answer
+    `_check_well_formed`'s error, each in its place."""
+    refused: dict[int, KafkaApiError] = {}
+    for index, resource in enumerate(request.resources):
+        try:
+            _check_well_formed(resource, legacy)
+        except KafkaApiError as exc:
+            refused[index] = exc
     if not refused:
         return await alter(request)
     rest = [r for i, r in enumerate(request.resources) if i not in refused]

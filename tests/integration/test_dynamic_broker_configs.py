@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -114,65 +115,68 @@ def test_a_topic_default_set_on_the_broker_acts_on_every_topic_without_its_own_a
         coordinator.kill()
 
 
-def test_broker_configs_that_cannot_change_here_are_refused_and_change_nothing(tmp_path: Path) -> None:
-    coordinator = CoordinatorProcess(tmp_path / "data").start()
+@pytest.fixture
+def coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
+    process = CoordinatorProcess(tmp_path / "data").start()
     try:
-        admin = AdminClient({"bootstrap.servers": coordinator.bootstrap})
-        node = str(admin.describe_cluster().result(30).nodes[0].id)
-        before = describe(admin, Rt.BROKER, node)
-
-        def change(level: str, *changes: tuple[str, AlterConfigOpType, str | None]) -> tuple[int, str]:
-            return refusal(lambda: alter_broker(admin, level, *changes))
-
-        assert change(node, ("log.retention.ms", SET, "1"), ("listeners", SET, "PLAINTEXT://:9093")) == (
-            ErrorCode.INVALID_CONFIG,
-            "broker config 'listeners' is read from the coordinator's properties file at start: "
-            "change it there and restart",
-        )
-        assert change(node, ("log.dirs", SET, "/tmp/elsewhere"))[1].startswith(
-            "broker config 'log.dirs' cannot be changed while the broker runs"
-        )
-        assert change(node, ("log.retension.ms", SET, "1")) == (
-            ErrorCode.INVALID_CONFIG,
-            "unknown broker config 'log.retension.ms' (did you mean 'log.retention.ms'?)",
-        )
-        per_broker = configs_cli(
-            coordinator.bootstrap, "--entity-default", "--alter", "--add-config",
-            "sasl.kerberos.min.time.before.relogin=1",
-        )  # fmt: skip
-        assert per_broker.returncode == 1, per_broker.stderr
-        assert "'sasl.kerberos.min.time.before.relogin' cannot be set as the cluster-wide default" in (
-            per_broker.stderr
-        )
-        assert change(node, ("log.cleanup.policy", SET, "forever")) == (
-            ErrorCode.INVALID_CONFIG,
-            "invalid value 'forever' for broker config 'log.cleanup.policy': "
-            "'forever' is not one of compact, delete",
-        )
-        # confluent-kafka sends a broker's configs to that broker, so another node id goes by the CLI.
-        elsewhere = configs_cli(
-            coordinator.bootstrap, "--entity-name", "7", "--alter", "--add-config", "num.io.threads=2"
-        )
-        assert elsewhere.returncode == 1 and "no broker '7'; this is node 1" in elsewhere.stderr
-        assert describe(admin, Rt.BROKER, node) == before, "a refused change was applied"
-        assert configs_cli(coordinator.bootstrap, "--entity-default", "--describe").stdout.splitlines() == [
-            "Default configs for brokers in the cluster are:"
-        ]
+        yield process
     finally:
-        coordinator.kill()
+        process.kill()
 
 
-def test_validate_only_checks_a_broker_change_without_making_it(tmp_path: Path) -> None:
-    coordinator = CoordinatorProcess(tmp_path / "data").start()
-    try:
-        admin = AdminClient({"bootstrap.servers": coordinator.bootstrap})
-        entry = ConfigEntry("log.segment.bytes", "1048576", incremental_operation=SET)
-        resource = ConfigResource(Rt.BROKER, "1", incremental_configs=[entry])
-        admin.incremental_alter_configs([resource], validate_only=True)[resource].result(30)
-        assert describe(admin, Rt.BROKER, "1")["log.segment.bytes"][1] == ConfigSource.STATIC_BROKER_CONFIG
-        with pytest.raises(KafkaException):
-            bad = ConfigResource(Rt.BROKER, "1", incremental_configs=[ConfigEntry(
-                "log.segment.bytes", "1", incremental_operation=SET)])  # fmt: skip
-            admin.incremental_alter_configs([bad], validate_only=True)[bad].result(30)
-    finally:
-        coordinator.kill()
+def test_broker_configs_that_cannot_change_here_are_refused_and_change_nothing(
+    coordinator: CoordinatorProcess,
+) -> None:
+    admin = AdminClient({"bootstrap.servers": coordinator.bootstrap})
+    node = str(admin.describe_cluster().result(30).nodes[0].id)
+    before = describe(admin, Rt.BROKER, node)
+
+    def change(level: str, *changes: tuple[str, AlterConfigOpType, str | None]) -> tuple[int, str]:
+        return refusal(lambda: alter_broker(admin, level, *changes))
+
+    assert change(node, ("log.retention.ms", SET, "1"), ("listeners", SET, "PLAINTEXT://:9093")) == (
+        ErrorCode.INVALID_CONFIG,
+        "broker config 'listeners' is read from the coordinator's properties file at start: "
+        "change it there and restart",
+    )
+    assert change(node, ("log.dirs", SET, "/tmp/elsewhere"))[1].startswith(
+        "broker config 'log.dirs' cannot be changed while the broker runs"
+    )
+    assert change(node, ("log.retension.ms", SET, "1")) == (
+        ErrorCode.INVALID_CONFIG,
+        "unknown broker config 'log.retension.ms' (did you mean 'log.retention.ms'?)",
+    )
+    per_broker = configs_cli(
+        coordinator.bootstrap, "--entity-default", "--alter", "--add-config",
+        "sasl.kerberos.min.time.before.relogin=1",
+    )  # fmt: skip
+    assert per_broker.returncode == 1, per_broker.stderr
+    assert "'sasl.kerberos.min.time.before.relogin' cannot be set as the cluster-wide default" in (
+        per_broker.stderr
+    )
+    assert change(node, ("log.cleanup.policy", SET, "forever")) == (
+        ErrorCode.INVALID_CONFIG,
+        "invalid value 'forever' for broker config 'log.cleanup.policy': "
+        "'forever' is not one of compact, delete",
+    )
+    # confluent-kafka sends a broker's configs to that broker, so another node id goes by the CLI.
+    elsewhere = configs_cli(
+        coordinator.bootstrap, "--entity-name", "7", "--alter", "--add-config", "num.io.threads=2"
+    )
+    assert elsewhere.returncode == 1 and "no broker '7'; this is node 1" in elsewhere.stderr
+    assert describe(admin, Rt.BROKER, node) == before, "a refused change was applied"
+    assert configs_cli(coordinator.bootstrap, "--entity-default", "--describe").stdout.splitlines() == [
+        "Default configs for brokers in the cluster are:"
+    ]
+
+
+def test_validate_only_checks_a_broker_change_without_making_it(coordinator: CoordinatorProcess) -> None:
+    admin = AdminClient({"bootstrap.servers": coordinator.bootstrap})
+    entry = ConfigEntry("log.segment.bytes", "1048576", incremental_operation=SET)
+    resource = ConfigResource(Rt.BROKER, "1", incremental_configs=[entry])
+    admin.incremental_alter_configs([resource], validate_only=True)[resource].result(30)
+    assert describe(admin, Rt.BROKER, "1")["log.segment.bytes"][1] == ConfigSource.STATIC_BROKER_CONFIG
+    with pytest.raises(KafkaException):
+        bad = ConfigResource(Rt.BROKER, "1", incremental_configs=[ConfigEntry(
+            "log.segment.bytes", "1", incremental_operation=SET)])  # fmt: skip
+        admin.incremental_alter_configs([bad], validate_only=True)[bad].result(30)

@@ -547,13 +547,19 @@ def test_connectors_and_tasks_each_balance_within_one_after_a_join_and_after_a_c
         assert widest == [1], "one connector's tasks pile up on one worker after a bounce"
 
         # A deleted connector leaves every worker's /metrics, handoff gaps and all.
-        def series_of(connector: str) -> list[str]:
-            return [k for w in cluster.running() for k in metrics(w.url) if f'connector="{connector}"' in k]
+        def series() -> list[str]:
+            return [k for w in cluster.running() for k in metrics(w.url)]
 
-        moved = [c for c in connectors if any("handoff_gap_seconds_count" in k for k in series_of(c))]
+        def series_of(connector: str, scraped: list[str]) -> list[str]:
+            return [k for k in scraped if f'connector="{connector}"' in k]
+
+        scraped = series()
+        moved = [
+            c for c in connectors if any("handoff_gap_seconds_count" in k for k in series_of(c, scraped))
+        ]
         assert moved, "no connector's task moved, so no handoff gap was counted"
         assert rest("DELETE", f"{w1.url}/connectors/{moved[0]}")[0] == 204
-        left = polling.settle(lambda: series_of(moved[0]), lambda series: series == [], 30)
+        left = polling.settle(lambda: series_of(moved[0], series()), lambda named: named == [], 30)
         assert left == [], f"{moved[0]} was deleted 30 s ago; still in /metrics: {left}"
 
 

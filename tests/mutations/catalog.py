@@ -2416,8 +2416,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="malformed-config-resource-checked-by-type",
         breaks="a config named twice or a null value is INVALID_REQUEST for every resource type, as on Kafka",
         file="coordinator/apis/alter_configs.py",
-        original="    names = [c.name for c in resource.configs]\n",
-        replacement="    return None  # mutation: left to each type's validation\n",
+        original="    no_repeats([c.name for c in resource.configs], ErrorCode.INVALID_REQUEST)\n",
+        replacement="    return  # mutation: left to each type's validation\n",
         tests=(
             f"{INTEGRATION}/test_admin_configs_and_records.py::"
             "test_a_config_named_twice_or_without_a_value_is_an_invalid_request_for_every_resource_type",
