@@ -30,7 +30,7 @@ from tests.support.group_scenario import (
     wait_until,
 )
 from tests.support.offset_history import offsets_read_back_wrong, write_history
-from tests.support.spark_cluster import spark_worker_cluster
+from tests.support.spark_cluster import CHURN_TRIGGER_MS, spark_worker_cluster
 from tests.support.verifiable_records import read_values
 from tests.support.worker_cluster import WorkerCluster, metrics, rest
 from workers.connectors.parquet_output import committed_column, read_output
@@ -81,9 +81,9 @@ def test_a_coordinator_killed_and_restarted_under_a_long_history_stops_no_task_a
         }
         files = {"connector.class": "FileIngest", "tasks.max": "2", "input.path": str(data), "format": "json",
                  "schema": sample_data.SCHEMA, "output.path": str(out), "max.files.per.trigger": "4",
-                 # A batch every 2 s: three Spark sessions batching twice a second take the
-                 # coordinator's share of two cores, and a restarting process needs it.
-                 "trigger.interval.ms": "2000"}  # fmt: skip
+                 # Three Spark sessions batching twice a second would take the coordinator's
+                 # share of two cores, and a restarting process needs it.
+                 "trigger.interval.ms": CHURN_TRIGGER_MS}  # fmt: skip
         assert rest("POST", f"{w1.url}/connectors", {"name": "seq", "config": source})[0] == 201
         assert rest("POST", f"{w1.url}/connectors", {"name": "files", "config": files})[0] == 201
         b = coordinator.bootstrap

@@ -22,7 +22,7 @@ from connect_rebalance_cli import sample_data
 from tests.e2e.test_file_ingest import Lander
 from tests.e2e.test_topic_ingest import create_topic
 from tests.support.group_scenario import ContinuousProducer, wait_until
-from tests.support.spark_cluster import freeze_with_jvm, spark_worker_cluster, thaw
+from tests.support.spark_cluster import CHURN_TRIGGER_MS, freeze_with_jvm, spark_worker_cluster, thaw
 from tests.support.worker_cluster import WorkerCluster, rest
 from workers.connectors.parquet_output import committed_column, read_output
 
@@ -68,11 +68,11 @@ def start_ingesting(
     lander = Lander(data, first, every=2.0, rounds=None)  # until the test's churn is over
     configs = {
         "ingest": {"connector.class": "TopicIngest", "topics": "clicks", "tasks.max": "2",
-                   "output.path": str(topic_out), "trigger.interval.ms": "500",
+                   "output.path": str(topic_out), "trigger.interval.ms": CHURN_TRIGGER_MS,
                    "max.records.per.batch": "200"},
         "files": {"connector.class": "FileIngest", "tasks.max": "2", "input.path": str(data),
                   "format": "json", "schema": sample_data.SCHEMA, "output.path": str(files_out),
-                  "max.files.per.trigger": "2", "trigger.interval.ms": "500"},
+                  "max.files.per.trigger": "2", "trigger.interval.ms": CHURN_TRIGGER_MS},
     }  # fmt: skip
     url = cluster.running()[0].url
     for name, config in configs.items():

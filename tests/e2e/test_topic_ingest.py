@@ -26,6 +26,7 @@ from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
 from connect_rebalance.processes import CoordinatorProcess
 from tests.support.group_scenario import ContinuousProducer, wait_until
 from tests.support.spark_cluster import (
+    CHURN_TRIGGER_MS,
     Run,
     journal,
     jvm_of,
@@ -162,7 +163,7 @@ def moves(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Move
         w1, w2, _ = (cluster.start(n) for n in ("w1", "w2", "w3"))
         producer = ContinuousProducer(bootstrap, "clicks", 10**6, per_second=RECORDS_PER_SECOND).start()
         config = {"connector.class": "TopicIngest", "topics": "clicks", "tasks.max": "4",
-                  "output.path": str(base / "out"), "trigger.interval.ms": "500",
+                  "output.path": str(base / "out"), "trigger.interval.ms": CHURN_TRIGGER_MS,
                   "max.records.per.batch": "200"}  # fmt: skip
         assert rest("POST", f"{w1.url}/connectors", {"name": "ingest", "config": config})[0] == 201
 
@@ -420,7 +421,7 @@ def test_changing_tasks_max_while_topic_ingest_runs_reads_every_record_once(
     w1, _ = spark_cluster.start("w1"), spark_cluster.start("w2")
     producer = ContinuousProducer(bootstrap, "resized", 10**6, per_second=RECORDS_PER_SECOND).start()
     config = {"connector.class": "TopicIngest", "topics": "resized", "tasks.max": "2",
-              "output.path": str(tmp_path / "out"), "trigger.interval.ms": "500",
+              "output.path": str(tmp_path / "out"), "trigger.interval.ms": CHURN_TRIGGER_MS,
               "max.records.per.batch": "200"}  # fmt: skip
     assert rest("POST", f"{w1.url}/connectors", {"name": "resized", "config": config})[0] == 201
 

@@ -42,6 +42,12 @@ WORKER_SPARK = {"spark.master": "local[1]", "spark.ui.enabled": "false",
 # Short enough that a SIGKILLed worker's tasks move within seconds, long enough that a
 # worker busy starting its JVM on a loaded 2-core machine keeps its session.
 SPARK_SESSION_MS = 6000
+# The trigger interval of tasks that run on through a scenario's churn. A micro-batch takes
+# about half a second of CPU (Spark's planning and logs, the Python reader), so four tasks
+# batching every 500 ms want four cores: on two, the batches fell behind and starved what
+# the scenario waited for (a joining worker's JVM took 1-2 minutes to start). Every 2 s they
+# want one.
+CHURN_TRIGGER_MS = "2000"
 
 
 @contextlib.contextmanager
