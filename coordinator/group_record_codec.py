@@ -289,24 +289,7 @@ def encode_record(record: Record) -> tuple[bytes, bytes | None]:
     if not isinstance(record, OffsetCommitRecord | GroupMetadataRecord):
         return _encode_consumer_record(record)
     if isinstance(record, OffsetCommitRecord):
-        key = OffsetCommitKey(
-            version=OFFSET_COMMIT_KEY_VERSION,
-            group=record.group_id,
-            topic=record.topic,
-            partition=record.partition,
-        ).encode()
-        v = record.value
-        if v is None:
-            return bytes(key), None
-        value = OffsetCommitValue(
-            version=OFFSET_COMMIT_VALUE_VERSION,
-            offset=v.offset,
-            leader_epoch=v.leader_epoch,
-            metadata=v.metadata,
-            commit_timestamp=v.commit_timestamp_ms,
-            expire_timestamp=v.expire_timestamp_ms,
-        ).encode()
-        return bytes(key), bytes(value)
+        return _encode_offset_commit(record)
     key = GroupMetadataKey(version=GROUP_METADATA_KEY_VERSION, group=record.group_id).encode()
     g = record.value
     if g is None:
@@ -337,6 +320,8 @@ def encode_record(record: Record) -> tuple[bytes, bytes | None]:
 
 
 _I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_MAX_STRING = 32767  # an int16-length string's most bytes
 _OFFSET_HEAD = struct.Struct(">hqih")  # value version, offset, leader epoch, metadata length
 _TIMESTAMPS = struct.Struct(">qq")  # commit and expire timestamps
 
@@ -349,6 +334,27 @@ def _string_at(data: bytes, position: int) -> tuple[str, int]:
     if end > len(data):
         raise ValueError("a string past the end of the record")
     return data[position + 2 : end].decode(), end
+
+
+def _encode_offset_commit(record: OffsetCommitRecord) -> tuple[bytes, bytes | None]:
+    """A committed offset's key and value written without the schema codec: the mirror of
+    `_decode_offset_commit`, for the same reason. Committed offsets are most of what the
+    coordinator writes (a commit of 1,000 partitions is 1,000 records), and building the
+    schema codec's message objects took most of a commit's time. The bytes are exactly
+    OffsetCommitKey v1 and OffsetCommitValue v3 (tests/unit/test_member_record_bytes.py)."""
+    group, topic = record.group_id.encode(), record.topic.encode()
+    v = record.value
+    metadata = b"" if v is None else v.metadata.encode()
+    if max(len(group), len(topic), len(metadata)) > _MAX_STRING:
+        raise ValueError(f"a committed offset's group, topic or metadata is over {_MAX_STRING} bytes")
+    key = b"".join((
+        _I16.pack(OFFSET_COMMIT_KEY_VERSION), _I16.pack(len(group)), group,
+        _I16.pack(len(topic)), topic, _I32.pack(record.partition),
+    ))  # fmt: skip
+    if v is None:
+        return key, None
+    head = _OFFSET_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, v.offset, v.leader_epoch, len(metadata))
+    return key, b"".join((head, metadata, _TIMESTAMPS.pack(v.commit_timestamp_ms, v.expire_timestamp_ms)))
 
 
 def _decode_offset_commit(key: bytes, value: bytes | None) -> OffsetCommitRecord | None:

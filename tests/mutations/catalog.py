@@ -2528,6 +2528,16 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="        mechanism: default  # mutation\n",
         tests=(REAUTH_EXPIRY,),
     ),
+    Mutation(
+        name="committed-offset-written-with-swapped-timestamps",
+        breaks="committed offsets written by hand are the schema codec's bytes (OffsetCommitValue v3)",
+        file="coordinator/group_record_codec.py",
+        original="_TIMESTAMPS.pack(v.commit_timestamp_ms, v.expire_timestamp_ms)",
+        replacement="_TIMESTAMPS.pack(v.expire_timestamp_ms, v.commit_timestamp_ms)",
+        tests=(
+            "tests/unit/test_member_record_bytes.py::test_committed_offsets_written_by_hand_are_the_schema_codecs_bytes",
+        ),
+    ),
 )
 
 

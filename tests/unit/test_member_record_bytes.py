@@ -95,18 +95,26 @@ def test_records_on_the_compiled_encoder_keep_the_schema_codecs_bytes() -> None:
         assert bytes(data.encode()) == schema_bytes(data), type(data).__name__
 
 
-def test_committed_offsets_read_by_hand_are_what_the_schema_codec_reads() -> None:
-    """The start-up replay reads committed offsets by hand; every record reads as the schema
-    codec reads it, and a record it does not know (an older value version, a truncated or
-    over-long record) is left to the schema codec, which decides as before."""
-    rng = random.Random(14)
+def random_commits(rng: random.Random) -> list[OffsetCommitRecord]:
+    """Committed offsets and tombstones with empty, long and non-ASCII strings, and the
+    fields' extreme values."""
+    records = []
     for i in range(300):
         offset = CommittedOffset(
             rng.randrange(-1, 2**62), rng.randrange(-1, 2**31), rng.choice(["", "m", "ü" * 200, "x" * 5000]),
             rng.randrange(2**41), rng.choice([-1, rng.randrange(2**41)]),
         )  # fmt: skip
-        group = rng.choice(["g", "grüße-" * 30])
-        record = OffsetCommitRecord(group, f"topic-{i}", rng.randrange(2**31), rng.choice([None, offset]))
+        group = rng.choice(["g", "grüße-" * 30, ""])
+        value = rng.choice([None, offset])
+        records.append(OffsetCommitRecord(group, f"topic-{i}", rng.randrange(2**31), value))
+    return records
+
+
+def test_committed_offsets_read_by_hand_are_what_the_schema_codec_reads() -> None:
+    """The start-up replay reads committed offsets by hand; every record reads as the schema
+    codec reads it, and a record it does not know (an older value version, a truncated or
+    over-long record) is left to the schema codec, which decides as before."""
+    for record in random_commits(random.Random(14)):
         key, value_bytes = encode_record(record)
         by_hand = _decode_offset_commit(key, value_bytes)
         assert by_hand == record
@@ -121,6 +129,24 @@ def test_committed_offsets_read_by_hand_are_what_the_schema_codec_reads() -> Non
         assert _decode_offset_commit(broken, full[1]) is None
     for broken in (full[1][:-1], full[1] + b"\0", full[1][:12]):
         assert _decode_offset_commit(full[0], broken) is None
+
+
+def test_committed_offsets_written_by_hand_are_the_schema_codecs_bytes() -> None:
+    """Committed offsets are written by hand too; their key and value are byte for byte what
+    the schema codec writes, and a string too long for an int16 length is refused."""
+    for record in random_commits(random.Random(15)):
+        key, value = encode_record(record)
+        assert key == schema_bytes(schemas.OffsetCommitKey(
+            version=1, group=record.group_id, topic=record.topic, partition=record.partition))  # fmt: skip
+        if (offset := record.value) is None:
+            assert value is None
+            continue
+        assert value == schema_bytes(schemas.OffsetCommitValue(
+            version=3, offset=offset.offset, leader_epoch=offset.leader_epoch, metadata=offset.metadata,
+            commit_timestamp=offset.commit_timestamp_ms, expire_timestamp=offset.expire_timestamp_ms,
+        ))  # fmt: skip
+    with pytest.raises(ValueError, match="over 32767 bytes"):
+        encode_record(OffsetCommitRecord("g", "t", 0, CommittedOffset(1, -1, "x" * 32768, 1, -1)))
 
 
 def schema_decoded(key: bytes, value: bytes | None) -> OffsetCommitRecord:
