@@ -25,11 +25,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from connect_rebalance.client_security import ClientSecurity
-from connect_rebalance.properties import read_properties
-
-from .tables import emit
-
 COLUMNS = [("EPOCH", "epochs"), ("STARTED", "started"), ("EVENTS", "events")]
 DEFAULT_ADMIN_URL = "http://127.0.0.1:9644"
 
@@ -96,11 +91,17 @@ def rows(timeline: dict[str, Any]) -> list[dict[str, Any]]:
 def tls_context(command_config: str | None) -> ssl.SSLContext | None:
     if command_config is None:
         return None
+    # Loaded here, as the tables below: the command line's options are built without them.
+    from connect_rebalance.client_security import ClientSecurity
+    from connect_rebalance.properties import read_properties
+
     settings = {"security.protocol": "SSL", **read_properties(Path(command_config))}
     return ClientSecurity.parse(settings).ssl_context()
 
 
 def run(args: argparse.Namespace) -> int:
+    from .tables import emit
+
     try:
         context = tls_context(args.command_config)
     except (ValueError, OSError) as exc:

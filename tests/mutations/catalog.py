@@ -2017,7 +2017,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="reset-offsets-ignores-partition-selection",
         breaks="groups reset-offsets --topic T:P,... resets only the partitions named",
-        file="connect_rebalance_cli/groups_cli.py",
+        file="connect_rebalance_cli/groups_admin.py",
         original="            partitions = [tp for tp in partitions if tp.partition in wanted]",
         replacement="            pass  # mutation",
         tests=(f"{INTEGRATION}/test_cli.py::test_groups_list_describe_reset_offsets_and_delete",),
@@ -2036,7 +2036,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="groups-all-groups-takes-connect-groups",
         breaks="groups --all-groups means the consumer groups: a connect group is never described, reset "
         "or deleted with them",
-        file="connect_rebalance_cli/groups_cli.py",
+        file="connect_rebalance_cli/groups_admin.py",
         original='    return kind in ("classic", "consumer") and listed["protocol_type"] in ("consumer", "")',
         replacement="    return True  # mutation",
         tests=(
