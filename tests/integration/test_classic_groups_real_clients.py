@@ -45,11 +45,11 @@ pytestmark = pytest.mark.integration
 def test_members_join_and_leave_under_production_and_each_record_is_consumed_once(
     group_coordinator, fleets, tmp_path: Path, client: str, assignor: str
 ) -> None:
-    total = 6000
     create_topic(group_coordinator.bootstrap, "events", 12)
     fleet = MemberFleet(tmp_path, group_coordinator.bootstrap, "readers", "events", client, assignor)
     fleets.append(fleet)
-    producer = ContinuousProducer(group_coordinator.bootstrap, "events", total, per_second=400).start()
+    # Produced at 400/s until the scenario is over (`finish`).
+    producer = ContinuousProducer(group_coordinator.bootstrap, "events", 10**6, per_second=400).start()
     for name in ("m1", "m2", "m3"):
         fleet.start(name)
     wait_until(lambda: fleet.consumed_at_least(1000), 60, "three members consuming")
@@ -75,7 +75,10 @@ def test_members_join_and_leave_under_production_and_each_record_is_consumed_onc
     fleet.stop("m1")
     fleet.stop("m4")
     producer.resume()
-    producer.join()
+    # Production goes on through the leaves until the three members left have read 400 more.
+    more = producer.acknowledged + 400
+    wait_until(lambda: fleet.consumed_at_least(more), 60, "three members consuming after the leaves")
+    total = producer.finish()
     wait_until(lambda: fleet.consumed_at_least(total), 90, "the rest to be consumed by three members")
     fleet.stop_all()
     assert_exactly_once(fleet.consumed(), total)
