@@ -1,7 +1,8 @@
 """End-to-end fixtures: a local SparkSession to read outputs, and clusters of Spark workers.
 
-`spark` is one small session per test module (reading Parquet through Spark honours each
-sink's `_spark_metadata` log, so what it reads is what was committed). `spark_cluster` is a
+`spark` is one small session for the whole run (reading Parquet through Spark honours each
+sink's `_spark_metadata` log, so what it reads is what was committed): a JVM's start costs
+seconds of CPU, and the tier runs one test at a time. `spark_cluster` is a
 coordinator with short connect sessions (a crash is noticed in seconds) and a
 `WorkerCluster` whose workers run Spark tasks in small sessions with a shared
 `checkpoint.dir`; every process it starts is killed at the end.
@@ -35,7 +36,7 @@ def spark_class_archive() -> Path:
     return CLASS_ARCHIVE
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """A small local session; Spark's Python workers use this interpreter (and its packages)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
