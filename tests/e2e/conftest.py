@@ -1,8 +1,7 @@
 """End-to-end fixtures: a local SparkSession to read outputs, and clusters of Spark workers.
 
-`spark` is one small session for the whole run (reading Parquet through Spark honours each
-sink's `_spark_metadata` log, so what it reads is what was committed): a JVM's start costs
-seconds of CPU, and the tier runs one test at a time. `spark_cluster` is a
+`spark` is one small session per test module (reading Parquet through Spark honours each
+sink's `_spark_metadata` log, so what it reads is what was committed). `spark_cluster` is a
 coordinator with short connect sessions (a crash is noticed in seconds) and a
 `WorkerCluster` whose workers run Spark tasks in small sessions with a shared
 `checkpoint.dir`; every process it starts is killed at the end.
@@ -36,9 +35,12 @@ def spark_class_archive() -> Path:
     return CLASS_ARCHIVE
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    """A small local session; Spark's Python workers use this interpreter (and its packages)."""
+    """A small local session; Spark's Python workers use this interpreter (and its packages).
+
+    One per module, not per run: a process has one SparkContext, which every session in it
+    shares, and test_spark_runtime.py runs SparkRuntimes in this process whose close stops it."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
