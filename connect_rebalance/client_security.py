@@ -5,7 +5,8 @@ SCRAM-SHA-256, SCRAM-SHA-512), the credentials — `sasl.jaas.config` with Kafka
 PlainLoginModule or ScramLoginModule, or the `sasl.username` / `sasl.password` pair
 librdkafka users know — and the `ssl.*` settings of `tls`. One `ClientSecurity` feeds the
 project's own asyncio protocol client (`ssl_context()`, `sasl_client()`), kafka-python
-(`kafka_python()`) and, as plain settings, Spark's Python workers (`settings`).
+(`kafka_python()`), librdkafka (`librdkafka()`) and, as plain settings, Spark's Python
+workers (`settings`).
 
 A setting that would not be used is refused rather than ignored: SASL settings without a
 SASL protocol, a mechanism Kafka has but this project does not (GSSAPI, Kafka's default,
@@ -107,6 +108,16 @@ class ClientSecurity:
         if self.mechanism:
             options.update(sasl_mechanism=self.mechanism, sasl_plain_username=self.username,
                            sasl_plain_password=self.password)  # fmt: skip
+        return options
+
+    def librdkafka(self) -> dict[str, str]:
+        """librdkafka's configuration for these settings (ValueError: one it cannot honour)."""
+        options = {"security.protocol": self.protocol}
+        if self.uses_tls:
+            options.update((self.tls or TlsSettings({})).librdkafka())
+        if self.mechanism:
+            options.update({"sasl.mechanisms": self.mechanism, "sasl.username": self.username,
+                            "sasl.password": self.password})  # fmt: skip
         return options
 
 

@@ -132,6 +132,33 @@ class TlsSettings:
         self._finish(context)
         return context
 
+    def librdkafka(self) -> dict[str, str]:
+        """librdkafka's configuration for a client with these settings. librdkafka has no
+        setting for TLS versions: it speaks TLS 1.2 and 1.3, and a narrower range is refused."""
+        if self._versions() != (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            raise ValueError(
+                f"{self.where}ssl.enabled.protocols and ssl.protocol: librdkafka speaks TLSv1.2 and TLSv1.3 "
+                "and cannot be held to fewer; leave them unset"
+            )
+        checked = self.get("ssl.endpoint.identification.algorithm", "https") != ""
+        options = {"ssl.endpoint.identification.algorithm": "https" if checked else "none"}
+        if self.get("ssl.truststore.location"):
+            options["ssl.ca.location"] = self.get("ssl.truststore.location")
+        elif self.get("ssl.truststore.certificates"):
+            options["ssl.ca.pem"] = self.get("ssl.truststore.certificates")
+        else:
+            options["ssl.ca.location"] = "probe"  # the system's CAs, as `_trust` loads them
+        if self.get("ssl.keystore.location"):  # one PEM file holding the key and its chain
+            options["ssl.key.location"] = options["ssl.certificate.location"] = self.get(
+                "ssl.keystore.location"
+            )
+        elif self.get("ssl.keystore.key"):
+            options["ssl.key.pem"] = self.get("ssl.keystore.key")
+            options["ssl.certificate.pem"] = self.get("ssl.keystore.certificate.chain")
+        if self.get("ssl.key.password"):
+            options["ssl.key.password"] = self.get("ssl.key.password")
+        return options
+
     def _trust(self, context: ssl.SSLContext) -> None:
         if self.get("ssl.truststore.location"):
             context.load_verify_locations(cafile=self.get("ssl.truststore.location"))

@@ -55,21 +55,37 @@ class _WarmupReader(DataSourceStreamReader):
         return [InputPartition((n, min(n + step, last))) for n in range(first, last, step)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        from types import SimpleNamespace
-
+        import confluent_kafka  # noqa: F401 - librdkafka's load: the first read's cost
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from .connectors.topic_spark_source import SCHEMA, arrow_batch, new_consumer
+        from .connectors.partition_reads import arrow_batch
+        from .connectors.topic_spark_source import SCHEMA
 
-        new_consumer("127.0.0.1:9").close()  # kafka-python's imports: the first consumer's cost
         first, end = partition.value
-        records = [
-            SimpleNamespace(offset=n, timestamp=n, key=None, value=str(n).encode()) for n in range(first, end)
-        ]
+        records = [_Message(n) for n in range(first, end)]
         yield arrow_batch("connect-warmup", 0, records, to_arrow_schema(SCHEMA, timezone="UTC"))
 
     def commit(self, end: dict[str, int]) -> None:
         pass
+
+
+class _Message:
+    """A record as librdkafka hands it over (the methods `arrow_batch` calls)."""
+
+    def __init__(self, offset: int) -> None:
+        self._offset = offset
+
+    def offset(self) -> int:
+        return self._offset
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, self._offset
+
+    def key(self) -> bytes | None:
+        return None
+
+    def value(self) -> bytes:
+        return str(self._offset).encode()
 
 
 class WarmupSource(DataSource):

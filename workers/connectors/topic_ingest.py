@@ -121,7 +121,9 @@ class TopicIngest(CheckpointedConnector):
                   documentation="Kafka cluster to read from (host:port,...); empty: the worker's."),
         ConfigDef("trigger.interval.ms", "LONG", default="1000", validate=positive_int,
                   documentation="How often a micro-batch starts."),
-        ConfigDef("max.records.per.batch", "LONG", default="10000", validate=non_negative_int,
+        # No limit by default, as Spark's Kafka source (maxOffsetsPerTrigger): a task reads a
+        # backlog at the pace it can, and each batch takes what has arrived since the last.
+        ConfigDef("max.records.per.batch", "LONG", default="0", validate=non_negative_int,
                   documentation="At most this many records per micro-batch and task (0: no limit)."),
         ConfigDef("starting.offsets", default="earliest", validate=_valid_starting,
                   documentation="Where a task with no checkpoint starts: earliest or latest."),

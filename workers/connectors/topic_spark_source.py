@@ -92,7 +92,6 @@ SCHEMA = StructType([
     StructField("key", BinaryType()),
     StructField("value", BinaryType()),
 ])  # fmt: skip
-POLL_MAX_RECORDS = 5000
 KAFKA_OPTION = "kafka."  # options carrying the Kafka consumer's settings
 
 Offsets = dict[str, dict[str, int]]
@@ -357,9 +356,15 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, PartitionRange)
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from .partition_reads import read_range
+
         yield from read_range(
-            self.bootstrap, partition, self.fail_on_data_loss, self.poll_timeout_ms, self.client_settings
-        )
+            self.bootstrap, partition.topic, partition.partition, partition.start, partition.end,
+            self.fail_on_data_loss, self.poll_timeout_ms, self.client_settings,
+            to_arrow_schema(SCHEMA, timezone="UTC"),
+        )  # fmt: skip
 
 
 class TopicDataSource(DataSource):
@@ -409,64 +414,3 @@ def _newest_api_version() -> tuple[int, ...]:
     from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
 
     return max(BROKER_API_VERSIONS)
-
-
-def arrow_batch(topic: str, partition: int, records: Sequence[Any], arrow_schema: Any) -> Any:
-    """Records of one partition (with offset, timestamp in ms or -1, key, value) as one Arrow
-    record batch of SCHEMA (`arrow_schema`: SCHEMA in Arrow, UTC timestamps)."""
-    import pyarrow as pa
-
-    return pa.RecordBatch.from_arrays(
-        [pa.array([topic] * len(records), pa.string()),
-         pa.array([partition] * len(records), pa.int32()),
-         pa.array([r.offset for r in records], pa.int64()),
-         pa.array([r.timestamp * 1000 if r.timestamp >= 0 else None for r in records],
-                  arrow_schema.field("timestamp").type),
-         pa.array([r.key for r in records], pa.binary()),
-         pa.array([r.value for r in records], pa.binary())],
-        schema=arrow_schema,
-    )  # fmt: skip
-
-
-def read_range(
-    bootstrap: str,
-    part: PartitionRange,
-    fail_on_data_loss: bool,
-    poll_timeout_ms: int,
-    client_settings: Mapping[str, str] | None = None,
-) -> Iterator[Any]:
-    """The records of `part` as Arrow record batches (one per poll), in offset order."""
-    import time
-
-    from kafka import TopicPartition
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    arrow_schema = to_arrow_schema(SCHEMA, timezone="UTC")
-    tp = TopicPartition(part.topic, part.partition)
-    reset = "none" if fail_on_data_loss else "earliest"
-    consumer = new_consumer(
-        bootstrap, client_settings, auto_offset_reset=reset, max_poll_records=POLL_MAX_RECORDS
-    )
-    try:
-        consumer.assign([tp])
-        consumer.seek(tp, part.start)
-        # The partition's leader, known before the first poll: a poll that finds nothing it
-        # can fetch yet sleeps out the retry backoff (100 ms) instead of waiting for it.
-        consumer.partitions_for_topic(part.topic)
-        position, last_progress = part.start, time.monotonic()
-        while position < part.end:
-            polled = consumer.poll(timeout_ms=1000).get(tp, [])
-            records = [r for r in polled if part.start <= r.offset < part.end]
-            if records:
-                yield arrow_batch(part.topic, part.partition, records, arrow_schema)
-            # Offsets may have gaps (compaction, transaction markers): the position says how far.
-            now_at = consumer.position(tp)
-            if now_at > position:
-                position, last_progress = now_at, time.monotonic()
-            elif time.monotonic() - last_progress > poll_timeout_ms / 1000:
-                raise TimeoutError(
-                    f"{part.topic}-{part.partition}: no records after offset {position} within "
-                    f"{poll_timeout_ms} ms (reading up to {part.end} from {bootstrap})"
-                )
-    finally:
-        consumer.close()
