@@ -27,7 +27,9 @@ pipe from the worker, and exits on EOF (pyspark-notes §3: within ~3 s of a SIGK
 Spark's own Python processes (the data source planner and Python workers) must use this
 interpreter — the one with pyarrow and the connectors installed — and find the connectors'
 modules, those on `plugin.path` too, so `PYSPARK_PYTHON` and `PYTHONPATH` are set before the
-JVM starts.
+JVM starts. The planners of all the session's streaming queries run in one process, the
+worker's planner host (spark_planner_host.py), started before the session: one process and a
+thread per query instead of a process per query.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from typing import Any
 from .connector_names import path_segment
 from .connectors.start_gate import Gate
 from .plugins import plugin_import_paths
+from .spark_planner_host import HOST_SOCKET_ENV, PlannerHost
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +131,7 @@ class SparkRuntime:
         self._stopping: set[str] = set()  # run ids of runs stopped on purpose
         self._gates: Path | None = None  # prepared starts' gate files (local: the driver reads them)
         self._gates_made = 0
+        self.planner_host: PlannerHost | None = None
 
     # -- the session ----------------------------------------------------------------------
 
@@ -138,6 +142,7 @@ class SparkRuntime:
                 started = time.monotonic()
                 self._set_state("STARTING")
                 os.environ.update(python_environment(dict(os.environ), plugin_import_paths()))
+                self._start_planner_host()
                 # py4j logs every listener callback at INFO.
                 logging.getLogger("py4j").setLevel(logging.WARNING)
                 from pyspark.sql import SparkSession
@@ -159,6 +164,20 @@ class SparkRuntime:
                 if not self._warming:
                     self._set_state("READY")
             return self._spark
+
+    def _start_planner_host(self) -> None:
+        """The process that plans every query of the session (spark_planner_host.py), before
+        the JVM starts (it passes its environment on to the planners); without it, Spark
+        starts a planner process for each query, as it does by default."""
+        os.environ.pop(HOST_SOCKET_ENV, None)  # another process's host, inherited: not this session's
+        host = PlannerHost()
+        try:
+            host.start(os.environ)
+        except (OSError, RuntimeError):
+            log.exception("the Spark planner host did not start; each query gets a planner process")
+            return
+        os.environ.update(host.environment(os.environ))
+        self.planner_host = host
 
     @property
     def ready(self) -> bool:
@@ -218,6 +237,9 @@ class SparkRuntime:
                         log.exception("query %s did not stop at shutdown", query.name)
                 self._spark.stop()
                 self._spark = None
+            if self.planner_host is not None:
+                self.planner_host.stop()
+                self.planner_host = None
             if self._gates is not None:
                 shutil.rmtree(self._gates, ignore_errors=True)
                 self._gates = None
