@@ -19,6 +19,14 @@ task's current run, its query starts again from the checkpoint (at most CONFLICT
 times in a row) instead of the task failing; the restarted run finds the batch committed and
 skips it.
 
+Spark's own machinery can also fail on a busy machine, where a retry cures it: a Python
+process that does not connect back to the JVM within Spark's 10 s, a Python worker or daemon
+that dies, a Py4J call that is dropped (`spark_machinery_failed`). Such an end, or such an
+error from the start itself, starts the query again from its checkpoint after a backoff
+(TRANSIENT_BACKOFF_S, doubling up to TRANSIENT_BACKOFF_MAX_S), and the task stays RUNNING;
+only after MACHINERY_RESTARTS in a row with no batch between them does it go FAILED. A
+config or data error fails the task at once, with its reason.
+
 A task whose class is `preparable` (its source waits at a gate, start_gate.py) can be
 prepared before it is assigned here (warm_handoff.py): `prepare` starts the query held at the
 gate while another worker still runs the task, `release` (once the task is assigned here)
@@ -50,12 +58,38 @@ CHECKPOINT_CONFLICTS = (
     "Race while writing batch",
 )
 CONFLICT_RESTARTS = 3
+# What Spark (4.x) says when its own processes fail, not the task's code or data: a Python
+# planner or worker that did not connect back in time (a busy machine), one that died, the
+# Python daemon, a Py4J call between the worker and its JVM that was dropped.
+MACHINERY_FAILURES = (
+    "Python worker failed to connect back",
+    "Timed out while waiting for the Python worker to connect back",
+    "Python daemon failed to launch worker",
+    "Failed to open socket to Python daemon",
+    "Python worker exited unexpectedly",
+    "Py4JNetworkError",
+    "Answer from Java side is empty",
+    "Error while sending or receiving",
+)
+MACHINERY_RESTARTS = 10
+TRANSIENT_BACKOFF_S, TRANSIENT_BACKOFF_MAX_S = 1.0, 30.0
 
 
 def lost_to_another_run(error: str | None) -> bool:
     """Whether a query ended because another run of its task wrote its checkpoint or its
     output's batch first (not a failure of the task)."""
     return error is not None and any(words in error for words in CHECKPOINT_CONFLICTS)
+
+
+def spark_machinery_failed(error: str | None) -> bool:
+    """Whether a query's end (or its start's error) is one of Spark's own processes failing,
+    which a new start cures, rather than the task's config or data."""
+    return error is not None and any(words in error for words in MACHINERY_FAILURES)
+
+
+def machinery_backoff_s(restarts: int) -> float:
+    """The wait before the `restarts`-th start again (1 for the first) after Spark's machinery failed."""
+    return float(min(TRANSIENT_BACKOFF_S * 2 ** (restarts - 1), TRANSIENT_BACKOFF_MAX_S))
 
 
 class SparkTask(Task):
@@ -77,6 +111,9 @@ class SparkTask(Task):
         self._last: dict[str, Any] | None = None  # the run's last batch: id, end offsets
         self._stopping = False
         self._conflicts = 0  # checkpoint conflicts in a row (see the module's docstring)
+        self._machinery = 0  # starts again after Spark's machinery failed, in a row
+        self._starting = asyncio.Lock()  # held while the query starts (or starts again)
+        self._stop_asked = asyncio.Event()  # ends a wait before a start again
 
     @abstractmethod
     def writer(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> Any:
@@ -138,7 +175,10 @@ class SparkTask(Task):
                 self._conflicts += 1
                 log.warning("query %s lost its checkpoint to another run of the task; starting it "
                             "again from the checkpoint", name)  # fmt: skip
-                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(restart()))
+                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(restart(0.0)))
+                return
+            if self._machinery_restart(name, error):
+                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(restart(self._backoff())))
                 return
             failure = RuntimeError(f"query {name} terminated: {error or 'without an error'}")
             loop.call_soon_threadsafe(context.fail, failure)
@@ -152,11 +192,49 @@ class SparkTask(Task):
             return runtime.start_query(writer, context.connector, context.task, self._on_progress,
                                        terminated, prepared=not self._released)  # fmt: skip
 
-        async def restart() -> None:
-            if not self._stopping:
-                self.query = await asyncio.to_thread(start_query)
+        async def start_until_started() -> Any:
+            """Start the query; a start that Spark's machinery failed is tried again."""
+            while not self._stopping:
+                try:
+                    return await asyncio.to_thread(start_query)
+                except Exception as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                    if not self._released or not self._machinery_restart(name, error):
+                        raise
+                await self._pause(self._backoff())
+            return None
 
-        self.query = await asyncio.to_thread(start_query)
+        async def restart(after_s: float) -> None:
+            await self._pause(after_s)
+            async with self._starting:  # a stop waits for a start under way, and comes after it
+                if self._stopping:
+                    return
+                try:
+                    self.query = await start_until_started()
+                except Exception as exc:  # noqa: BLE001 - the task's failure, with its reason
+                    context.fail(exc)
+
+        async with self._starting:
+            self.query = await start_until_started()
+
+    def _machinery_restart(self, name: str, error: str | None) -> bool:
+        """Whether the query starts again after `error` (Spark's machinery failed, and not
+        MACHINERY_RESTARTS times in a row already); says so in the log."""
+        if not spark_machinery_failed(error) or self._machinery >= MACHINERY_RESTARTS:
+            return False
+        self._machinery += 1
+        log.warning("query %s: Spark's own processes failed (%s); starting it again from its checkpoint "
+                    "in %.0f s (%d of %d)", name, (error or "").splitlines()[0][:300], self._backoff(),
+                    self._machinery, MACHINERY_RESTARTS)  # fmt: skip
+        return True
+
+    def _backoff(self) -> float:
+        return machinery_backoff_s(max(self._machinery, 1))
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait `seconds`, or less if the task is being stopped meanwhile."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop_asked.wait(), seconds)
 
     def after_stop(self) -> None:
         """Called off the event loop once this run's query has stopped (if it started one)."""
@@ -164,12 +242,14 @@ class SparkTask(Task):
     async def stop(self, finish_batch: bool = False) -> None:
         """Stop the query; `finish_batch`: let a batch under way commit first (bounded)."""
         self._stopping = True
-        query, runtime = self.query, self.runtime
-        if query is not None and runtime is not None:
-            summary = self._run_summary if self._released else lambda: {"prepared_only": True}
-            await asyncio.to_thread(runtime.stop_query, query, summary, finish_batch and self._released)
-            if self._released:
-                await asyncio.to_thread(self.after_stop)
+        self._stop_asked.set()
+        async with self._starting:
+            query, runtime = self.query, self.runtime
+            if query is not None and runtime is not None:
+                summary = self._run_summary if self._released else lambda: {"prepared_only": True}
+                await asyncio.to_thread(runtime.stop_query, query, summary, finish_batch and self._released)
+                if self._released:
+                    await asyncio.to_thread(self.after_stop)
         if self.gate is not None:
             self.gate.remove()
         self.query = None
@@ -203,7 +283,7 @@ class SparkTask(Task):
         with self._lock:
             if self._progress and progress.batchId <= self._progress["last_batch_id"]:
                 return  # already counted (from the listener, or from the stopped query)
-            self._conflicts = 0  # a batch went through: conflicts start counting again
+            self._conflicts = self._machinery = 0  # a batch went through: they start counting again
             first = self._first is None
             if first:
                 self._first = batch
