@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -82,14 +82,17 @@ class PlannerHost:
         self.directory = Path(tempfile.mkdtemp(prefix="spark-planners-"))  # private (0700)
         self.socket_path = str(self.directory / "host.sock")
         self.process: subprocess.Popen[bytes] | None = None
+        self._environ: dict[str, str] = {}
+        self._lock = threading.Lock()
 
     def start(self, environ: Mapping[str, str]) -> None:
         """Start the host with `environ` (the interpreter and import path of Spark's Python
         processes) and wait until it listens."""
+        self._environ = dict(environ)
         ready_r, ready_w = os.pipe()
         self.process = subprocess.Popen(  # noqa: S603 - this interpreter, this module
             [sys.executable, "-m", __name__, self.socket_path, str(ready_w)],
-            stdin=subprocess.PIPE, env=dict(environ), pass_fds=(ready_w,),
+            stdin=subprocess.PIPE, env=self._environ, pass_fds=(ready_w,),
         )  # fmt: skip
         os.close(ready_w)
         with os.fdopen(ready_r, "rb") as ready:
@@ -99,11 +102,30 @@ class PlannerHost:
             self.stop()
             raise RuntimeError(f"the Spark planner host did not start within {READY_TIMEOUT_S:.0f} s")
 
+    def ensure_running(self) -> None:
+        """Start the host again, on the same socket, if it has died: the session's JVM hands
+        its planners to that socket; meanwhile they planned their queries themselves."""
+        with self._lock:
+            if self.process is None or self.process.poll() is None:
+                return
+            log.warning("the Spark planner host ended (exit %s); starting it again", self.process.returncode)
+            self.start(self._environ)
+
     def environment(self, environ: Mapping[str, str]) -> dict[str, str]:
         """What Spark's Python processes on this machine need in their environment (added to
         `environ`'s) to hand their planners to this host."""
         paths = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != SITE_DIR]
         return {HOST_SOCKET_ENV: self.socket_path, "PYTHONPATH": os.pathsep.join([SITE_DIR, *paths])}
+
+    @staticmethod
+    def forget(environ: MutableMapping[str, str]) -> None:
+        """Take what `environment` added out of `environ` again (a session that stops)."""
+        environ.pop(HOST_SOCKET_ENV, None)
+        paths = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != SITE_DIR]
+        if paths:
+            environ["PYTHONPATH"] = os.pathsep.join(paths)
+        else:
+            environ.pop("PYTHONPATH", None)
 
     @property
     def pid(self) -> int | None:
@@ -141,6 +163,8 @@ def main(socket_path: str, ready_fd: int) -> None:
     import workers.connectors.topic_spark_source  # noqa: F401
 
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(socket_path)  # a host that died before this one left its socket
     server.bind(socket_path)
     server.listen(128)
     threading.Thread(target=_exit_with_the_worker, name="worker-watch", daemon=True).start()

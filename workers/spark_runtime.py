@@ -239,6 +239,7 @@ class SparkRuntime:
                 self._spark = None
             if self.planner_host is not None:
                 self.planner_host.stop()
+                self.planner_host.forget(os.environ)
                 self.planner_host = None
             if self._gates is not None:
                 shutil.rmtree(self._gates, ignore_errors=True)
@@ -276,6 +277,8 @@ class SparkRuntime:
         """
         name = query_name(connector, task)
         spark = self.session()
+        if self.planner_host is not None:
+            self.planner_host.ensure_running()
         for active in spark.streams.active:
             if active.name == name:  # a previous run of this task on this worker, not yet gone
                 self.stop_query(active)

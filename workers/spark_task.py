@@ -58,18 +58,20 @@ CHECKPOINT_CONFLICTS = (
     "Race while writing batch",
 )
 CONFLICT_RESTARTS = 3
-# What Spark (4.x) says when its own processes fail, not the task's code or data: a Python
-# planner or worker that did not connect back in time (a busy machine), one that died, the
+# What Spark (4.x) says when its own processes fail, not the task's code or data (each entry:
+# words that all appear): a Python planner or worker that did not connect back in time (a
+# busy machine), one that died (a planner's connection ends in the middle of a call), the
 # Python daemon, a Py4J call between the worker and its JVM that was dropped.
 MACHINERY_FAILURES = (
-    "Python worker failed to connect back",
-    "Timed out while waiting for the Python worker to connect back",
-    "Python daemon failed to launch worker",
-    "Failed to open socket to Python daemon",
-    "Python worker exited unexpectedly",
-    "Py4JNetworkError",
-    "Answer from Java side is empty",
-    "Error while sending or receiving",
+    ("Python worker failed to connect back",),
+    ("Timed out while waiting for the Python worker to connect back",),
+    ("Python daemon failed to launch worker",),
+    ("Failed to open socket to Python daemon",),
+    ("Python worker exited unexpectedly",),
+    ("java.io.EOFException", "PythonStreamingSourceRunner"),
+    ("Py4JNetworkError",),
+    ("Answer from Java side is empty",),
+    ("Error while sending or receiving",),
 )
 MACHINERY_RESTARTS = 10
 TRANSIENT_BACKOFF_S, TRANSIENT_BACKOFF_MAX_S = 1.0, 30.0
@@ -84,7 +86,7 @@ def lost_to_another_run(error: str | None) -> bool:
 def spark_machinery_failed(error: str | None) -> bool:
     """Whether a query's end (or its start's error) is one of Spark's own processes failing,
     which a new start cures, rather than the task's config or data."""
-    return error is not None and any(words in error for words in MACHINERY_FAILURES)
+    return error is not None and any(all(w in error for w in words) for words in MACHINERY_FAILURES)
 
 
 def machinery_backoff_s(restarts: int) -> float:

@@ -2538,6 +2538,39 @@ MUTATIONS: tuple[Mutation, ...] = (
             "tests/unit/test_member_record_bytes.py::test_committed_offsets_written_by_hand_are_the_schema_codecs_bytes",
         ),
     ),
+    Mutation(
+        name="spark-start-timeout-fails-the-task",
+        breaks="a Spark start that times out on a busy machine is started again; the task never goes FAILED",
+        file="workers/spark_task.py",
+        original="and any(all(w in error for w in words) for words in MACHINERY_FAILURES)\n",
+        replacement="and False  # mutation: every end of a query fails its task\n",
+        tests=(
+            "tests/e2e/test_spark_planners.py::"
+            "test_a_spark_start_that_times_out_is_started_again_and_its_task_never_fails",
+        ),
+    ),
+    Mutation(
+        name="planner-process-per-query",
+        breaks="every streaming query of a worker is planned in its one planner host, not a process each",
+        file="workers/planner_site/sitecustomize.py",
+        original="\n_hand_over_a_planner()\n",
+        replacement="\npass  # mutation: each planner plans its query itself\n",
+        tests=(
+            "tests/e2e/test_spark_planners.py::"
+            "test_every_query_is_planned_in_the_workers_one_planner_host_which_is_replaced_when_it_dies",
+        ),
+    ),
+    Mutation(
+        name="dead-planner-host-not-replaced",
+        breaks="a planner host that dies is started again for the queries that start after",
+        file="workers/spark_planner_host.py",
+        original="            if self.process is None or self.process.poll() is None:\n",
+        replacement="            if True:  # mutation: a dead host stays dead\n",
+        tests=(
+            "tests/e2e/test_spark_planners.py::"
+            "test_every_query_is_planned_in_the_workers_one_planner_host_which_is_replaced_when_it_dies",
+        ),
+    ),
 )
 
 

@@ -27,10 +27,17 @@ PLANNER_TIMED_OUT = (
 )
 WORKER_CRASHED = "org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)"
 PY4J_DROPPED = "py4j.protocol.Py4JNetworkError: Answer from Java side is empty"
+PLANNER_GONE = (
+    "java.io.EOFException\n\tat java.base/java.io.DataInputStream.readInt(DataInputStream.java:386)\n"
+    "\tat org.apache.spark.sql.execution.python.streaming.PythonStreamingSourceRunner.latestOffset"
+    "(PythonStreamingSourceRunner.scala:150)"
+)
 
 
 @pytest.mark.parametrize(
-    "error", [PLANNER_TIMED_OUT, WORKER_CRASHED, PY4J_DROPPED], ids=["planner-timeout", "crash", "py4j"]
+    "error",
+    [PLANNER_TIMED_OUT, WORKER_CRASHED, PY4J_DROPPED, PLANNER_GONE],
+    ids=["planner-timeout", "crash", "py4j", "planner-gone"],
 )
 def test_spark_machinery_failing_starts_the_query_again(error: str) -> None:
     assert spark_machinery_failed(error)
@@ -44,8 +51,9 @@ def test_spark_machinery_failing_starts_the_query_again(error: str) -> None:
         "java.lang.IllegalStateException: Concurrent update to the log. Multiple streaming jobs detected",
         "org.apache.spark.SparkException: [PYTHON_DATA_SOURCE_ERROR] TimeoutError: clicks-0: no records "
         "after offset 10 within 60000 ms",
+        "java.io.EOFException\n\tat org.apache.spark.sql.execution.streaming.HDFSMetadataLog.get",
     ],
-    ids=["no-error", "config-error", "checkpoint-race", "data-timeout"],
+    ids=["no-error", "config-error", "checkpoint-race", "data-timeout", "truncated-checkpoint"],
 )
 def test_a_config_data_or_checkpoint_error_is_not_a_machinery_failure(error: str | None) -> None:
     assert not spark_machinery_failed(error)
