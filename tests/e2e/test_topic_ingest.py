@@ -13,6 +13,7 @@ makes its task FAILED with Spark's error, and a restart brings it back.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -194,6 +195,14 @@ def moves(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Move
         assert rest("PUT", f"{cluster.running()[0].url}/connectors/ingest/stop")[0] == 204
         wait_until(lambda: cluster.status("ingest")["connector"]["state"] == "STOPPED", 60, "ingest stopped")
         stopped_offsets = committed_records(cluster, "ingest")
+
+        # The connector is STOPPED before its tasks' queries are: each run's last lines (a batch
+        # that committed just before the stop, and the stop) come once its query has stopped.
+        def every_run_ended() -> bool:
+            found = runs(list(cluster.workers.values()), {w2.worker_id: died_at})
+            return all(run.end != math.inf for task in found.values() for run in task)
+
+        wait_until(every_run_ended, 60, "every task's query stopped, in its worker's journal")
         task_runs = runs(list(cluster.workers.values()), {w2.worker_id: died_at})
     ids = [int(r.value) for r in read_output(spark, str(base / "out")).select("value").collect()]
     yield Moves(records, ids, task_runs, w2.worker_id, died_at, stopped_offsets)

@@ -82,52 +82,71 @@ class Run:
     first_batch: dict[str, Any] | None = None
     last_batch: dict[str, Any] | None = None
     stopped: bool = False  # stopped by its worker (else: the worker died with it running)
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[dict[str, Any]] = field(default_factory=list)  # its journal's entries, for messages
 
 
 def runs(workers: list[WorkerProcess], died_at: dict[str, float]) -> dict[str, list[Run]]:
-    """Every task's query runs, by query name, in start order.
+    """Every task's query runs, by query name, in start order (`runs_of_journals`)."""
+    return runs_of_journals({worker.worker_id: journal(worker) for worker in workers}, died_at)
+
+
+def runs_of_journals(
+    journals: dict[str, list[dict[str, Any]]], died_at: dict[str, float]
+) -> dict[str, list[Run]]:
+    """Every task's query runs, by query name, in start order, from each worker's journal.
 
     A run not journalled as stopped ends when its worker died (`died_at[worker_id]`, once its
-    JVM was gone), or never if the worker still runs.
+    JVM was gone), or never if the worker still runs. A batch belongs to the run started on
+    its worker; only with none open there is it a prepared run's, read before its release. A
+    prepared run that could not be released is cancelled beside the run started in its place,
+    and its stop (`prepared_only`) may be journalled after that run's first batch.
     """
     by_query: dict[str, list[Run]] = {}
-    for worker in workers:
+    for worker_id, entries in journals.items():
         open_runs: dict[str, Run] = {}
         prepared: dict[str, Run] = {}  # started, held at the gate: not active until it reads
-        for entry in journal(worker):
-            name = entry["query"]
-            if entry["event"] == "prepared":
-                prepared[name] = Run(name, entry["worker"], math.inf)
-            elif entry["event"] == "starting":
+        unreleased: set[str] = set()  # open runs that are prepared runs seen reading, not released
+        for entry in entries:
+            name, event = entry["query"], entry["event"]
+            if event == "prepared":
+                prepared[name] = Run(name, entry["worker"], math.inf, entries=[entry])
+            elif event == "starting":
                 # A prepared run's release; it may have been seen reading already (open).
                 run = (prepared.pop(name, None) or open_runs.get(name)) if entry.get("prepared") else None
-                assert run is not None or name not in open_runs, f"{name} started twice on {worker.worker_id}"
+                assert run is not None or name not in open_runs, f"{name} started twice on {worker_id}"
                 run = run or Run(name, entry["worker"], entry["at"])
                 run.start = min(run.start, entry["at"])
+                run.entries.append(entry)
+                unreleased.discard(name)
                 if name not in open_runs:
                     open_runs[name] = run
                     by_query.setdefault(name, []).append(run)
-            elif entry["event"] == "first-batch" and (name in open_runs or name in prepared):
-                if name in prepared:  # it read before its release
+            elif event == "first-batch" and (name in open_runs or name in prepared):
+                if name not in open_runs:  # a prepared run read before its release
                     open_runs[name] = prepared.pop(name)
+                    unreleased.add(name)
                     by_query.setdefault(name, []).append(open_runs[name])
                 run = open_runs[name]
+                run.entries.append(entry)
                 run.first_batch = {k: entry[k] for k in ("batch", "start", "end")}
                 run.start = min(run.start, _seconds(entry["trigger"]))
-            elif entry["event"] in ("stopped", "ended") and name in prepared:
-                prepared.pop(name)  # cancelled, or ended, at its gate: it never read
-            elif entry["event"] == "stopped" and name in open_runs:
+            elif event == "stopped" and entry.get("prepared_only") and name not in unreleased:
+                if name in prepared:  # cancelled at its gate: it never read
+                    prepared.pop(name).entries.append(entry)
+            elif event in ("stopped", "ended") and name in open_runs:
                 run = open_runs.pop(name)
-                run.end, run.stopped = entry["at"], True
-                run.last_batch = entry.get("last_batch")
-                # Spark's listener may have dropped the first batch's event (a py4j callback that
-                # failed); the stop's summary reads the stopped query's own record.
-                run.first_batch = run.first_batch or entry.get("first_batch")
-            elif entry["event"] == "ended" and name in open_runs:  # the query ended by itself
-                open_runs.pop(name).end = entry["at"]
+                unreleased.discard(name)
+                run.entries.append(entry)
+                run.end = entry["at"]
+                if event == "stopped":
+                    run.stopped, run.last_batch = True, entry.get("last_batch")
+                    # Spark's listener may have dropped the first batch's event (a py4j callback
+                    # that failed); the stop's summary reads the stopped query's own record.
+                    run.first_batch = run.first_batch or entry.get("first_batch")
+            elif event == "ended" and name in prepared:  # ended by itself at its gate: it never read
+                prepared.pop(name).entries.append(entry)
         for run in open_runs.values():
-            run.end = died_at.get(worker.worker_id, math.inf)
+            run.end = died_at.get(worker_id, math.inf)
     return {name: sorted(found, key=lambda r: r.start) for name, found in by_query.items()}
 
 
