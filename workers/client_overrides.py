@@ -160,7 +160,10 @@ def override_problems(
         security = sorted(name for name in given if is_security_setting(name))
         if security and not refused.intersection(security):
             try:
-                ClientSecurity.parse(client_settings(worker_settings.get(client, {}), config, client), prefix)
+                settings = client_settings(worker_settings.get(client, {}), config, client)
+                parsed = ClientSecurity.parse(settings, prefix)
+                if client == "consumer":  # TopicIngest's Python workers read with librdkafka
+                    parsed.librdkafka()
             except ValueError as exc:
                 # Which setting is at fault is in the reason; none of their values is shown (Kafka
                 # shows a password's as [hidden], and sasl.jaas.config holds one).

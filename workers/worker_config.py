@@ -184,7 +184,9 @@ class WorkerConfig(BaseModel):
     def _security(self) -> WorkerConfig:
         """Every security setting is understood, and used, or the worker does not start."""
         for prefix in ("", *CLIENT_PREFIXES):
-            self.client_security(prefix)
+            security = self.client_security(prefix)
+            if prefix == "consumer.":  # TopicIngest's Python workers read with librdkafka
+                security.librdkafka()
         schemes = {scheme for scheme, _, _ in self.rest_listeners}
         if self.rest_advertised_listener and self.rest_advertised_listener not in schemes:
             raise ValueError(f"rest.advertised.listener={self.rest_advertised_listener} names no listener")

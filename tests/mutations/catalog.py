@@ -2539,6 +2539,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="librdkafka-tls-versions-ignored",
+        breaks="TLS versions TopicIngest's librdkafka reads cannot be held to are refused, not ignored",
+        file="connect_rebalance/tls.py",
+        original="        if self._versions() != (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):\n",
+        replacement="        if False:  # mutation: librdkafka's TLS versions are whatever it speaks\n",
+        tests=(
+            f"{UNIT}/test_client_override_policy.py::"
+            "test_tls_versions_librdkafka_cannot_be_held_to_are_refused_for_topic_ingests_consumers",
+        ),
+    ),
+    Mutation(
+        name="librdkafka-reads-without-sasl",
+        breaks="TopicIngest's Python workers read with the consumer settings' SASL credentials",
+        file="connect_rebalance/client_security.py",
+        original="        if self.mechanism:\n            options.update({\"sasl.mechanisms\"",
+        replacement="        if False:  # mutation\n            options.update({\"sasl.mechanisms\"",
+        tests=(
+            f"{UNIT}/test_client_override_policy.py::"
+            "test_topic_ingests_consumer_overrides_reach_its_spark_options_and_kafka_python_consumer",
+        ),
+    ),
+    Mutation(
         name="spark-start-timeout-fails-the-task",
         breaks="a Spark start that times out on a busy machine is started again; the task never goes FAILED",
         file="workers/spark_task.py",

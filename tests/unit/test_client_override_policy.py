@@ -12,6 +12,7 @@ from kafka.record.default_records import DefaultRecordBatch
 
 from coordinator.config import ConfigError
 from workers.connector_clients import ConnectorSettingsRefused, connector_clients, connector_problems
+from workers.connectors.partition_reads import librdkafka_settings
 from workers.connectors.topic_ingest import TopicIngest, source_options
 from workers.connectors.topic_spark_source import consumer_options
 from workers.connectors.verifiable import VerifiableSource
@@ -162,6 +163,30 @@ def test_topic_ingests_consumer_overrides_reach_its_spark_options_and_kafka_pyth
     with pytest.raises(ValueError, match="'group.id' is not supported"):
         consumer_options({"group.id": "x"})
     assert consumer_options({})["client_id"] == "topic-spark-source"
+    # The Python workers' librdkafka consumer takes the same settings by librdkafka's names.
+    given = {k.removeprefix("kafka."): v for k, v in options.items() if k.startswith("kafka.")}
+    read = librdkafka_settings("localhost:9092", given, True)
+    assert {k: read.get(k) for k in ("client.id", "fetch.max.bytes", "security.protocol", "sasl.mechanisms",
+                                 "sasl.username", "sasl.password", "auto.offset.reset")} == {
+        "client.id": "ingest-reader", "fetch.max.bytes": 1048576, "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "PLAIN", "sasl.username": "c", "sasl.password": "s", "auto.offset.reset": "error",
+    }  # fmt: skip
+
+
+def test_tls_versions_librdkafka_cannot_be_held_to_are_refused_for_topic_ingests_consumers() -> None:
+    """librdkafka (TopicIngest's Python workers) has no setting for TLS versions: a narrower
+    range than its TLS 1.2 and 1.3 is refused, not ignored, for the worker and a connector."""
+    narrow = {"security.protocol": "SSL", "ssl.enabled.protocols": "TLSv1.3"}
+    try:
+        worker(**{f"consumer.{k}": v for k, v in narrow.items()})
+        refused = ""
+    except ValueError as exc:
+        refused = str(exc)
+    assert "ssl.enabled.protocols and ssl.protocol: librdkafka" in refused, "the worker starts"
+    assert worker(**{f"producer.{k}": v for k, v in narrow.items()})  # the producer is not librdkafka
+    problems = refusals(TopicIngest, {**INGEST, **{f"consumer.override.{k}": v for k, v in narrow.items()}},
+                        worker())  # fmt: skip
+    assert "librdkafka speaks TLSv1.2 and TLSv1.3" in problems["consumer.override.security.protocol"]
 
 
 def test_a_producer_identity_override_gets_its_own_shared_output_connection() -> None:
