@@ -29,11 +29,13 @@ from typing import Any
 CONSUME_MAX_RECORDS = 10_000
 CONSUME_WAIT_S = 0.5
 FETCH_QUEUE_BACKOFF_MS = 10
+FETCH_WAIT_MAX_MS = 10
 # The consumer never joins its group or commits (it is assigned partitions by offset), but
 # librdkafka wants a group id all the same.
 GROUP_ID = "connect-rebalance-topic-reads"
 
 _consumers: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
+_known: dict[int, set[str]] = {}  # by consumer (id): the topics whose partitions it has read
 _lock = threading.Lock()
 
 
@@ -53,6 +55,10 @@ def librdkafka_settings(
     tuning = {k: v for k, v in client_settings.items() if not is_security_setting(k)}
     return {
         "bootstrap.servers": bootstrap, "group.id": GROUP_ID, "client.id": "topic-spark-source",
+        # A read stops at its range's end, so a fetch has nothing to wait for: at Kafka's 500 ms a
+        # fetch still waiting when a read ended held the next read's first fetch (the consumer's
+        # next partition) for the rest of it, and every read of a reused consumer took 0.5 s.
+        "fetch.wait.max.ms": FETCH_WAIT_MAX_MS,
         **librdkafka_tuning(tuning, CONSUMER), **ClientSecurity.parse(security, "kafka.").librdkafka(),
         "enable.auto.commit": False, "enable.auto.offset.store": False, "enable.partition.eof": True,
         # librdkafka stops fetching a partition for this long whenever its queue holds
@@ -79,6 +85,7 @@ def _give_back(key: tuple[str, tuple[tuple[str, str], ...]], consumer: Any) -> N
     with _lock:
         spare = _consumers.setdefault(key, consumer)
     if spare is not consumer:  # another read of this process made one meanwhile
+        _known.pop(id(consumer), None)
         consumer.close()
 
 
@@ -100,11 +107,20 @@ def read_range(
     key, consumer = _consumer(librdkafka_settings(bootstrap, client_settings, fail_on_data_loss))
     clean = False
     try:
+        if topic not in _known.setdefault(id(consumer), set()):
+            # Asked at once: assigned a partition of a topic it does not know, librdkafka waits
+            # about a second for its next metadata request before it fetches.
+            consumer.list_topics(topic, timeout=poll_timeout_ms / 1000)
+            _known[id(consumer)].add(topic)
         consumer.assign([TopicPartition(topic, partition, start)])
         position, last_progress = start, time.monotonic()
         while position < end:
             taken = []
-            for message in consumer.consume(CONSUME_MAX_RECORDS, CONSUME_WAIT_S):
+            # No more than the range still holds: librdkafka returns as soon as that many are
+            # there (a small batch does not wait out CONSUME_WAIT_S for more).
+            for message in consumer.consume(min(CONSUME_MAX_RECORDS, end - position), CONSUME_WAIT_S):
+                if message.partition() != partition or message.topic() != topic:
+                    continue  # fetched for the consumer's previous read, of another partition
                 error = message.error()
                 if error is None:
                     offset = message.offset()
@@ -134,6 +150,7 @@ def read_range(
         if clean:
             _give_back(key, consumer)
         else:
+            _known.pop(id(consumer), None)
             consumer.close()
 
 
