@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.test_topic_ingest_plan import write_batch
-from workers.connectors.share_handoff import handoff, mark, unmarked_gone
+from workers.connectors.share_handoff import INITIAL_OFFSETS, Handoff, handoff, mark, unmarked_gone
 from workers.connectors.topic_spark_source import TopicStreamReader
 
 pytestmark = pytest.mark.unit
@@ -51,6 +51,21 @@ def test_a_dropped_task_of_a_killed_worker_is_waited_for_only_until_it_is_overdu
     mark(tmp_path / "2", 3, stopped=False)  # its worker was killed: no stop marker
     assert handoff(tmp_path, 1, 2, {Q}, set()).waiting == {Q}
     assert handoff(tmp_path, 1, 2, {Q}, {2}).starts == {Q: 12}
+
+
+def test_a_task_that_started_but_planned_no_batch_yet_holds_the_partitions_it_starts_from(
+    tmp_path: Path,
+) -> None:
+    """Seen in the e2e test: tasks.max 2 -> 3 -> 2. Task 2 (of 3) started and kept where its
+    query starts (P at 49), but planned its first batch only 1.5 s later; meanwhile task 0
+    was back under 2 and, finding nothing of P in task 2's checkpoint, read P from 49 too."""
+    write_batch(tmp_path / "0", 0, '{"t":{"0":49}}', committed=True)
+    mark(tmp_path / "0", 2, stopped=False)  # task 0's run under 2 (again)
+    mark(tmp_path / "2", 3, stopped=False)  # task 2's run under 3: started, no batch planned yet
+    (tmp_path / "2" / INITIAL_OFFSETS).write_text('{"t": {"0": 49}}')
+    assert handoff(tmp_path, 0, 2, {P}, set()).waiting == {P}
+    mark(tmp_path / "2", 3, stopped=True)  # it stopped before planning a batch: it read nothing
+    assert handoff(tmp_path, 0, 2, {P}, set()) == Handoff({P: 49}, frozenset())
 
 
 def test_the_latest_of_several_former_tasks_counts(tmp_path: Path) -> None:

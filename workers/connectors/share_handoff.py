@@ -16,8 +16,11 @@ Task j reads a partition p new to its query from the highest offset any settled 
 re-runs them), committed ones only for a task n dropped (it never runs again). Another
 task's checkpoint is settled once its marker says it runs under n or has stopped; while one
 that holds p is not, p waits; a dropped task that left no stop (its worker was killed) is
-taken as settled once overdue. A partition no checkpoint holds is new to the topic and is
-read from its first record.
+taken as settled once overdue. A run that has not planned a batch yet holds the partitions
+its query starts from (`INITIAL_OFFSETS`, kept as it starts): it reads them from there at
+its first batch, which may come seconds later, so another task that meets them meanwhile
+waits too. A partition no checkpoint holds is new to the topic and is read from its first
+record.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 MARKER = "share.json"
+# Where a TopicIngest query keeps the offsets its first batch starts from (topic_spark_source's
+# `initialOffsetsFile`), in its checkpoint.
+INITIAL_OFFSETS = "topic-initial-offsets.json"
 Partition = tuple[str, int]
 
 
@@ -64,6 +70,14 @@ def highest_offsets(checkpoint: str | Path, *, committed: bool) -> dict[Partitio
         for partition, offset in flatten(batch_offsets(entry)).items():
             highest[partition] = max(highest.get(partition, 0), offset)
     return highest
+
+
+def initial_offsets(checkpoint: str | Path) -> dict[Partition, int]:
+    """The offsets a query's first batch starts from, as it keeps them (none before it starts)."""
+    try:
+        return flatten(json.loads((Path(checkpoint) / INITIAL_OFFSETS).read_text()))
+    except (OSError, ValueError):
+        return {}
 
 
 def batch_offsets(offsets_file: Path) -> dict[str, dict[str, int]] | None:
@@ -123,11 +137,11 @@ def handoff(root: str | Path, index: int, count: int, new: set[Partition], overd
         settled = other == index or let_go(marker, count) or (not exists and other in overdue)
         # A task of the layout re-runs its planned batch; a dropped one never runs again.
         held = highest_offsets(checkpoint, committed=not exists)
-        for partition in new & set(held):
-            if settled:
+        if settled:
+            for partition in new & set(held):
                 starts[partition] = max(starts.get(partition, 0), held[partition])
-            else:
-                waiting.add(partition)
+        else:  # what it has planned, or starts from once it plans its first batch
+            waiting |= new & (set(held) | set(initial_offsets(checkpoint)))
     return Handoff({p: o for p, o in starts.items() if p not in waiting}, frozenset(waiting))
 
 

@@ -40,7 +40,7 @@ from .checkpoint_generations import (
     starting_offsets,
 )
 from .parquet_output import parquet_sink
-from .share_handoff import Partition, committed_offsets, flatten, mark, task_checkpoints
+from .share_handoff import INITIAL_OFFSETS, Partition, committed_offsets, flatten, mark, task_checkpoints
 
 STARTING = ("earliest", "latest")
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
@@ -89,7 +89,7 @@ class TopicIngestTask(SparkTask):
             context.track_topic(topic)
         self.checkpoint = checkpoint_path(worker.checkpoint_dir, context.connector, index)
         handoff = {"handoffCheckpoints": str(Path(self.checkpoint).parent),
-                   "initialOffsetsFile": str(Path(self.checkpoint) / "topic-initial-offsets.json"),
+                   "initialOffsetsFile": str(Path(self.checkpoint) / INITIAL_OFFSETS),
                    "startingOffsetsFile": str(Path(self.checkpoint).parent / GENERATION),
                    # a killed worker's task, gone from the layout, holds partitions no longer
                    # than its session: the worker is gone, or stops its work before that
