@@ -1,9 +1,10 @@
-"""The handoff gap: how long a moved TopicIngest task ingests nothing.
+"""The handoff gap: how long a moved Spark task (TopicIngest or FileIngest) ingests nothing.
 
-Worker processes on a coordinator with its default connect-group timings, a producer
-writing a steady stream, and one TopicIngest connector of two tasks. A second worker joins
-(one task moves to it) and then leaves gracefully (SIGTERM: the task moves back), `rounds`
-times. For each move, from the moved task's checkpoint and the workers' query journals:
+Worker processes on a coordinator with its default connect-group timings, and one connector
+of two tasks fed a steady stream: a TopicIngest with a producer writing records, or a
+FileIngest with a file landing in each of its input directories at the same pace. A second
+worker joins (one task moves to it) and then leaves gracefully (SIGTERM: the task moves
+back), `rounds` times. For each move, from the moved task's checkpoint and the workers' query journals:
 - gap: from the old owner's last committed batch to the new owner's first (the commit
   files' times), the time the task's partitions were read by nobody;
 - stop: from the old owner's stop of the query (its journal) back to its last commit, and
@@ -30,6 +31,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connect_rebalance.processes import CoordinatorProcess
+from connect_rebalance_cli import sample_data
 from workers.cluster import WorkerCluster, rest
 from workers.process import WorkerProcess
 from workers.spark_runtime import SparkRuntime, checkpoint_path
@@ -58,6 +60,27 @@ def steady_stream(bootstrap: str, partitions: int, per_second: int, topic: str =
         producer.flush(30)
 
     thread = threading.Thread(target=produce, name="steady-stream", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(60)
+
+
+@contextmanager
+def steady_files(root: Path, every_s: float) -> Iterator[None]:
+    """A file of sample orders landing in each of the sample's input directories every
+    `every_s` seconds, until exit."""
+    stop = threading.Event()
+    next_id = sample_data.write_files(root, 0, 1)  # the directories exist before a task starts
+
+    def land() -> None:
+        nonlocal next_id
+        while not stop.wait(every_s):
+            next_id = sample_data.write_files(root, next_id, 1)
+
+    thread = threading.Thread(target=land, name="steady-files", daemon=True)
     thread.start()
     try:
         yield
@@ -97,7 +120,7 @@ def wait(predicate: Callable[[], bool], timeout: float, what: str) -> float:
 
 
 class Handoffs:
-    """A two-task TopicIngest on worker w1, and w2 joining and leaving it."""
+    """A two-task connector (TopicIngest or FileIngest) on worker w1, and w2 joining and leaving it."""
 
     def __init__(
         self,
@@ -106,8 +129,9 @@ class Handoffs:
         master: str,
         trigger_ms: int,
         settings: dict[str, str],
+        connector: str = "TopicIngest",
     ) -> None:
-        self.base = base
+        self.base, self.connector = base, connector
         self.checkpoints = base / "checkpoints"
         spark = {"spark.master": master, "spark.session.warmup": "true", "spark.ui.enabled": "false",
                  "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "1",
@@ -118,9 +142,13 @@ class Handoffs:
         self.w1 = self.cluster.start("w1")
 
     def create(self, bootstrap: str) -> None:
-        config = {"connector.class": "TopicIngest", "tasks.max": "2", "topics": TOPIC,
-                  "output.path": str(self.base / "out"), "bootstrap.servers": bootstrap,
-                  "trigger.interval.ms": str(self.trigger_ms), "max.records.per.batch": "20000"}  # fmt: skip
+        config = {"connector.class": self.connector, "tasks.max": "2", "output.path": str(self.base / "out"),
+                  "trigger.interval.ms": str(self.trigger_ms)}  # fmt: skip
+        if self.connector == "TopicIngest":
+            config.update({"topics": TOPIC, "bootstrap.servers": bootstrap})
+        else:
+            files = {"input.path": str(self.base / "in"), "format": "json", "schema": sample_data.SCHEMA}
+            config.update(files)
         code, body = rest("POST", f"{self.w1.url}/connectors", {"name": CONNECTOR, "config": config})
         if code != 201:
             raise RuntimeError(f"creating the connector failed: {code} {body}")
@@ -170,6 +198,7 @@ class Handoffs:
             "gap_s": commits[batch] - last_old,
             "new_start_to_first_trigger_s": trigger - began,
             "first_batch_s": first["durations"].get("triggerExecution", 0) / 1000,
+            "first_batch_ms": {k: int(v) for k, v in first["durations"].items()},
             "old_stop_after_last_commit_s": stopped - last_old,
             "new_start_to_first_commit_s": commits[batch] - began,
             "steady_interval_s": (steady[-1] - steady[0]) / max(1, len(steady) - 1),
@@ -182,24 +211,32 @@ class Handoffs:
 def measure_handoffs(
     base: Path, master: str, rounds: int, partitions: int, per_second: int, trigger_ms: int,
     report: Callable[[str], None] = print, settings: dict[str, str] | None = None,
+    connector: str = "TopicIngest",
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """`rounds` joins and graceful leaves on `master`; one figure set per move."""
+    """`rounds` joins and graceful leaves on `master`; one figure set per move. FileIngest's
+    stream: as many records a second as TopicIngest's, in files of the sample's size."""
     base.mkdir(parents=True, exist_ok=True)
     coordinator = CoordinatorProcess(base / "data").start()
     handoffs = None
+    if connector == "TopicIngest":
+        stream = steady_stream(coordinator.bootstrap, partitions, per_second)
+    else:
+        stream = steady_files(base / "in", sample_data.SHARDS * sample_data.ROWS_PER_FILE / per_second)
     try:
-        with steady_stream(coordinator.bootstrap, partitions, per_second):
-            handoffs = Handoffs(base, coordinator, master, trigger_ms, settings or {})
+        with stream:
+            handoffs = Handoffs(base, coordinator, master, trigger_ms, settings or {}, connector)
             handoffs.create(coordinator.bootstrap)
             results = []
             for round_ in range(rounds):
                 for kind, move in (("join", handoffs.join), ("leave", handoffs.leave)):
-                    figures = {"kind": kind, "round": round_, "master": master, **move()}
+                    figures = {"kind": kind, "round": round_, "master": master, "connector": connector,
+                               **move()}  # fmt: skip
                     results.append(figures)
-                    report(f"{master} round {round_} {kind:>5}: gap {figures['gap_s']:.2f} s (old stop "
-                           f"{figures['old_stop_after_last_commit_s']:.2f} s after its last commit, new "
-                           f"start -> first commit {figures['new_start_to_first_commit_s']:.2f} s, steady "
-                           f"{figures['steady_interval_s']:.2f} s)")  # fmt: skip
+                    old_stop = figures["old_stop_after_last_commit_s"]
+                    first = figures["new_start_to_first_commit_s"]
+                    report(f"{master} {connector} round {round_} {kind:>5}: gap {figures['gap_s']:.2f} s "
+                           f"(old stop {old_stop:.2f} s after its last commit, new start -> first commit "
+                           f"{first:.2f} s, steady {figures['steady_interval_s']:.2f} s)")  # fmt: skip
             return results
     finally:
         if handoffs is not None:

@@ -27,11 +27,16 @@ error from the start itself, starts the query again from its checkpoint after a 
 only after MACHINERY_RESTARTS in a row with no batch between them does it go FAILED. A
 config or data error fails the task at once, with its reason.
 
-A task whose class is `preparable` (its source waits at a gate, start_gate.py) can be
-prepared before it is assigned here (warm_handoff.py): `prepare` starts the query held at the
-gate while another worker still runs the task, `release` (once the task is assigned here)
-lets it go on, `cancel` ends it unreleased. Until it is released the run is not the task's:
-it is journalled `prepared`, not `starting`, leaves no marker and reports no failure.
+A task whose class is `preparable` can be prepared before it is assigned here
+(warm_handoff.py), in one of two ways:
+- its source waits at a gate (`source_gate`, start_gate.py): `prepare` starts the query held
+  at the gate while another worker still runs the task, `release` (once the task is assigned
+  here) lets it go on, `cancel` ends it unreleased. Until it is released the run is not the
+  task's: it is journalled `prepared`, not `starting`, leaves no marker and reports no failure;
+- its source cannot wait (Spark's own file source reads the checkpoint as its query starts):
+  `prepare` does what the start can do before the checkpoint is read (`warm_up`: the query's
+  shape run once over scratch data, so the JVM has compiled it), and arrives at the gate
+  itself; `release` starts the query, whose first batch then runs warm.
 """
 
 from __future__ import annotations
@@ -98,7 +103,8 @@ class SparkTask(Task):
     """stop() bounds its own wait (graceful, then forced) and returns only once the query is
     no longer active: the worker waits for it rather than cutting it short."""
 
-    preparable = False  # its query's source waits at a start gate (see the module's docstring)
+    preparable = False  # can be prepared ahead of its assignment here (see the module's docstring)
+    source_gate = True  # prepared: its query's source waits at the gate; else `warm_up` prepares it
 
     def __init__(self) -> None:
         self.runtime: SparkRuntime | None = None
@@ -116,6 +122,7 @@ class SparkTask(Task):
         self._machinery = 0  # starts again after Spark's machinery failed, in a row
         self._starting = asyncio.Lock()  # held while the query starts (or starts again)
         self._stop_asked = asyncio.Event()  # ends a wait before a start again
+        self._warmed: tuple[Mapping[str, str], TaskContext] | None = None  # prepared by `warm_up`
 
     @abstractmethod
     def writer(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> Any:
@@ -127,6 +134,11 @@ class SparkTask(Task):
     def begin_run(self) -> None:
         """Called off the event loop as this run becomes the task's (before its query reads)."""
 
+    def warm_up(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> None:
+        """A prepared run's work ahead of the start, for a task whose source cannot wait at a
+        gate (`source_gate` false): nothing that reads or writes the task's checkpoint or output.
+        Called off the event loop."""
+
     def gate_options(self) -> dict[str, str]:
         """The source options that hold a prepared run at its gate (none for a started one)."""
         if self.gate is None:
@@ -137,12 +149,37 @@ class SparkTask(Task):
         await self._launch(config, context, None)
 
     async def prepare(self, config: Mapping[str, str], context: TaskContext, gate: Gate) -> None:
-        """Start the query ahead of the task's assignment here, held at `gate` until `release`."""
-        await self._launch(config, context, gate)
+        """Start the query ahead of the task's assignment here, held at `gate` until `release`
+        (or, for a task whose source cannot wait there, warm it up and arrive at `gate`)."""
+        if self.source_gate:
+            await self._launch(config, context, gate)
+            return
+        self.runtime, self.gate, self._released = context.extra["spark"], gate, False
+        runtime = self.runtime
+        try:
+            await asyncio.to_thread(lambda: self.warm_up(runtime.session(), config, context))
+        except Exception as exc:  # noqa: BLE001 - it starts as it would have, unprepared
+            self.prepare_error = f"{type(exc).__name__}: {exc}"
+            return
+        self._warmed = (config, context)
+        gate.arrive()
 
     async def release(self) -> bool:
-        """The task is assigned here: its prepared query goes on. False if it ended meanwhile
-        (then it is stopped, and the task is started afresh)."""
+        """The task is assigned here: its prepared query goes on (or, warmed up, starts). False
+        if it ended meanwhile (then it is stopped, and the task is started afresh)."""
+        if not self.source_gate:
+            if self._warmed is None or self.prepare_error or self._stopping:
+                return False
+            gate = self.gate
+            try:
+                await self._launch(*self._warmed, None)
+            except Exception as exc:  # noqa: BLE001 - started afresh, which reports what fails
+                log.warning("%s: the warmed-up start failed (%s); starting it afresh", self._name, exc)
+                return False
+            finally:
+                if gate is not None:
+                    gate.remove()
+            return True
         if self.runtime is None or self.gate is None or not is_active(self.query) or self.prepare_error:
             return False
         self.runtime.journal("starting", self._name, prepared=True)  # from here it may read

@@ -2553,11 +2553,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="librdkafka-reads-without-sasl",
         breaks="TopicIngest's Python workers read with the consumer settings' SASL credentials",
         file="connect_rebalance/client_security.py",
-        original="        if self.mechanism:\n            options.update({\"sasl.mechanisms\"",
-        replacement="        if False:  # mutation\n            options.update({\"sasl.mechanisms\"",
+        original='        if self.mechanism:\n            options.update({"sasl.mechanisms"',
+        replacement='        if False:  # mutation\n            options.update({"sasl.mechanisms"',
         tests=(
             f"{UNIT}/test_client_override_policy.py::"
             "test_topic_ingests_consumer_overrides_reach_its_spark_options_and_kafka_python_consumer",
+        ),
+    ),
+    Mutation(
+        name="unplanned-start-holds-nothing",
+        breaks="a TopicIngest task that started under a new tasks.max but planned no batch yet holds its "
+        "partitions: no other task reads them meanwhile (every record once)",
+        file="workers/connectors/share_handoff.py",
+        original="            waiting |= new & (set(held) | set(initial_offsets(checkpoint)))\n",
+        replacement="            waiting |= new & set(held)  # mutation: only planned batches hold\n",
+        tests=(
+            f"{UNIT}/test_share_handoff.py::"
+            "test_a_task_that_started_but_planned_no_batch_yet_holds_the_partitions_it_starts_from",
         ),
     ),
     Mutation(

@@ -55,6 +55,10 @@ class Gate:
         for stale in (path, waiting_marker(path)):
             stale.unlink(missing_ok=True)
 
+    def arrive(self) -> None:
+        """The worker's own run has reached the gate (a task prepared without a gated source)."""
+        waiting_marker(self.path).touch()
+
     def waiting(self) -> bool:
         """The query's reader has reached the gate: all of its start that can come first has."""
         return waiting_marker(self.path).exists()
