@@ -59,13 +59,8 @@ def steady_stream(bootstrap: str, partitions: int, per_second: int, topic: str =
             producer.poll(0.05)
         producer.flush(30)
 
-    thread = threading.Thread(target=produce, name="steady-stream", daemon=True)
-    thread.start()
-    try:
+    with running(produce, stop, "steady-stream"):
         yield
-    finally:
-        stop.set()
-        thread.join(60)
 
 
 @contextmanager
@@ -80,7 +75,14 @@ def steady_files(root: Path, every_s: float) -> Iterator[None]:
         while not stop.wait(every_s):
             next_id = sample_data.write_files(root, next_id, 1)
 
-    thread = threading.Thread(target=land, name="steady-files", daemon=True)
+    with running(land, stop, "steady-files"):
+        yield
+
+
+@contextmanager
+def running(work: Callable[[], None], stop: threading.Event, name: str) -> Iterator[None]:
+    """`work` on a thread of its own while the block runs; `stop` is its sign to end."""
+    thread = threading.Thread(target=work, name=name, daemon=True)
     thread.start()
     try:
         yield

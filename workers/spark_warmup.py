@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -104,23 +105,34 @@ class WarmupSource(DataSource):
 
 def run_warmup_query(spark: Any) -> None:
     """Run the warm-up query to its end (bounded), leaving nothing behind on disk."""
-    scratch = tempfile.mkdtemp(prefix="spark-warmup-")
-    try:
-        spark.dataSource.register(WarmupSource)
-        query = (
+    spark.dataSource.register(WarmupSource)
+
+    def frame(scratch: Path) -> Any:
+        return (
             spark.readStream.format(WarmupSource.name())
             .option("parallelism", str(spark.sparkContext.defaultParallelism))
             .load()
-            .writeStream.format("parquet")
-            .option("path", f"{scratch}/out")
-            .option("checkpointLocation", f"{scratch}/checkpoint")
-            .queryName("connect-worker-warmup")
-            .trigger(availableNow=True)
-            .start()
         )
+
+    run_in_scratch(frame, "connect-worker-warmup")
+
+
+def run_in_scratch(
+    frame: Callable[[Path], Any], name: str | None = None, timeout_s: float = TIMEOUT_S
+) -> None:
+    """Run a throw-away streaming query to its end (bounded): `frame(scratch)`, the DataFrame
+    it reads (its input may be written under `scratch`), into Parquet in `scratch`, removed
+    afterwards with its checkpoint."""
+    scratch = Path(tempfile.mkdtemp(prefix="spark-warmup-"))
+    try:
+        writer = (
+            frame(scratch).writeStream.format("parquet").option("path", str(scratch / "out"))
+            .option("checkpointLocation", str(scratch / "checkpoint")).trigger(availableNow=True)
+        )  # fmt: skip
+        query = (writer.queryName(name) if name else writer).start()
         try:
-            if not query.awaitTermination(TIMEOUT_S):
-                raise TimeoutError(f"the warm-up query did not end within {TIMEOUT_S} s")
+            if not query.awaitTermination(timeout_s):
+                raise TimeoutError(f"the warm-up query did not end within {timeout_s:.0f} s")
         finally:
             query.stop()
     finally:

@@ -22,8 +22,6 @@ has read, which Spark keeps and cannot be told.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -38,7 +36,6 @@ from .share_handoff import task_checkpoints
 from .spark_logs import log_entries
 
 FORMATS = ("json", "csv", "parquet")
-WARM_UP_TIMEOUT_S = 60
 
 
 def _valid_format(value: str) -> str | None:
@@ -104,24 +101,17 @@ class FileIngestTask(SparkTask):
         directories = self._directories(config)
         if not directories:
             return
+        from ..spark_warmup import run_in_scratch  # PySpark's: loaded where Spark runs
+
         schema = _schema(spark, config, directories)
-        scratch = Path(tempfile.mkdtemp(prefix="file-ingest-warm-up-"))
-        try:
-            fmt = config.get("format") or "json"
-            nulls = spark.createDataFrame([tuple(None for _ in schema.fields)], schema)
-            nulls.write.format(fmt).option("header", _header(config)).save(str(scratch / "in" / "d"))
-            query = (
-                _reader(spark, config, schema).load(str(scratch / "in" / "*"))
-                .writeStream.format("parquet").option("path", str(scratch / "out"))
-                .option("checkpointLocation", str(scratch / "checkpoint")).trigger(availableNow=True).start()
-            )  # fmt: skip
-            try:
-                if not query.awaitTermination(WARM_UP_TIMEOUT_S):
-                    raise TimeoutError(f"the warm-up query did not end within {WARM_UP_TIMEOUT_S} s")
-            finally:
-                query.stop()
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        fmt = config.get("format") or "json"
+
+        def nulls(scratch: Path) -> Any:
+            row = spark.createDataFrame([tuple(None for _ in schema.fields)], schema)
+            row.write.format(fmt).option("header", _header(config)).save(str(scratch / "in" / "d"))
+            return _reader(spark, config, schema).load(str(scratch / "in" / "*"))
+
+        run_in_scratch(nulls)
 
     @staticmethod
     def _directories(config: Mapping[str, str]) -> list[str]:
