@@ -63,17 +63,21 @@ def steady_stream(bootstrap: str, partitions: int, per_second: int, topic: str =
         yield
 
 
+FILES_EVERY_S = 0.25  # as often as a 500 ms trigger finds new files each batch
+
+
 @contextmanager
-def steady_files(root: Path, every_s: float) -> Iterator[None]:
-    """A file of sample orders landing in each of the sample's input directories every
-    `every_s` seconds, until exit."""
+def steady_files(root: Path, per_second: int) -> Iterator[None]:
+    """Sample orders landing at `per_second` rows a second until exit: a file in each of the
+    sample's input directories every FILES_EVERY_S."""
     stop = threading.Event()
-    next_id = sample_data.write_files(root, 0, 1)  # the directories exist before a task starts
+    rows = max(1, round(per_second * FILES_EVERY_S / sample_data.SHARDS))
+    next_id = sample_data.write_files(root, 0, 1, rows)  # the directories exist before a task starts
 
     def land() -> None:
         nonlocal next_id
-        while not stop.wait(every_s):
-            next_id = sample_data.write_files(root, next_id, 1)
+        while not stop.wait(FILES_EVERY_S):
+            next_id = sample_data.write_files(root, next_id, 1, rows)
 
     with running(land, stop, "steady-files"):
         yield
@@ -216,14 +220,14 @@ def measure_handoffs(
     connector: str = "TopicIngest",
 ) -> list[dict[str, Any]]:  # fmt: skip
     """`rounds` joins and graceful leaves on `master`; one figure set per move. FileIngest's
-    stream: as many records a second as TopicIngest's, in files of the sample's size."""
+    stream: as many rows a second as TopicIngest's records, in files landing every 0.25 s."""
     base.mkdir(parents=True, exist_ok=True)
     coordinator = CoordinatorProcess(base / "data").start()
     handoffs = None
     if connector == "TopicIngest":
         stream = steady_stream(coordinator.bootstrap, partitions, per_second)
     else:
-        stream = steady_files(base / "in", sample_data.SHARDS * sample_data.ROWS_PER_FILE / per_second)
+        stream = steady_files(base / "in", per_second)
     try:
         with stream:
             handoffs = Handoffs(base, coordinator, master, trigger_ms, settings or {}, connector)

@@ -15,10 +15,12 @@ alternating which goes first, and each is measured:
 - revocation -> stopped: a stop while the second batch runs, as a revocation stops it (the
   runtime lets the batch under way commit; plain PySpark's stop throws it away).
 Then the handoff gap (bench/handoff_gap.py): worker processes on that master, a worker joining
-and leaving a two-task TopicIngest fed a steady stream.
+and leaving a two-task TopicIngest fed a steady stream of records, and a two-task FileIngest
+fed files at the same pace.
 
     python bench/ingest.py [--masters local[2],standalone] [--rounds 5] [--handoff-rounds 5]
-                           [--records 100000] [--batch 50000] [--first-batch 2000] [--update-readme]
+                           [--records 100000] [--batch 50000] [--first-batch 2000]
+                           [--handoff-connectors TopicIngest,FileIngest] [--update-readme]
 
 Prints a table, saves bench/results/ingest.json, and with --update-readme replaces the
 table between the bench:ingest markers in README.md.
@@ -206,6 +208,7 @@ def readme_block(result: dict[str, Any]) -> str:
     """Per master, medians over the rounds with their range; runtime / plain is each round's own
     ratio (the two sides of a round run one after the other), so a busy round does not skew it."""
     masters = result["masters"]
+    connectors = result.get("handoff_connectors", ["TopicIngest"])
 
     def column(master: str, key: str, side: str, fmt: str) -> str:
         return spread([r[key] for r in result["runs"] if r["master"] == master and r["side"] == side], fmt)
@@ -216,11 +219,19 @@ def readme_block(result: dict[str, Any]) -> str:
         rounds = sorted({r["round"] for r in runs})
         return spread([by_round["runtime", n] / by_round["direct", n] for n in rounds], ".2f")
 
-    def gap(master: str, kind: str | None, key: str | Callable[[dict[str, Any]], float] = "gap_s") -> str:
-        """A handoff figure (a key, or a function of a move's figures) over the joins or the
-        leaves (`kind`), or over both (None)."""
-        moves = [h for h in result["handoffs"] if h["master"] == master and kind in (None, h["kind"])]
+    def gap(
+        master: str, kind: str | None, key: str | Callable[[dict[str, Any]], float] = "gap_s",
+        connector: str = "TopicIngest",
+    ) -> str:  # fmt: skip
+        """A handoff figure (a key, or a function of a move's figures) of `connector`'s moves over
+        the joins or the leaves (`kind`), or over both (None)."""
+        moves = [h for h in result["handoffs"] if h["master"] == master and kind in (None, h["kind"])
+                 and h.get("connector", "TopicIngest") == connector]  # fmt: skip
         return spread([key(h) if callable(key) else h[key] for h in moves], ".2f")
+
+    def both(master: str, kind: str | None, key: str | Callable[[dict[str, Any]], float] = "gap_s") -> str:
+        """A handoff figure of TopicIngest's moves, and FileIngest's after a slash."""
+        return " / ".join(gap(master, kind, key, c) for c in connectors)
 
     def reading_again(move: dict[str, Any]) -> float:
         """From the old owner's last commit until the new owner's first batch reads: the gap
@@ -243,16 +254,18 @@ def readme_block(result: dict[str, Any]) -> str:
             lambda m: column(m, "first_batch_s", "runtime-loaded", ".2f")),
         row("same, plain PySpark, s", "", lambda m: column(m, "first_batch_s", "direct-loaded", ".2f")),
         row("revocation -> query stopped, s", "", lambda m: column(m, "stop_s", "runtime", ".3f")),
-        row("handoff gap, a worker joins, s", GOALS["gap"], lambda m: gap(m, "join")),
-        row("handoff gap, a worker leaves (SIGTERM), s", GOALS["gap"], lambda m: gap(m, "leave")),
-        row("of which: nothing read (until the new owner's first batch begins), join / leave, s", "",
-            lambda m: f"{gap(m, 'join', reading_again)} / {gap(m, 'leave', reading_again)}"),
+        *[row(f"handoff gap of a {c} task, a worker joins, s", GOALS["gap"],
+              lambda m, c=c: gap(m, "join", connector=c)) for c in connectors],
+        *[row(f"handoff gap of a {c} task, a worker leaves (SIGTERM), s", GOALS["gap"],
+              lambda m, c=c: gap(m, "leave", connector=c)) for c in connectors],
+        row(f"of which ({' / '.join(connectors)}): nothing read (until the new owner's first batch begins), "
+            "joins and leaves, s", "", lambda m: both(m, None, reading_again)),
         row("of which: old owner's last commit -> its query stopped, s", "",
-            lambda m: gap(m, None, "old_stop_after_last_commit_s")),
+            lambda m: both(m, None, "old_stop_after_last_commit_s")),
         row("of which: new owner's start -> first trigger, s", "",
-            lambda m: gap(m, None, "new_start_to_first_trigger_s")),
-        row("of which: the first batch, s", "", lambda m: gap(m, None, "first_batch_s")),
-        row("for scale: between two commits, steady, s", "", lambda m: gap(m, None, "steady_interval_s")),
+            lambda m: both(m, None, "new_start_to_first_trigger_s")),
+        row("of which: the first batch, s", "", lambda m: both(m, None, "first_batch_s")),
+        row("for scale: between two commits, steady, s", "", lambda m: both(m, None, "steady_interval_s")),
     ]  # fmt: skip
     return "\n".join(rows) + (
         f"\n\nMedian of {result['rounds']} rounds (handoffs: {result['handoff_rounds']} joins and "
@@ -262,7 +275,8 @@ def readme_block(result: dict[str, Any]) -> str:
         f"{result['batch']:,} per batch; first batch: batches of {result['first_batch']:,} records (what a "
         f"moved task finds waiting); {result['trigger_ms']} ms trigger, one warm session. Handoffs: worker "
         f"processes on a coordinator with its default timings, {result['handoff_rate']:,} records/s over "
-        f"{result['partitions']} partitions, a two-task TopicIngest with a {result['handoff_trigger_ms']} ms "
+        f"{result['partitions']} partitions into a two-task TopicIngest, or as many rows/s in files landing "
+        f"in 6 directories every 0.25 s into a two-task FileIngest, with a {result['handoff_trigger_ms']} ms "
         f"trigger. {result['machine']}."
     )
 
@@ -386,9 +400,11 @@ def main() -> int:
     parser.add_argument("--handoff-rate", type=int, default=1_000, help="records/s during the handoffs")
     parser.add_argument("--handoff-trigger-ms", type=int, default=500)
     parser.add_argument("--masters", default="local[2],standalone", help="local[N] and/or standalone")
+    parser.add_argument("--handoff-connectors", default="TopicIngest,FileIngest")
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args()
     masters = [m.strip() for m in args.masters.split(",") if m.strip()]
+    connectors = [c.strip() for c in args.handoff_connectors.split(",") if c.strip()]
     runs: list[dict[str, Any]] = []
     handoffs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
@@ -400,15 +416,17 @@ def main() -> int:
                     url = stack.enter_context(spark_standalone(base / "spark-cluster", workers=2)).master_url
                     extra = ON_THE_CLUSTER
                 runs += [{**r, "master": master} for r in one_master(args, base / "runs", url, extra)]
-                moved = measure_handoffs(
-                    base / "handoffs", url, args.handoff_rounds, args.partitions, args.handoff_rate,
-                    args.handoff_trigger_ms, settings=extra,
-                )  # fmt: skip
-                handoffs += [{**h, "master": master} for h in moved]
+                for connector in connectors:
+                    moved = measure_handoffs(
+                        base / f"handoffs-{connector}", url, args.handoff_rounds, args.partitions,
+                        args.handoff_rate, args.handoff_trigger_ms, settings=extra, connector=connector,
+                    )  # fmt: skip
+                    handoffs += [{**h, "master": master} for h in moved]
     result = {
         "records": args.records, "partitions": args.partitions, "batch": args.batch,
         "first_batch": args.first_batch, "rounds": args.rounds, "handoff_rounds": args.handoff_rounds,
         "handoff_rate": args.handoff_rate, "handoff_trigger_ms": args.handoff_trigger_ms,
+        "handoff_connectors": connectors,
         "masters": masters, "labels": {m: LABELS.get(m, m) for m in masters}, "trigger_ms": TRIGGER_MS,
         "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
         "runs": runs, "handoffs": handoffs,

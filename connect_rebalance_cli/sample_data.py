@@ -30,8 +30,8 @@ def shard_name(shard: int) -> str:
     return f"shard-{shard}"
 
 
-def write_files(root: Path, first_id: int, files_per_shard: int) -> int:
-    """Files of ROWS_PER_FILE rows into each shard, ids from `first_id`; returns the next id.
+def write_files(root: Path, first_id: int, files_per_shard: int, rows_per_file: int = ROWS_PER_FILE) -> int:
+    """Files of `rows_per_file` rows into each shard, ids from `first_id`; returns the next id.
 
     Each file is written under a hidden name and renamed into place, so a streaming file
     source never sees half of it.
@@ -44,10 +44,10 @@ def write_files(root: Path, first_id: int, files_per_shard: int) -> int:
             name = f"orders-{next_id:07d}.json"
             hidden = directory / f".{name}.tmp"
             hidden.write_text(
-                "".join(json.dumps(r) + "\n" for r in rows(range(next_id, next_id + ROWS_PER_FILE)))
+                "".join(json.dumps(r) + "\n" for r in rows(range(next_id, next_id + rows_per_file)))
             )
             os.replace(hidden, directory / name)
-            next_id += ROWS_PER_FILE
+            next_id += rows_per_file
     return next_id
 
 

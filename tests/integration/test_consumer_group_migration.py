@@ -117,11 +117,15 @@ class MixedGroup:
             group = self.described()
         except KafkaException:
             return False
-        partitions = sorted(p.partition for m in group.members for p in m.assignment.topic_partitions)
+        # Each member holds its own share, not only the partitions between them: a classic
+        # member holds what it is to give up until it rejoins, so every partition can be held
+        # while the new members still hold nothing.
+        held = [sorted(p.partition for p in m.assignment.topic_partitions) for m in group.members]
         return (
             group.type == ConsumerGroupType.CONSUMER
             and len(group.members) == 4
-            and partitions == list(range(PARTITIONS))
+            and sorted(p for partitions in held for p in partitions) == list(range(PARTITIONS))
+            and all(len(partitions) == PARTITIONS // 4 for partitions in held)
         )
 
     def both_kinds_consume(self) -> None:
