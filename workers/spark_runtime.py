@@ -54,6 +54,7 @@ from .spark_planner_host import HOST_SOCKET_ENV, PlannerHost
 
 log = logging.getLogger(__name__)
 
+CHECKPOINT_MANAGER_SETTING = "spark.sql.streaming.checkpointFileManagerClass"
 # Settings every session gets unless the worker config says otherwise.
 DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
@@ -62,6 +63,14 @@ DEFAULTS = {
     # Spark's default redaction, plus `jaas`: TopicIngest's `kafka.sasl.jaas.config` option holds
     # a password, and options are shown in plans and the UI.
     "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
+    # Checkpoints and the file sink's metadata logs through Hadoop's FileSystem API, not its
+    # FileContext API. On the local file system (checkpoint.dir is a local path) both rename a
+    # log entry into place the same way, a check that it is absent and then rename(2), but
+    # FileContext resolves symlinks first, and Hadoop without its native library (as PySpark
+    # ships it) does that by running `readlink` in a new process: 25 of every batch's 36 forks
+    # of the JVM, and half of a small batch's time on 2 cores (docs/performance.md).
+    CHECKPOINT_MANAGER_SETTING: "org.apache.spark.sql.execution.streaming.checkpointing."
+    "FileSystemBasedCheckpointFileManager",
 }
 JOURNAL = "spark-query"
 # In a task's status while the worker's session starts (`waiting_message`): what to look for.
@@ -372,6 +381,8 @@ class SparkRuntime:
     # -- listener events (Spark's callback threads) ----------------------------------------
 
     def _progress(self, progress: Any) -> None:
+        if self._current.get(progress.name) != str(progress.runId):
+            return  # an earlier run's batch, delivered late: not the task's current run's
         handlers = self._handlers.get(progress.name)
         if handlers is not None:
             handlers[0](progress)
@@ -425,9 +436,33 @@ def _listener(runtime: SparkRuntime) -> Any:
     Defined here so that importing this module does not import PySpark (workers that run no
     Spark task never load it).
     """
+    from pyspark import SparkContext
     from pyspark.sql.streaming import StreamingQueryListener
+    from pyspark.sql.streaming.listener import (
+        JStreamingQueryListener,
+        QueryProgressEvent,
+        StreamingQueryProgress,
+    )
+
+    class ProgressFromJson(JStreamingQueryListener):  # type: ignore[misc]
+        """PySpark's own bridge, except that a batch's progress crosses as its JSON, in one
+        Py4J call, and is read with PySpark's `fromJson`: its `fromJObject` asks the JVM for
+        each field, source and map entry in a call of its own, 90 ms a batch (190 at the 90th
+        percentile) against 1.5 ms, and a listener slower than the batches falls behind (23 s
+        behind, two tasks at two batches a second each, in bench/handoff_gap.py)."""
+
+        def onQueryProgress(self, jevent: Any) -> None:  # noqa: N802 - Spark's names
+            progress = StreamingQueryProgress.fromJson(json.loads(jevent.progress().json()))
+            self.pylistener.onQueryProgress(QueryProgressEvent(progress))
 
     class Listener(StreamingQueryListener):  # type: ignore[misc]
+        @property
+        def _jlistener(self) -> Any:
+            if not hasattr(self, "_jlistener_from_json"):
+                jvm = SparkContext._jvm
+                self._jlistener_from_json = jvm.PythonStreamingQueryListenerWrapper(ProgressFromJson(self))
+            return self._jlistener_from_json
+
         def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's names
             runtime._started(str(event.runId), event.name)  # called before start() returns
 

@@ -2595,6 +2595,26 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="checkpoints-through-filecontext",
+        breaks="a Spark task's checkpoints and sink logs are written without the JVM running readlink",
+        file="workers/spark_runtime.py",
+        original='    CHECKPOINT_MANAGER_SETTING: "org.apache.spark.sql.execution.streaming.checkpointing."\n',
+        replacement='    "spark.mutation.unused": "org.apache.spark.sql.execution.streaming.checkpointing."\n',
+        tests=(
+            "tests/e2e/test_spark_batch_forks.py::test_a_spark_tasks_batches_make_its_jvm_run_no_readlink",
+        ),
+    ),
+    Mutation(
+        name="late-batch-of-an-earlier-run-counted",
+        breaks="a batch of a task's earlier run, delivered late, is not taken for its current run's",
+        file="workers/spark_runtime.py",
+        original="        if self._current.get(progress.name) != str(progress.runId):\n",
+        replacement="        if False:  # mutation: every batch of the name is the current run's\n",
+        tests=(
+            "tests/unit/test_spark_runtime_events.py::test_an_earlier_runs_late_batch_is_not_counted_as_the_current_runs",
+        ),
+    ),
+    Mutation(
         name="dead-planner-host-not-replaced",
         breaks="a planner host that dies is started again for the queries that start after",
         file="workers/spark_planner_host.py",

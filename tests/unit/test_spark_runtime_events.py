@@ -7,7 +7,9 @@ report its end after the next run of the task has started.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -32,3 +34,19 @@ def test_an_earlier_runs_late_end_does_not_fail_the_tasks_current_run(tmp_path: 
     assert ended == []
     runtime._terminated("run-3", "the topic is gone")
     assert ended == ["the topic is gone"]
+
+
+def test_an_earlier_runs_late_batch_is_not_counted_as_the_current_runs() -> None:
+    """Seen before: a task moved back to a worker that had run it, and a batch of its earlier
+    run there, delivered 23 s late by a listener behind the batches, was taken for the new
+    run's first batch (its query journal said the new run began at batch 97 of 160)."""
+    runtime = SparkRuntime("local[1]", {}, "unused", 1000)
+    seen: list[int] = []
+    runtime._handlers["orders-0"] = (lambda progress: seen.append(progress.batchId), lambda error: None)
+    runtime._started("0b5b8f7e-0000-4000-8000-000000000001", "orders-0")
+    runtime._started("0b5b8f7e-0000-4000-8000-000000000002", "orders-0")
+    for run, batch in (("1", 97), ("2", 161), ("1", 98), ("2", 162)):
+        progress = SimpleNamespace(name="orders-0", batchId=batch,
+                                   runId=uuid.UUID(f"0b5b8f7e-0000-4000-8000-00000000000{run}"))  # fmt: skip
+        runtime._progress(progress)
+    assert seen == [161, 162]
