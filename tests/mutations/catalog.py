@@ -2598,8 +2598,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="checkpoints-through-filecontext",
         breaks="a Spark task's checkpoints and sink logs are written without the JVM running readlink",
         file="workers/spark_runtime.py",
-        original='    CHECKPOINT_MANAGER_SETTING: "org.apache.spark.sql.execution.streaming.checkpointing."\n',
-        replacement='    "spark.mutation.unused": "org.apache.spark.sql.execution.streaming.checkpointing."\n',
+        original="    CHECKPOINT_MANAGER_SETTING: ",
+        replacement='    "spark.mutation.unused": ',
         tests=(
             "tests/e2e/test_spark_batch_forks.py::test_a_spark_tasks_batches_make_its_jvm_run_no_readlink",
         ),
