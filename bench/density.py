@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import json
 import os
 import platform
 import statistics
@@ -55,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from bench.handoff_gap import wait  # noqa: E402
 from bench.readme_table import RESULTS, publish  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance_cli import sample_data  # noqa: E402
@@ -68,6 +68,7 @@ TOPICS = 32
 IDLE_AFTER_S, IDLE_FOR_S = 30.0, 20.0
 GOALS = {"ratio": 0.5, "idle_core_per_task": 0.02}
 RETRY_LINE = "Spark's own processes failed"
+POLL_S = 0.05  # the polls' own load stays small beside the tasks being measured
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -106,15 +107,19 @@ def raw_client_rate(bootstrap: str, topic: str, records: int) -> float:
 # -- a process tree, from /proc -----------------------------------------------------------------
 
 
+def parent(pid: int) -> int | None:
+    """The parent of `pid` (None once it is gone), from /proc/<pid>/stat."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
+
+
 def tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
+    children: dict[int | None, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+            children.setdefault(parent(int(entry)), []).append(int(entry))
     found, todo = [], [root]
     while todo:
         pid = todo.pop()
@@ -156,9 +161,9 @@ def kinds(pids: list[int]) -> dict[str, int]:
     for pid in pids:
         try:
             lines[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            parents[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
         except OSError:
             continue
+        parents[pid] = parent(pid)
     found: dict[str, int] = {}
     for pid, line in lines.items():
         if "java" in line.split(" ")[0]:
@@ -166,7 +171,8 @@ def kinds(pids: list[int]) -> dict[str, int]:
         elif "spark_planner_host" in line:
             kind = "planner host"
         elif "pyspark.daemon" in line:
-            kind = "Python worker" if "pyspark.daemon" in lines.get(parents[pid], "") else "Python daemon"
+            forked = "pyspark.daemon" in lines.get(parents[pid] or 0, "")
+            kind = "Python worker" if forked else "Python daemon"
         elif "connect_rebalance_cli" in line:
             kind = "worker"
         else:
@@ -215,15 +221,6 @@ class StatusWatch:
         self._thread.join(10)
 
 
-def wait_for(check: Any, timeout_s: float, what: str) -> float:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return time.monotonic()
-        time.sleep(0.05)
-    raise TimeoutError(f"not within {timeout_s:.0f} s: {what}")
-
-
 def one_n(base: Path, coordinator: CoordinatorProcess, connector: str, n: int, size: int) -> dict[str, Any]:
     """N tasks of `connector` on a fresh worker: start, rows/s, output, memory, processes, idle
     CPU, failures. `size`: each TopicIngest task's backlog in records, or each FileIngest
@@ -245,13 +242,15 @@ def one_n(base: Path, coordinator: CoordinatorProcess, connector: str, n: int, s
         inputs = {name: {"topics": f"backlog-{i:02d}"} for i, name in enumerate(names)}
     else:
         rows_each = size * sample_data.ROWS_PER_FILE
-        inputs = {name: {"input.path": str(write_inputs(work / "in" / name, size)), "format": "json",
+        inputs = {name: {"input.path": str(work / "in" / name), "format": "json",
                          "schema": sample_data.SCHEMA} for name in names}  # fmt: skip
+        for name in names:  # one input directory of `size` files each
+            sample_data.write_files(work / "in" / name, 0, size, shards=1)
     try:
         worker = cluster.start("w1")
         assert worker.process is not None
-        wait_for(lambda: rest("GET", f"{worker.url}/")[1]["spark_runtime"]["state"] == "READY", 300,
-                 "the worker's Spark session")  # fmt: skip
+        wait(lambda: rest("GET", f"{worker.url}/")[1]["spark_runtime"]["state"] == "READY", 300,
+             "the worker's Spark session", POLL_S)  # fmt: skip
         time.sleep(5)  # the session's warm-up work settles
         before = memory_mib(tree(worker.process.pid))
         idle_before = idle_core(worker.process.pid, IDLE_FOR_S)
@@ -266,7 +265,7 @@ def one_n(base: Path, coordinator: CoordinatorProcess, connector: str, n: int, s
         with concurrent.futures.ThreadPoolExecutor(n) as pool:
             codes = list(pool.map(create, names))
         assert codes == [201] * n, codes
-        all_running = wait_for(lambda: len(watch.running_at) == n, 600, f"{n} tasks RUNNING")
+        all_running = wait(lambda: len(watch.running_at) == n, 600, f"{n} tasks RUNNING", POLL_S)
         read_at: dict[str, float] = {}
 
         def everything_read() -> bool:
@@ -275,7 +274,7 @@ def one_n(base: Path, coordinator: CoordinatorProcess, connector: str, n: int, s
                     read_at[name] = time.monotonic()
             return len(read_at) == n
 
-        wait_for(everything_read, 1800, f"{n} inputs read")
+        wait(everything_read, 1800, f"{n} inputs read", POLL_S)
         pids = tree(worker.process.pid)
         first_run = min(watch.running_at.values())
         rows_per_s = n * rows_each / (max(read_at.values()) - first_run)
@@ -303,15 +302,6 @@ def one_n(base: Path, coordinator: CoordinatorProcess, connector: str, n: int, s
         }  # fmt: skip
     finally:
         cluster.stop_all()
-
-
-def write_inputs(root: Path, files: int) -> Path:
-    """A FileIngest input directory: one sub-directory of `files` sample files (ids from 0)."""
-    (root / "d").mkdir(parents=True, exist_ok=True)
-    for first in range(0, files * sample_data.ROWS_PER_FILE, sample_data.ROWS_PER_FILE):
-        rows = sample_data.rows(range(first, first + sample_data.ROWS_PER_FILE))
-        (root / "d" / f"orders-{first:07d}.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return root
 
 
 def read_all(connector: str, checkpoints: Path, out: Path, name: str, rows_each: int) -> bool:

@@ -115,13 +115,13 @@ def commit_times(checkpoint: Path) -> dict[int, float]:
     return {int(p.name): p.stat().st_mtime for p in folder.iterdir() if p.name.isdigit()}
 
 
-def wait(predicate: Callable[[], bool], timeout: float, what: str) -> float:
-    """Poll until `predicate` holds; the time it held, from time.monotonic()."""
+def wait(predicate: Callable[[], bool], timeout: float, what: str, every_s: float = 0.01) -> float:
+    """Poll until `predicate` holds, every `every_s`; the time it held, from time.monotonic()."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.01)
+        time.sleep(every_s)
     return time.monotonic()
 
 

@@ -30,15 +30,18 @@ def shard_name(shard: int) -> str:
     return f"shard-{shard}"
 
 
-def write_files(root: Path, first_id: int, files_per_shard: int, rows_per_file: int = ROWS_PER_FILE) -> int:
-    """Files of `rows_per_file` rows into each shard, ids from `first_id`; returns the next id.
+def write_files(
+    root: Path, first_id: int, files_per_shard: int, rows_per_file: int = ROWS_PER_FILE, shards: int = SHARDS
+) -> int:
+    """Files of `rows_per_file` rows into each of `shards` shards, ids from `first_id`; returns
+    the next id.
 
     Each file is written under a hidden name and renamed into place, so a streaming file
     source never sees half of it.
     """
     next_id = first_id
     for _ in range(files_per_shard):
-        for shard in range(SHARDS):
+        for shard in range(shards):
             directory = root / shard_name(shard)
             directory.mkdir(parents=True, exist_ok=True)
             name = f"orders-{next_id:07d}.json"

@@ -104,11 +104,11 @@ class FileIngestTask(SparkTask):
         from ..spark_warmup import run_in_scratch  # PySpark's: loaded where Spark runs
 
         schema = _schema(spark, config, directories)
-        fmt = config.get("format") or "json"
 
         def nulls(scratch: Path) -> Any:
             row = spark.createDataFrame([tuple(None for _ in schema.fields)], schema)
-            row.write.format(fmt).option("header", _header(config)).save(str(scratch / "in" / "d"))
+            written = row.write.format(_format(config)).option("header", _header(config))
+            written.save(str(scratch / "in" / "d"))
             return _reader(spark, config, schema).load(str(scratch / "in" / "*"))
 
         run_in_scratch(nulls)
@@ -116,6 +116,10 @@ class FileIngestTask(SparkTask):
     @staticmethod
     def _directories(config: Mapping[str, str]) -> list[str]:
         return directories_of_task(config["input.path"], int(config["task.index"]), int(config["task.count"]))
+
+
+def _format(config: Mapping[str, str]) -> str:
+    return config.get("format") or "json"
 
 
 def _header(config: Mapping[str, str]) -> str:
@@ -133,7 +137,7 @@ def _schema(spark: Any, config: Mapping[str, str], directories: Sequence[str]) -
 
 def _reader(spark: Any, config: Mapping[str, str], schema: Any) -> Any:
     """The task's file source, as configured, not yet given its path."""
-    fmt = config.get("format") or "json"
+    fmt = _format(config)
     reader = (
         spark.readStream.format(fmt)
         .option("maxFilesPerTrigger", config.get("max.files.per.trigger") or "100")
@@ -164,7 +168,7 @@ class FileIngest(CheckpointedConnector):
     @classmethod
     def validate(cls, config: Mapping[str, str]) -> list[ConfigProblem]:
         problems = super().validate(config)
-        fmt = config.get("format") or "json"
+        fmt = _format(config)
         named = {p.name for p in problems}
         if fmt in ("json", "csv") and "schema" not in named and not (config.get("schema") or "").strip():
             problems.append(ConfigProblem("schema", f'"schema" is required for format {fmt}'))
