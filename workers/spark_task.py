@@ -32,7 +32,9 @@ A task whose class is `preparable` can be prepared before it is assigned here
 - its source waits at a gate (`source_gate`, start_gate.py): `prepare` starts the query held
   at the gate while another worker still runs the task, `release` (once the task is assigned
   here) lets it go on, `cancel` ends it unreleased. Until it is released the run is not the
-  task's: it is journalled `prepared`, not `starting`, leaves no marker and reports no failure;
+  task's: it is journalled `prepared`, not `starting`, leaves no marker and reports no failure.
+  Meanwhile `warm_up` does what the held query cannot do before its first batch (readying
+  the Python workers that will read, for TopicIngest);
 - its source cannot wait (Spark's own file source reads the checkpoint as its query starts):
   `prepare` does what the start can do before the checkpoint is read (`warm_up`: the query's
   shape run once over scratch data, so the JVM has compiled it), and arrives at the gate
@@ -135,9 +137,10 @@ class SparkTask(Task):
         """Called off the event loop as this run becomes the task's (before its query reads)."""
 
     def warm_up(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> None:
-        """A prepared run's work ahead of the start, for a task whose source cannot wait at a
-        gate (`source_gate` false): nothing that reads or writes the task's checkpoint or output.
-        Called off the event loop."""
+        """A prepared run's work ahead of its first batch: nothing that reads or writes the
+        task's checkpoint or output. For a task whose source waits at a gate, it runs beside
+        the held query's start; a failure only costs the speed it would have brought. Called
+        off the event loop."""
 
     def gate_options(self) -> dict[str, str]:
         """The source options that hold a prepared run at its gate (none for a started one)."""
@@ -152,7 +155,11 @@ class SparkTask(Task):
         """Start the query ahead of the task's assignment here, held at `gate` until `release`
         (or, for a task whose source cannot wait there, warm it up and arrive at `gate`)."""
         if self.source_gate:
-            await self._launch(config, context, gate)
+            warming = asyncio.ensure_future(self._warm_up_beside(config, context))
+            try:
+                await self._launch(config, context, gate)
+            finally:
+                await warming
             return
         self.runtime, self.gate, self._released = context.extra["spark"], gate, False
         runtime = self.runtime
@@ -163,6 +170,14 @@ class SparkTask(Task):
             return
         self._warmed = (config, context)
         gate.arrive()
+
+    async def _warm_up_beside(self, config: Mapping[str, str], context: TaskContext) -> None:
+        runtime: SparkRuntime = context.extra["spark"]
+        try:
+            await asyncio.to_thread(lambda: self.warm_up(runtime.session(), config, context))
+        except Exception as exc:  # noqa: BLE001 - the held query is prepared all the same
+            log.info("%s: its warm-up failed (%s); its first batch runs cold",
+                     query_name(context.connector, context.task), exc)  # fmt: skip
 
     async def release(self) -> bool:
         """The task is assigned here: its prepared query goes on (or, warmed up, starts). False

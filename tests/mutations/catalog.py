@@ -2625,6 +2625,38 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_every_query_is_planned_in_the_workers_one_planner_host_which_is_replaced_when_it_dies",
         ),
     ),
+    Mutation(
+        name="reader-connects-after-its-grant",
+        breaks="the reader Spark makes again for a prepared run's first batch neither waits nor connects",
+        file="workers/connectors/topic_spark_source.py",
+        original="        if gate and not granted(gate):  # last: options are checked before the wait\n",
+        replacement="        if gate:  # mutation: every reader of a gated source connects and waits\n",
+        tests=(
+            "tests/unit/test_topic_ingest_plan.py::"
+            "test_a_reader_made_after_its_gate_was_granted_neither_waits_nor_connects",
+        ),
+    ),
+    Mutation(
+        name="readied-consumer-not-kept",
+        breaks="a consumer readied for a task's reads is the one its first read uses",
+        file="workers/connectors/partition_reads.py",
+        original="        raise\n    _give_back(key, cached)\n",
+        replacement="        raise\n    cached.consumer.close()  # mutation: dropped\n",
+        tests=(
+            f"{INTEGRATION}/test_partition_reads.py::test_a_consumer_readied_for_a_topic_serves_the_first_read_of_it",
+        ),
+    ),
+    Mutation(
+        name="warm-up-batches-all-at-once",
+        breaks="a prepared run's warm-up runs batch by batch through the file sink's first compaction",
+        file="workers/spark_warmup.py",
+        original="class _WarmupReader(DataSourceStreamReader, SupportsTriggerAvailableNow):\n",
+        replacement="class _WarmupReader(DataSourceStreamReader):  # mutation: all in one batch\n",
+        tests=(
+            "tests/e2e/test_spark_warmup.py::"
+            "test_a_prepared_runs_warm_up_runs_through_the_file_sinks_first_compaction_and_readies_its_reads",
+        ),
+    ),
 )
 
 

@@ -3,12 +3,14 @@ validation, and offsets read back from a Spark checkpoint's files."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
 
 from workers.connectors.partition_split import partitions_of_task
 from workers.connectors.share_handoff import committed_offsets
+from workers.connectors.start_gate import Gate
 from workers.connectors.topic_ingest import TopicIngest, current_offsets, sink_offsets
 from workers.connectors.topic_spark_source import (
     PartitionRange,
@@ -39,6 +41,25 @@ def test_the_reader_needs_a_cluster_and_exactly_one_of_assign_and_subscribe() ->
         TopicStreamReader({"assign": "t:0"})
     with pytest.raises(ValueError, match="exactly one"):
         TopicStreamReader({"bootstrap.servers": "h:1", "assign": "t:0", "subscribe": "t"})
+
+
+def test_a_reader_made_after_its_gate_was_granted_neither_waits_nor_connects(tmp_path: Path) -> None:
+    """Spark makes the reader again for a batch's read function, in a Python worker of its own:
+    with the gate granted by then, that one goes on at once, without a planner's consumer (a
+    prepared run's first batch spent 0.3-0.4 s there connecting one it never used)."""
+    gate = Gate(tmp_path / "gate", 5.0)
+    gate.grant()
+    with socket.create_server(("127.0.0.1", 0)) as cluster:  # sees whether anyone connects
+        options = {"assign": "t:0", "bootstrap.servers": f"127.0.0.1:{cluster.getsockname()[1]}",
+                   "startGate": str(gate.path), "startGateTimeoutMs": "100"}  # fmt: skip
+        TopicStreamReader(options)
+        cluster.setblocking(False)
+        try:
+            cluster.accept()[0].close()
+            connected = True
+        except BlockingIOError:
+            connected = False
+    assert not connected, "the reader connected a planner's consumer after the grant"
 
 
 def test_the_reader_plans_one_range_per_partition_with_new_records() -> None:

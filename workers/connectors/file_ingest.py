@@ -97,7 +97,9 @@ class FileIngestTask(SparkTask):
         """The task's query, once, over a row of nulls of its schema in its format, into a
         scratch directory: its first batch on this worker (the JVM's code for this reader and
         schema, compiled) comes before the move, not in it. Nothing of the task's input,
-        checkpoint or output is read or written."""
+        checkpoint or output is read or written. (More batches, as a TopicIngest task's
+        warm-up runs, did not make the first batch here faster: its time goes to reading the
+        checkpoint's log of files, which no scratch query warms.)"""
         directories = self._directories(config)
         if not directories:
             return

@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 # At most this many records come back from one `consume` call, and go into one Arrow batch.
@@ -34,8 +35,18 @@ FETCH_WAIT_MAX_MS = 10
 # librdkafka wants a group id all the same.
 GROUP_ID = "connect-rebalance-topic-reads"
 
-_consumers: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
-_known: dict[int, set[str]] = {}  # by consumer (id): the topics whose partitions it has read
+_Key = tuple[str, tuple[tuple[str, str], ...]]
+
+
+@dataclass
+class _Cached:
+    """A consumer of this process kept between reads, with the topics it has looked up."""
+
+    consumer: Any
+    known: set[str] = field(default_factory=set)
+
+
+_consumers: dict[_Key, _Cached] = {}
 _lock = threading.Lock()
 
 
@@ -72,21 +83,59 @@ def librdkafka_settings(
     }  # fmt: skip
 
 
-def _consumer(settings: dict[str, Any]) -> tuple[tuple[str, tuple[tuple[str, str], ...]], Any]:
+def _consumer(settings: dict[str, Any]) -> tuple[_Key, _Cached]:
     from confluent_kafka import Consumer
 
     key = (str(settings["bootstrap.servers"]), tuple(sorted((k, str(v)) for k, v in settings.items())))
     with _lock:
-        consumer = _consumers.pop(key, None)  # one read at a time uses it
-    return key, consumer if consumer is not None else Consumer(settings)
+        cached = _consumers.pop(key, None)  # one read at a time uses it
+    return key, cached if cached is not None else _Cached(Consumer(settings))
 
 
-def _give_back(key: tuple[str, tuple[tuple[str, str], ...]], consumer: Any) -> None:
+def _give_back(key: _Key, cached: _Cached) -> None:
     with _lock:
-        spare = _consumers.setdefault(key, consumer)
-    if spare is not consumer:  # another read of this process made one meanwhile
-        _known.pop(id(consumer), None)
-        consumer.close()
+        spare = _consumers.setdefault(key, cached)
+    if spare is not cached:  # another read of this process made one meanwhile
+        cached.consumer.close()
+
+
+def _look_up(cached: _Cached, topic: str, timeout_s: float) -> Any:
+    """`topic`'s metadata, asked at once the first time: assigned a partition of a topic it does
+    not know, librdkafka waits about a second for its next metadata request before it fetches."""
+    if topic in cached.known:
+        return None
+    metadata = cached.consumer.list_topics(topic, timeout=timeout_s)
+    cached.known.add(topic)
+    return metadata
+
+
+def connect(
+    bootstrap: str,
+    topics: list[str],
+    fail_on_data_loss: bool,
+    poll_timeout_ms: int,
+    client_settings: Mapping[str, str],
+) -> None:
+    """Ready this process's consumer for reads of `topics` to come: connected to the cluster and
+    to each leader of their partitions, the topics looked up. A first read in a Python worker
+    otherwise spends 100-250 ms on these round trips, the whole of a small batch's read
+    (a prepared run's warm-up, spark_warmup.py, does this in the Python workers that will read)."""
+    from confluent_kafka import TopicPartition
+
+    key, cached = _consumer(librdkafka_settings(bootstrap, client_settings, fail_on_data_loss))
+    timeout_s = poll_timeout_ms / 1000
+    try:
+        for topic in topics:
+            metadata = _look_up(cached, topic, timeout_s)
+            if metadata is None or topic not in metadata.topics:
+                continue
+            leaders = {p.leader: p.id for p in metadata.topics[topic].partitions.values() if p.leader >= 0}
+            for partition in leaders.values():  # a connection to each leader, as a fetch makes
+                cached.consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout_s)
+    except Exception:
+        cached.consumer.close()
+        raise
+    _give_back(key, cached)
 
 
 def read_range(
@@ -104,14 +153,10 @@ def read_range(
     record batches of `arrow_schema` (the `topic` source's schema), in offset order."""
     from confluent_kafka import KafkaError, TopicPartition
 
-    key, consumer = _consumer(librdkafka_settings(bootstrap, client_settings, fail_on_data_loss))
-    clean = False
+    key, cached = _consumer(librdkafka_settings(bootstrap, client_settings, fail_on_data_loss))
+    consumer, clean = cached.consumer, False
     try:
-        if topic not in _known.setdefault(id(consumer), set()):
-            # Asked at once: assigned a partition of a topic it does not know, librdkafka waits
-            # about a second for its next metadata request before it fetches.
-            consumer.list_topics(topic, timeout=poll_timeout_ms / 1000)
-            _known[id(consumer)].add(topic)
+        _look_up(cached, topic, poll_timeout_ms / 1000)
         consumer.assign([TopicPartition(topic, partition, start)])
         position, last_progress = start, time.monotonic()
         while position < end:
@@ -148,9 +193,8 @@ def read_range(
         clean = True
     finally:
         if clean:
-            _give_back(key, consumer)
+            _give_back(key, cached)
         else:
-            _known.pop(id(consumer), None)
             consumer.close()
 
 

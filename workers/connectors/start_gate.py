@@ -46,6 +46,13 @@ def await_grant(path: str, timeout_s: float) -> None:
         time.sleep(POLL_S)
 
 
+def granted(path: str) -> bool:
+    """Whether the gate at `path` has been granted: a reader made after the grant (Spark makes
+    one again, in a Python worker of its own, to pickle its `read` for the batch) has nothing to
+    wait for nor anything to prepare."""
+    return _read(Path(path)) == GRANT
+
+
 class Gate:
     """The worker's side of one prepared start's gate."""
 

@@ -97,6 +97,15 @@ class TopicIngestTask(SparkTask):
                    **self.gate_options()}  # fmt: skip
         return parquet_sink(topic_stream(spark, config, bootstrap, consumer, handoff), config, context)
 
+    def warm_up(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> None:
+        """The Python workers that will run this task's first reads here connect to its
+        topics' cluster first (spark_warmup.warm_reads): a first read in a new worker otherwise
+        spends most of its time connecting."""
+        from ..spark_warmup import warm_reads  # PySpark's: loaded where Spark runs
+
+        bootstrap = config.get("bootstrap.servers") or context.bootstrap_servers
+        warm_reads(spark, source_options(config, bootstrap, context.consumer_settings))
+
     def begin_run(self) -> None:
         # This run's previous one has stopped: what its checkpoint planned is what the task
         # still reads of partitions another task now holds (share_handoff.py).

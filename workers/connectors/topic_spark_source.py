@@ -81,7 +81,7 @@ from .share_handoff import (
     unmarked_gone,
     write_atomically,
 )
-from .start_gate import await_grant
+from .start_gate import await_grant, granted
 
 SOURCE_NAME = "topic"
 SCHEMA = StructType([
@@ -185,7 +185,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now: dict[tuple[str, int], int] | None = None
         self._latest: dict[tuple[str, int], int] | None = None
         gate = options.get("startGate")
-        if gate:  # last: options are checked before the wait
+        if gate and not granted(gate):  # last: options are checked before the wait
             self._connect_planner()
             await_grant(gate, int(options.get("startGateTimeoutMs", "60000")) / 1000)
 
@@ -353,6 +353,13 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._consumer = None
 
     # -- executor side --------------------------------------------------------------------
+
+    def connect_reads(self) -> None:
+        """Ready this Python worker's consumer for this source's reads (partition_reads.connect)."""
+        from .partition_reads import connect
+
+        topics = sorted({t for t, _ in self.assigned}) if self.assigned is not None else self.topics
+        connect(self.bootstrap, topics, self.fail_on_data_loss, self.poll_timeout_ms, self.client_settings)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, PartitionRange)
