@@ -2657,6 +2657,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_prepared_runs_warm_up_runs_through_the_file_sinks_first_compaction_and_readies_its_reads",
         ),
     ),
+    Mutation(
+        name="file-source-log-not-read-ahead",
+        breaks="a FileIngest task about to move here has its log of files read ahead, read-only",
+        file="workers/connectors/file_ingest.py",
+        original="    if not folder.is_dir():\n        return 0\n    jvm = spark",
+        replacement="    if True:  # mutation: nothing read ahead\n        return 0\n    jvm = spark",
+        tests=(
+            "tests/e2e/test_spark_warmup.py::"
+            "test_a_prepared_file_ingest_run_reads_its_tasks_log_of_files_and_writes_nothing",
+        ),
+    ),
 )
 
 
