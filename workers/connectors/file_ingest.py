@@ -22,6 +22,7 @@ has read, which Spark keeps and cannot be told.
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,6 +36,8 @@ from .checkpoint_generations import CheckpointedConnector, connector_root
 from .parquet_output import parquet_sink
 from .share_handoff import task_checkpoints
 from .spark_logs import log_entries
+
+log = logging.getLogger(__name__)
 
 FORMATS = ("json", "csv", "parquet")
 
@@ -117,7 +120,10 @@ class FileIngestTask(SparkTask):
         run_in_scratch(nulls)
         worker = context.extra["worker_config"]
         checkpoint = checkpoint_path(worker.checkpoint_dir, context.connector, int(config["task.index"]))
-        read_source_log(spark, Path(checkpoint) / "sources" / "0")
+        try:
+            read_source_log(spark, Path(checkpoint) / "sources" / "0")
+        except Exception as exc:  # noqa: BLE001 - Spark's own class; the start reads the log anyway
+            log.info("%s: its log of files was not read ahead (%s)", context.connector, exc)
 
     @staticmethod
     def _directories(config: Mapping[str, str]) -> list[str]:
