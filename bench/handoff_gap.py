@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -112,7 +112,13 @@ def commit_times(checkpoint: Path) -> dict[int, float]:
     folder = checkpoint / "commits"
     if not folder.is_dir():
         return {}
-    return {int(p.name): p.stat().st_mtime for p in folder.iterdir() if p.name.isdigit()}
+    times = {}
+    for path in folder.iterdir():
+        if path.name.isdigit():
+            # Spark deletes a log's files older than its last 100 batches, maybe meanwhile.
+            with suppress(FileNotFoundError):
+                times[int(path.name)] = path.stat().st_mtime
+    return times
 
 
 def wait(predicate: Callable[[], bool], timeout: float, what: str, every_s: float = 0.01) -> float:
