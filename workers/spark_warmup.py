@@ -153,10 +153,7 @@ def prepared_batches(spark: Any) -> int:
 def _warmup_frame(spark: Any, batches: int, topic_options: dict[str, str]) -> Any:
     spark.dataSource.register(WarmupSource)
     own = {PARALLELISM: str(spark.sparkContext.defaultParallelism), BATCHES_OPTION: str(batches)}
-    reader = spark.readStream.format(WarmupSource.name())
-    for name, value in {**topic_options, **own}.items():
-        reader = reader.option(name, value)
-    return reader.load()
+    return spark.readStream.format(WarmupSource.name()).options(**{**topic_options, **own}).load()
 
 
 def run_in_scratch(

@@ -257,10 +257,8 @@ def topic_stream(
     from .topic_spark_source import TopicDataSource
 
     spark.dataSource.register(TopicDataSource)
-    reader = spark.readStream.format(TopicDataSource.name())
-    for name, value in source_options(config, bootstrap, consumer, options).items():
-        reader = reader.option(name, value)
-    return reader.load()
+    found = source_options(config, bootstrap, consumer, options)
+    return spark.readStream.format(TopicDataSource.name()).options(**found).load()
 
 
 def source_options(
