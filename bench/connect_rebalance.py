@@ -49,8 +49,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess, connect_timings  # noqa: E402
-from workers.cluster import WorkerCluster, metrics, rest  # noqa: E402
-from workers.process import WorkerProcess  # noqa: E402
+from workers.harness.cluster import WorkerCluster, metrics, rest  # noqa: E402
+from workers.harness.process import WorkerProcess  # noqa: E402
 
 SESSION_MS, HEARTBEAT_MS, DELAY_MS = 10000, 3000, 10000
 SETTLE_S = 180

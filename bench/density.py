@@ -58,10 +58,10 @@ from bench.handoff_gap import wait  # noqa: E402
 from bench.readme_table import RESULTS, publish  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance_cli import sample_data  # noqa: E402
-from workers.cluster import WorkerCluster, rest  # noqa: E402
-from workers.connectors.parquet_output import committed_column  # noqa: E402
-from workers.connectors.share_handoff import committed_offsets  # noqa: E402
-from workers.spark_runtime import checkpoint_path  # noqa: E402
+from workers.harness.cluster import WorkerCluster, rest  # noqa: E402
+from workers.spark.parquet_output import committed_column  # noqa: E402
+from workers.spark.runtime import checkpoint_path  # noqa: E402
+from workers.spark.share_handoff import committed_offsets  # noqa: E402
 
 REFERENCE_RECORDS = 1_000_000
 TOPICS = 32

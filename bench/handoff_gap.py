@@ -9,7 +9,7 @@ back), `rounds` times. For each move, from the moved task's checkpoint and the w
   files' times), the time the task's partitions were read by nobody;
 - stop: from the old owner's stop of the query (its journal) back to its last commit, and
   the start: from the new owner's start of the query (a prepared one's release, its journal
-  `starting`; workers/warm_handoff.py) to its first commit;
+  `starting`; workers/distributed/warm_handoff.py) to its first commit;
 - of the start: until the first batch's trigger (the checkpoint read; for a query not
   prepared, also its planner process and its source), and the first batch itself;
 - the steady interval between two commits of the task before the move, for scale.
@@ -32,9 +32,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from connect_rebalance.processes import CoordinatorProcess
 from connect_rebalance_cli import sample_data
-from workers.cluster import WorkerCluster, rest
-from workers.process import WorkerProcess
-from workers.spark_runtime import SparkRuntime, checkpoint_path
+from workers.harness.cluster import WorkerCluster, rest
+from workers.harness.process import WorkerProcess
+from workers.spark.runtime import SparkRuntime, checkpoint_path
 
 TOPIC, CONNECTOR = "handoff", "handoff-ingest"
 

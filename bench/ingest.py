@@ -52,12 +52,12 @@ from bench.handoff_gap import measure_handoffs, placement, steady_stream, wait  
 from bench.readme_table import update_readme  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from tests.support.spark_standalone import spark_standalone  # noqa: E402
-from workers.cluster import WorkerCluster, rest  # noqa: E402
-from workers.connectors.share_handoff import committed_offsets  # noqa: E402
+from workers.config.worker import WorkerConfig  # noqa: E402
 from workers.connectors.topic_ingest import TopicIngestTask  # noqa: E402
-from workers.plugins import TaskContext  # noqa: E402
-from workers.spark_runtime import SparkRuntime  # noqa: E402
-from workers.worker_config import WorkerConfig  # noqa: E402
+from workers.harness.cluster import WorkerCluster, rest  # noqa: E402
+from workers.plugins.api import TaskContext  # noqa: E402
+from workers.spark.runtime import SparkRuntime  # noqa: E402
+from workers.spark.share_handoff import committed_offsets  # noqa: E402
 
 TOPIC = "ingest"
 TRIGGER_MS = 1000

@@ -44,7 +44,7 @@ from bench.readme_table import RESULTS, publish  # noqa: E402
 from connect_rebalance.processes import CoordinatorProcess, connect_timings  # noqa: E402
 from connect_rebalance.protocol.api_keys import ApiKey  # noqa: E402
 from tests.support.wire import RawConnection  # noqa: E402
-from workers.cluster import WorkerCluster, rest  # noqa: E402
+from workers.harness.cluster import WorkerCluster, rest  # noqa: E402
 
 SAMPLE_S = 10
 GROUP_CHURN_S = 180

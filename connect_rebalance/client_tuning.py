@@ -1,7 +1,7 @@
 """Kafka client settings other than security that this project's Kafka clients take.
 
 A connector may set these for its own clients (`consumer.override.*`, `admin.override.*`,
-workers.client_overrides), by Kafka's names; each is passed to kafka-python as its keyword
+workers.config.client_overrides), by Kafka's names; each is passed to kafka-python as its keyword
 argument, or to librdkafka by its name there (TopicIngest's reads). Only settings a client
 here really uses are listed: a consumer that reads without a group has no use for
 `group.id` or `auto.commit.*`, so a name not listed is refused where the settings are

@@ -56,8 +56,8 @@ def cmd_coordinator(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from coordinator.config import ConfigError
+    from workers.config.worker import WorkerConfig
     from workers.main import run
-    from workers.worker_config import WorkerConfig
 
     try:
         overrides = dict(o.partition("=")[::2] for o in args.override or [])

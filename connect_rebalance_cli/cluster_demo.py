@@ -29,10 +29,10 @@ from rich.table import Table
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from connect_rebalance.properties import read_properties
-from workers.cluster import WorkerCluster, metrics, rest
-from workers.connectors.parquet_output import committed_column
-from workers.spark_jvm import SHORT_LIVED_JVM_OPTIONS
-from workers.spark_runtime import SESSION_STARTING
+from workers.harness.cluster import WorkerCluster, metrics, rest
+from workers.harness.spark_jvm import SHORT_LIVED_JVM_OPTIONS
+from workers.spark.parquet_output import committed_column
+from workers.spark.runtime import SESSION_STARTING
 
 from . import sample_data
 

@@ -31,12 +31,11 @@ from aiohttp import web
 from kafka.errors import KafkaError
 
 from connect_rebalance.properties import ConfigError
-
-from .connect_membership import MembershipRefused
-from .herder import LEAVE_HANDOFF_S, Herder
-from .plugins import use_plugin_path
-from .rest import RestApi
-from .worker_config import WorkerConfig
+from workers.config.worker import WorkerConfig
+from workers.distributed.herder import LEAVE_HANDOFF_S, Herder
+from workers.distributed.membership.connect import MembershipRefused
+from workers.plugins.api import use_plugin_path
+from workers.rest.server import RestApi
 
 log = logging.getLogger(__name__)
 # Beyond the tasks' graceful timeout: leaving the group, the LEFT record and closing clients.

@@ -13,7 +13,7 @@ else of the group changes (no epoch bump).
 Consumer groups have Kafka's `consumer.*` names; connect groups the same two settings under
 a `connect.` prefix, bounded by the coordinator's `group.connect.min/max.*` settings. A
 connect group's heartbeat answer carries its session timeout as well, so that a worker's
-own no-zombie deadline follows the group's override (workers/session_watch.py).
+own no-zombie deadline follows the group's override (workers/distributed/membership/session_watch.py).
 
 Validation follows Kafka's `GroupConfig`: a known name, an integer, within the coordinator's
 bounds (`group.<type>.min/max.*`), and the session longer than the heartbeat interval

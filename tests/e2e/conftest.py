@@ -21,7 +21,7 @@ import pytest
 
 from tests.support.spark_cluster import CLASS_ARCHIVE, spark_worker_cluster
 from tests.support.worker_cluster import WorkerCluster
-from workers.spark_jvm import build_class_archive, driver_options
+from workers.harness.spark_jvm import build_class_archive, driver_options
 
 
 @pytest.fixture(scope="session", autouse=True)

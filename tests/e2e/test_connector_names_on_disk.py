@@ -14,8 +14,8 @@ from connect_rebalance_cli import sample_data
 from tests.support.group_scenario import wait_until
 from tests.support.spark_cluster import spark_worker_cluster
 from tests.support.worker_cluster import rest
-from workers.connector_names import path_segment
-from workers.spark_runtime import checkpoint_path
+from workers.plugins.names import path_segment
+from workers.spark.runtime import checkpoint_path
 
 pytestmark = pytest.mark.e2e
 

@@ -33,7 +33,7 @@ from tests.support.offset_history import offsets_read_back_wrong, write_history
 from tests.support.spark_cluster import CHURN_TRIGGER_MS, spark_worker_cluster
 from tests.support.verifiable_records import read_values
 from tests.support.worker_cluster import WorkerCluster, metrics, rest
-from workers.connectors.parquet_output import committed_column, read_output
+from workers.spark.parquet_output import committed_column, read_output
 
 pytestmark = pytest.mark.e2e
 HISTORY = 1_000_000

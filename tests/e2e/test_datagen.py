@@ -12,7 +12,7 @@ from tests.support.group_scenario import wait_until
 from tests.support.spark_cluster import spark_worker_cluster
 from tests.support.worker_cluster import rest
 from workers.connectors.datagen import Datagen
-from workers.connectors.parquet_output import committed_column, read_output
+from workers.spark.parquet_output import committed_column, read_output
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ from connect_rebalance_cli import sample_data
 from tests.support.group_scenario import wait_until
 from tests.support.spark_cluster import kill_with_jvm, overlaps, runs, spark_worker_cluster
 from tests.support.worker_cluster import rest
-from workers.connectors.parquet_output import committed_column, read_output
+from workers.spark.parquet_output import committed_column, read_output
 
 pytestmark = pytest.mark.e2e
 

@@ -24,7 +24,7 @@ from tests.e2e.test_topic_ingest import create_topic
 from tests.support.group_scenario import ContinuousProducer, wait_until
 from tests.support.spark_cluster import CHURN_TRIGGER_MS, freeze_with_jvm, spark_worker_cluster, thaw
 from tests.support.worker_cluster import WorkerCluster, rest
-from workers.connectors.parquet_output import committed_column, read_output
+from workers.spark.parquet_output import committed_column, read_output
 
 pytestmark = pytest.mark.e2e
 CONNECTORS = {"ingest": 2, "files": 2}  # tasks each

@@ -15,13 +15,13 @@ from tests.support.group_scenario import wait_until
 from tests.support.plugin_layouts import pip, write_source
 from tests.support.spark_cluster import spark_worker_cluster
 from tests.support.worker_cluster import rest
-from workers.connectors.parquet_output import committed_column
+from workers.spark.parquet_output import committed_column
 
 pytestmark = pytest.mark.e2e
 TOTAL = 200
 TASK = """from workers.connectors.datagen import Datagen
-from workers.connectors.parquet_output import parquet_sink
-from workers.spark_task import SparkTask
+from workers.spark.parquet_output import parquet_sink
+from workers.spark.task import SparkTask
 
 from spark_labels.labels import label
 

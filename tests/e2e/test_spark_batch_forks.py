@@ -4,7 +4,7 @@ Hadoop's local file system, without the native library the pyspark wheel lacks, 
 path through its FileContext API by running `readlink` in a new process, and Spark's default
 checkpoint manager goes through FileContext: a small batch forked the JVM 36 times, 25 of them
 for `readlink`, about half of its time on 2 cores. The worker's sessions write checkpoints and
-the file sink's metadata logs through the FileSystem API (workers/spark_runtime.py,
+the file sink's metadata logs through the FileSystem API (workers/spark/runtime.py,
 `DEFAULTS`). Seen here the way a user would see it with strace, but without ptrace: shims of
 `readlink` and `chmod` first on the worker's PATH log every run and then run the real
 command. `chmod` (Hadoop sets each new file's permissions so) shows the shims are in use.
@@ -22,7 +22,7 @@ from tests.e2e.test_spark_planners import ingest, ready_worker, rows
 from tests.e2e.test_topic_ingest import create_topic, produce
 from tests.support.group_scenario import wait_until
 from tests.support.spark_cluster import spark_worker_cluster
-from workers.connectors.parquet_output import committed_column
+from workers.spark.parquet_output import committed_column
 
 pytestmark = pytest.mark.e2e
 

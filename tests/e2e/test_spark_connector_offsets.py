@@ -27,7 +27,7 @@ from tests.support.curl import curl
 from tests.support.polling import settle
 from tests.support.spark_cluster import spark_worker_cluster
 from tests.support.worker_cluster import WorkerCluster
-from workers.connectors.parquet_output import committed_column, read_output
+from workers.spark.parquet_output import committed_column, read_output
 
 pytestmark = pytest.mark.e2e
 ALTERED = {"message": "The offsets for this connector have been altered successfully"}

@@ -2,7 +2,7 @@
 
 Spark plans each streaming query over a Python data source in a Python process; the worker
 runs one planner host that plans every query of its session, on a thread each
-(workers/spark_planner_host.py). Spark gives a planner 10 s to connect back to its JVM: on a
+(workers/spark/planner_host.py). Spark gives a planner 10 s to connect back to its JVM: on a
 busy machine (here: the host frozen with SIGSTOP, as an overloaded machine leaves it
 unscheduled) that start times out, and the task starts its query again from its checkpoint
 with a backoff, never going FAILED. A host that dies (SIGKILL) ends its queries' planners;
@@ -25,9 +25,9 @@ from tests.e2e.test_topic_ingest import create_topic, produce
 from tests.support.group_scenario import wait_until
 from tests.support.spark_cluster import descendants, spark_worker_cluster
 from tests.support.worker_cluster import WorkerCluster, rest
-from workers.connectors.parquet_output import committed_column
-from workers.process import WorkerProcess
-from workers.spark_planner_host import RUNNER
+from workers.harness.process import WorkerProcess
+from workers.spark.parquet_output import committed_column
+from workers.spark.planner_host import RUNNER
 
 pytestmark = pytest.mark.e2e
 RETRIED = "Spark's own processes failed"
@@ -46,7 +46,7 @@ def command_lines(worker: WorkerProcess) -> dict[int, str]:
 
 
 def planner_hosts(worker: WorkerProcess) -> list[int]:
-    return [pid for pid, line in command_lines(worker).items() if "workers.spark_planner_host" in line]
+    return [pid for pid, line in command_lines(worker).items() if "workers.spark.planner_host" in line]
 
 
 def planner_processes(worker: WorkerProcess) -> list[int]:

@@ -19,7 +19,7 @@ import pytest
 from tests.support.group_scenario import wait_until
 from tests.support.spark_cluster import descendants, jvm_of, sigterm_and_time, spark_worker_cluster
 from tests.support.worker_cluster import rest
-from workers.spark_runtime import SparkRuntime
+from workers.spark.runtime import SparkRuntime
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""The warm-up a Spark task about to move to a worker runs there first (workers/spark_warmup.py),
+"""The warm-up a Spark task about to move to a worker runs there first (workers/spark/warmup.py),
 in a real local session against a real coordinator: it runs through the file sink's first
 compaction of its metadata log, batch by batch, and its reads ready Spark's Python workers for
 the task's topics without failing; a FileIngest task's warm-up reads its log of files, writing nothing."""
@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from connect_rebalance.processes import CoordinatorProcess
 from connect_rebalance_cli import sample_data
 from workers.connectors.topic_ingest import source_options
-from workers.spark_warmup import COMPACT_INTERVAL, prepared_batches, warm_reads
+from workers.spark.warmup import COMPACT_INTERVAL, prepared_batches, warm_reads
 
 pytestmark = pytest.mark.e2e
 

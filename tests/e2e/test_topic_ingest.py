@@ -37,10 +37,10 @@ from tests.support.spark_cluster import (
     spark_worker_cluster,
 )
 from tests.support.worker_cluster import WorkerCluster, metrics, rest
-from workers.connectors.parquet_output import read_output
-from workers.connectors.partition_split import task_owns
-from workers.connectors.share_handoff import committed_offsets
-from workers.connectors.topic_spark_source import TopicDataSource
+from workers.spark.parquet_output import read_output
+from workers.spark.partition_split import task_owns
+from workers.spark.share_handoff import committed_offsets
+from workers.spark.topic_source import TopicDataSource
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,7 @@ from tests.support.group_scenario import wait_until
 from tests.support.secure_coordinator import secure_coordinator
 from tests.support.spark_cluster import WORKER_SPARK
 from tests.support.worker_cluster import WorkerCluster, rest
-from workers.connectors.parquet_output import committed_column
+from workers.spark.parquet_output import committed_column
 
 pytestmark = pytest.mark.e2e
 RECORDS = 300

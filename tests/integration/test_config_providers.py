@@ -20,7 +20,7 @@ from tests.support.group_scenario import create_topic, wait_until
 from tests.support.verifiable_records import read_raw
 from tests.support.worker_cluster import metrics, rest
 from tests.support.worker_files import refused_start
-from workers.process import WorkerProcess
+from workers.harness.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 GROUP_VARIABLE = "CONNECT_REBALANCE_TEST_GROUP"

@@ -28,7 +28,7 @@ from tests.support.verifiable_records import (
     written_since,
 )
 from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
-from workers.process import WorkerProcess
+from workers.harness.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 SESSION_MS = 3000

@@ -27,7 +27,7 @@ from connect_rebalance.protocol.client import ProtocolClient
 from tests.integration.test_workers import records_by_task, source
 from tests.support.group_scenario import wait_until
 from tests.support.worker_cluster import WorkerCluster, metrics, rest
-from workers.process import WorkerProcess
+from workers.harness.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 SESSION_MS, HEARTBEAT_MS = 3000, 500

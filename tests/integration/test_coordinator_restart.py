@@ -35,7 +35,7 @@ from tests.support.offset_history import (
 )
 from tests.support.verifiable_records import runs_by_task, written_since
 from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
-from workers.process import WorkerProcess
+from workers.harness.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 LOADED = re.compile(r"group coordinator loaded (\d+) records")

@@ -145,8 +145,8 @@ def test_every_kafka_connect_operation_with_curl_and_a_kafka_connect_client(tmp_
 
         status, levels = call("listLoggers")
         assert status == 200 and "root" in levels
-        assert call("setLevel", {"level": "DEBUG"}, logger="workers.herder")[0] == 200
-        assert call("getLogger", logger="workers.herder")[1]["level"] == "DEBUG"
+        assert call("setLevel", {"level": "DEBUG"}, logger="workers.distributed.herder")[0] == 200
+        assert call("getLogger", logger="workers.distributed.herder")[1]["level"] == "DEBUG"
 
         assert call("destroyConnector", connector="every")[0] == 204
         client.delete_connector("other")

@@ -1,4 +1,4 @@
-"""A Python worker's reads of topic partitions (workers/connectors/partition_reads.py) against a
+"""A Python worker's reads of topic partitions (workers/spark/partition_reads.py) against a
 coordinator over TCP with librdkafka: a consumer readied ahead of a task's reads (a prepared
 run's warm-up) is the one its first read uses, the topic already looked up, and every record
 of the range comes back once, in order."""
@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connect_rebalance.processes import CoordinatorProcess
-from workers.connectors import partition_reads
+from workers.spark import partition_reads
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +36,7 @@ def test_a_consumer_readied_for_a_topic_serves_the_first_read_of_it(
 ) -> None:
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from workers.connectors.topic_spark_source import SCHEMA
+    from workers.spark.topic_source import SCHEMA
 
     bootstrap = coordinator.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})

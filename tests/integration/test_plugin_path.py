@@ -22,7 +22,7 @@ from tests.support.plugin_layouts import pip, write_installed, write_source
 from tests.support.verifiable_records import read_values
 from tests.support.worker_cluster import rest
 from tests.support.worker_files import refused_start
-from workers.process import WorkerProcess
+from workers.harness.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 REQUIRED = {"group.id": "plugged", "config.storage.topic": "plugged-configs",

@@ -17,7 +17,7 @@ from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.group_scenario import wait_until
 from tests.support.rest_fuzz import fuzz_rest, served_schema
 from tests.support.worker_cluster import WorkerCluster, rest
-from workers.process import WorkerProcess
+from workers.harness.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 

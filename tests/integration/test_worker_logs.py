@@ -86,21 +86,22 @@ def test_log_levels_change_at_run_time_on_one_worker_or_on_every_worker(tmp_path
     cluster = WorkerCluster(tmp_path, coordinator)
     try:
         w1, w2 = cluster.start("w1"), cluster.start("w2")
-        status, affected = curl("PUT", f"{w1.url}/admin/loggers/workers.herder", {"level": "TRACE"})
-        assert (status, affected) == (200, ["workers.herder"])
-        assert level_of(w1.url, "workers.herder") == "TRACE"
-        assert level_of(w2.url, "workers.herder") == "INFO", "a worker-scope change reached another worker"
+        herder, driver = "workers.distributed.herder", "workers.distributed.membership.driver"
+        status, affected = curl("PUT", f"{w1.url}/admin/loggers/{herder}", {"level": "TRACE"})
+        assert (status, affected) == (200, [herder])
+        assert level_of(w1.url, herder) == "TRACE"
+        assert level_of(w2.url, herder) == "INFO", "a worker-scope change reached another worker"
 
-        everywhere = f"{w2.url}/admin/loggers/workers.member_driver?scope=cluster"
+        everywhere = f"{w2.url}/admin/loggers/{driver}?scope=cluster"
         assert curl("PUT", everywhere, {"level": "DEBUG"}) == (204, None)
         for worker in (w1, w2):
             deadline = time.monotonic() + 30
-            while level_of(worker.url, "workers.member_driver") != "DEBUG" and time.monotonic() < deadline:
+            while level_of(worker.url, driver) != "DEBUG" and time.monotonic() < deadline:
                 time.sleep(0.2)
-            assert level_of(worker.url, "workers.member_driver") == "DEBUG", f"{worker.name} kept its level"
+            assert level_of(worker.url, driver) == "DEBUG", f"{worker.name} kept its level"
         status, listed = curl("GET", f"{w1.url}/admin/loggers")
         assert status == 200 and isinstance(listed, dict) and "root" in listed
-        assert listed["workers.member_driver"]["level"] == "DEBUG"
+        assert listed["workers.distributed.membership.driver"]["level"] == "DEBUG"
         assert curl("PUT", f"{w1.url}/admin/loggers/workers", {"level": "LOUD"}) == (
             404, {"error_code": 404, "message": "invalid log level 'LOUD'."}
         )  # fmt: skip

@@ -22,8 +22,8 @@ from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from connect_rebalance.protocol.connect_group import ClientAssignor, InstalledMember
 from connect_rebalance.work import Work, work_of
 from tests.support.connect_driver import work
-from workers.connect_membership import ConnectMembership, InstallPlan
-from workers.member_machine import Assignment
+from workers.distributed.membership.connect import ConnectMembership, InstallPlan
+from workers.distributed.membership.machine import Assignment
 
 pytestmark = pytest.mark.integration
 ALL = work("AC0 AT1 AT2 AT3 BC0 BT1 BT2 CC0 CT1")

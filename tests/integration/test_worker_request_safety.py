@@ -20,8 +20,8 @@ from kafka_connect import KafkaConnect
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.group_scenario import wait_until
 from tests.support.worker_cluster import WorkerCluster, rest
-from workers.process import WorkerProcess
-from workers.session_key import MAX_AGE_MS, SessionKey, task_configs_path
+from workers.harness.process import WorkerProcess
+from workers.storage.session_key import MAX_AGE_MS, SessionKey, task_configs_path
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.certificates import Pki, make_pki
 from tests.support.group_scenario import wait_until
 from tests.support.worker_cluster import WorkerCluster
-from workers.worker_config import BASIC_AUTH_EXTENSION
+from workers.config.worker import BASIC_AUTH_EXTENSION
 
 pytestmark = pytest.mark.integration
 USERS = {"admin": "admin-secret", "reader": "reader-secret", "mallory": "mallory-secret"}

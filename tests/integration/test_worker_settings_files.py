@@ -22,7 +22,7 @@ from tests.support.group_scenario import wait_until
 from tests.support.verifiable_records import read_raw
 from tests.support.worker_cluster import rest
 from tests.support.worker_files import refused_start
-from workers.process import WorkerProcess
+from workers.harness.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 STOCK_FILE = Path(__file__).parents[1] / "fixtures" / "connect-distributed.properties"

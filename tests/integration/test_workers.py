@@ -23,7 +23,7 @@ from tests.support import polling
 from tests.support.group_scenario import wait_until
 from tests.support.verifiable_records import read_values
 from tests.support.worker_cluster import WorkerCluster, metrics, rest, stops
-from workers.process import WorkerProcess
+from workers.harness.process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 SESSION_MS = 3000

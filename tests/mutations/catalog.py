@@ -138,7 +138,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="revoked-work-never-stopped",
         breaks="a worker lets go of revoked work only once it has stopped: no task runs on two workers",
-        file="workers/member_machine.py",
+        file="workers/distributed/membership/machine.py",
         original="            return [self._stop(fresh), Beat()] if fresh else []\n",
         replacement=(
             "            self.stopped(fresh)  # mutation: acknowledged, never stopped\n"
@@ -326,7 +326,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="watchdog-waits-for-the-session",
         breaks="a worker cut off from the coordinator stops its work before its session can expire",
-        file="workers/session_watch.py",
+        file="workers/distributed/membership/session_watch.py",
         original=(
             "        return self.answered_sent_at + session_s - min(max(session_s / 3, 1.0), session_s / 2)\n"
         ),
@@ -345,7 +345,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="graceful-leave-without-leaving",
         breaks="a worker stopped gracefully hands its work over at once, not after its session",
-        file="workers/connect_membership.py",
+        file="workers/distributed/membership/connect.py",
         original="await self._request(lambda api: api.heartbeat(self.group_id, self.member_id, LEAVE_EPOCH))",
         replacement="pass  # mutation: the leave heartbeat is never sent",
         tests=(
@@ -356,7 +356,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="classic-graceful-leave-without-leaving",
         breaks="a classic worker stopped gracefully hands its work over at once, not after its session",
-        file="workers/classic_membership.py",
+        file="workers/distributed/membership/classic.py",
         original="                    await asyncio.wait_for(leave, self.request_timeout_ms / 1000)",
         replacement="                    leave.close()  # mutation: the LeaveGroup is never sent",
         tests=(
@@ -535,7 +535,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="framework-settings-stored-and-ignored",
         breaks="a Kafka Connect setting the runtime does not run (transforms, converters...) is refused",
-        file="workers/plugins.py",
+        file="workers/plugins/api.py",
         original="        problems = framework_problems(config)\n",
         replacement="        problems = []  # mutation: accepted, and ignored\n",
         tests=(
@@ -546,7 +546,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="json-values-stored-as-python-text",
         breaks="a JSON number or boolean in a connector config is stored as Kafka Connect stores it",
-        file="workers/rest.py",
+        file="workers/rest/server.py",
         original="value if isinstance(value, str) else json.dumps(value)",
         replacement="value if isinstance(value, str) else str(value)",
         tests=(
@@ -590,7 +590,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="tasks-keep-their-old-configs",
         breaks="a connector whose task configs change runs its tasks with the new ones",
-        file="workers/task_runner.py",
+        file="workers/runtime/task_runner.py",
         original="                if started and index < len(configs) and runner.config != configs[index]:\n",
         replacement="                if False:  # mutation: tasks keep their old configs\n",
         tests=(
@@ -601,7 +601,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="forward-decodes-the-path",
         breaks="a write sent to a follower acts on the connector its URL names, not another",
-        file="workers/rest.py",
+        file="workers/rest/server.py",
         original='        url = URL(f"{base_url}{request.rel_url.raw_path}", encoded=True)\n',
         replacement='        url = f"{base_url}{request.path}"  # mutation: the decoded path\n',
         tests=(
@@ -612,7 +612,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="forward-drops-the-location",
         breaks="a connector created through a follower is answered with its Location",
-        file="workers/rest.py",
+        file="workers/rest/server.py",
         original='for h in ("Location",) if h in answer.headers}',
         replacement="for h in () if h in answer.headers}",
         tests=(
@@ -623,7 +623,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="openapi-operation-renamed",
         breaks="a client generated from Kafka Connect's OpenAPI document finds its operations by their names",
-        file="workers/openapi.py",
+        file="workers/rest/openapi.py",
         original='                "restartConnector",\n',
         replacement='                "restart",  # mutation: not Kafka Connect\'s operationId\n',
         tests=(
@@ -634,7 +634,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="openapi-entity-field-renamed",
         breaks="the OpenAPI document's models have the JSON fields Kafka Connect's entities are written with",
-        file="workers/openapi.py",
+        file="workers/rest/openapi.py",
         # ConfigKeyInfo is built from "order_in_group" but written as "order".
         original='                "order": _INT,\n',
         replacement='                "order_in_group": _INT,  # mutation\n',
@@ -645,7 +645,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="classic-worker-drops-work-on-illegal-generation",
         breaks="a classic worker a generation behind at a downgrade keeps its work and rejoins with it",
-        file="workers/classic_membership.py",
+        file="workers/distributed/membership/classic.py",
         original=(
             "        keep = code == ErrorCode.ILLEGAL_GENERATION and protocol_version(self.protocol) > 0\n"
         ),
@@ -672,7 +672,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="own-status-undone-by-its-echo",
         breaks="a worker's latest status of a task is not undone by its earlier one read back late",
-        file="workers/status_store.py",
+        file="workers/storage/status_store.py",
         original='        if status.get("worker_id") == self.worker_id and self._read_back(name):\n',
         replacement="        if False:  # mutation: every record read back counts\n",
         tests=(
@@ -683,7 +683,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="added-partitions-never-found",
         breaks="partitions added to a topic while TopicIngest runs are read by the task they fall to",
-        file="workers/connectors/topic_spark_source.py",
+        file="workers/spark/topic_source.py",
         original="            consumer.topics()  # asks the cluster afresh",
         replacement="            pass  # mutation: the partition list stays the first one;",
         tests=(
@@ -694,7 +694,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="moved-partitions-read-from-the-start",
         breaks="a partition that a tasks.max change moves to another task is read on, not again",
-        file="workers/connectors/topic_spark_source.py",
+        file="workers/spark/topic_source.py",
         original="        if self.handoff_root is None or self.share is None or not new:\n",
         replacement="        if True:  # mutation: a partition new to a query starts at its first record\n",
         tests=(
@@ -707,7 +707,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="rejoin-before-the-stop-ends",
         breaks="a worker that lost its session rejoins only once all it ran has stopped",
-        file="workers/member_machine.py",
+        file="workers/distributed/membership/machine.py",
         original="        return [self._stop(self.runs, at_once=True), Rejoin(as_new=True",
         replacement="        return [self._stop(self.runs - self.stopping, at_once=True), Rejoin(as_new=True",
         tests=(
@@ -718,7 +718,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="late-end-of-an-earlier-run-fails-the-task",
         breaks="a Spark task restarted in place is not failed by its previous run's late end",
-        file="workers/spark_runtime.py",
+        file="workers/spark/runtime.py",
         original="        if handlers is None or stopped or self._current.get(name) != run_id:\n",
         replacement="        if handlers is None:  # mutation: any end of the query counts\n",
         tests=(
@@ -729,7 +729,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="tasks-not-balanced-apart",
         breaks="connectors and tasks are each balanced within one across workers (Kafka Connect's rule)",
-        file="workers/balanced_target.py",
+        file="workers/distributed/assignor/balanced_target.py",
         original="    room = {m: base + (1 if i < extra else 0) for i, m in enumerate(order)}\n",
         replacement="    room = {m: len(wanted) for m in names}  # mutation: tasks stay where they are\n",
         tests=(
@@ -767,7 +767,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="shutdown-waits-for-a-gone-coordinator",
         breaks="SIGTERM stops a worker whose coordinator is gone within its graceful timeout",
-        file="workers/topic_log.py",
+        file="workers/storage/topic_log.py",
         original="            self._producer.close(timeout=CLOSE_TIMEOUT_S)",
         replacement="            self._producer.close()  # mutation: waits for the broker forever",
         tests=(
@@ -778,7 +778,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="task-started-without-its-config",
         breaks="a connector resumed after a stop runs every task again",
-        file="workers/task_runner.py",
+        file="workers/runtime/task_runner.py",
         original="        if task != CONNECTOR and int(task) >= len(self.state.tasks.get(name, [])):\n",
         replacement="        if False:  # mutation: started with whatever config there is\n",
         tests=(f"{INTEGRATION}/test_workers.py::test_a_stopped_connector_resumes_with_every_task_running",),
@@ -786,7 +786,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="rest-served-before-the-worker-started",
         breaks="a create sent as soon as the REST port answers is answered 201, once",
-        file="workers/rest.py",
+        file="workers/rest/server.py",
         original="        if not herder.started() and request.path not in ANSWERED_WHILE_STARTING:\n",
         replacement="        if False:  # mutation: handlers run before the worker has read its topics\n",
         tests=(
@@ -796,7 +796,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="restart-planned-without-a-status",
         breaks="a restart with includeTasks or onlyFailed before any status is 404, as in Kafka Connect",
-        file="workers/rest.py",
+        file="workers/rest/server.py",
         original="        if plan and not self.herder.has_status(name):\n",
         replacement="        if False:  # mutation: 202 with an empty worker id\n",
         tests=(f"{UNIT}/test_rest_api.py::test_status_and_restart",),
@@ -804,7 +804,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="stopped-connector-offsets-empty",
         breaks="a stopped TopicIngest reports the offsets its checkpoints committed (KIP-875)",
-        file="workers/herder.py",
+        file="workers/distributed/herder.py",
         original=(
             "        plugin = self._checkpointed(name)\n        if plugin is None:\n"
             "            return self.offsets.of_connector(name)\n"
@@ -822,7 +822,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="spark-offsets-reset-keeps-checkpoints",
         breaks="a stopped FileIngest whose offsets are reset reads every file again (KIP-875)",
-        file="workers/connectors/checkpoint_generations.py",
+        file="workers/spark/checkpoint_generations.py",
         original="        shutil.rmtree(root / str(task))\n",
         replacement="        pass  # mutation: the old checkpoints stay\n",
         tests=(
@@ -833,7 +833,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="spark-offsets-generation-output-reused",
         breaks="a Spark connector's checkpoints after a reset write where the old sink log skips them",
-        file="workers/connectors/parquet_output.py",
+        file="workers/spark/parquet_output.py",
         original='    name = f"task-{index}" if generation == 0 else f"task-{index}-g{generation}"\n',
         replacement='    name = f"task-{index}"  # mutation: one output directory for every generation\n',
         tests=(
@@ -844,7 +844,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="topic-ingest-alter-ignored",
         breaks="a stopped TopicIngest whose partition is altered reads on from the altered offset (KIP-875)",
-        file="workers/connectors/topic_spark_source.py",
+        file="workers/spark/topic_source.py",
         original='        return flatten(generation.get("offsets"))\n',
         replacement="        return {}  # mutation: the generation's starting offsets are not read\n",
         tests=(
@@ -855,7 +855,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="cors-any-origin-allowed",
         breaks="a worker answers cross-origin requests only from the origins it is told to allow",
-        file="workers/rest_http_headers.py",
+        file="workers/config/http_headers.py",
         original='    if "*" in allowed:\n',
         replacement="    if True:  # mutation: every origin is allowed\n",
         tests=("tests/integration/test_worker_http_settings.py::test_cors_answers_and_configured_headers",),
@@ -863,7 +863,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="rest-topics-reset-not-served",
         breaks="every operation of Kafka Connect's REST API is served",
-        file="workers/rest.py",
+        file="workers/rest/server.py",
         original='            web.put("/connectors/{connector}/topics/reset", self.reset_topics),\n',
         replacement="",
         tests=(
@@ -874,7 +874,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="offsets-changed-while-tasks-run",
         breaks="a stopped connector's offsets are not changed while one of its tasks still runs",
-        file="workers/herder.py",
+        file="workers/distributed/herder.py",
         original="        if not self.stopped(name) or running:\n",
         replacement="        if not self.stopped(name):  # mutation: running tasks are not looked for\n",
         tests=(
@@ -885,7 +885,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="stopping-tasks-hidden-from-status",
         breaks="a connector's status shows its tasks that still run after their configs went",
-        file="workers/herder.py",
+        file="workers/distributed/herder.py",
         original=(
             "        stopping = [task for task in self.statuses.tasks_still_running(name)"
             " if task >= configured]\n"
@@ -899,7 +899,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="provider-secret-in-a-list-shown",
         breaks="a problem with a connector config never shows a value a config provider read",
-        file="workers/config_providers.py",
+        file="workers/config/providers.py",
         original="                if len(part) >= MIN_HIDDEN_PART:\n",
         replacement="                if False:  # mutation: only the whole value is hidden\n",
         tests=(
@@ -910,7 +910,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="session-wait-unreported",
         breaks="a task waiting for its worker's Spark session to start says so in its status",
-        file="workers/task_runner.py",
+        file="workers/runtime/task_runner.py",
         original="            if not self.spark.ready:  # said where users look: the tasks' status\n",
         replacement="            if False:  # mutation: the wait is not reported\n",
         tests=(
@@ -921,7 +921,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="joiner-joins-before-its-session",
         breaks="a worker joining a cluster that runs Spark tasks takes them only once its session is ready",
-        file="workers/herder.py",
+        file="workers/distributed/herder.py",
         original="self._join(warm if self._holds_spark_tasks() else None)",
         replacement="self._join(None)",
         tests=(
@@ -932,7 +932,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="graceful-stop-drops-the-batch",
         breaks="a revoked Spark task lets its batch under way commit before it stops",
-        file="workers/spark_runtime.py",
+        file="workers/spark/runtime.py",
         original="        if finish_batch:\n            self._finish_batch(query)\n",
         replacement="        pass  # mutation: the batch under way is thrown away\n",
         tests=(
@@ -943,7 +943,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="urgent-stop-waits-for-the-batch",
         breaks="a worker that lost its session stops its Spark tasks at once, not after their batch",
-        file="workers/spark_runtime.py",
+        file="workers/spark/runtime.py",
         original="        if finish_batch:\n            self._finish_batch(query)\n",
         replacement="        self._finish_batch(query)  # mutation: every stop waits for the batch\n",
         tests=(
@@ -954,7 +954,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="revocation-acknowledged-while-the-last-batch-commits",
         breaks="a moved Spark task's old and new owner never run (or commit batches of) its query at once",
-        file="workers/spark_task.py",
+        file="workers/spark/task.py",
         original="await asyncio.to_thread(runtime.stop_query, query, summary, "
         "finish_batch and self._released)",
         replacement="asyncio.ensure_future(asyncio.to_thread(runtime.stop_query, query, summary, "
@@ -968,7 +968,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="file-sink-race-fails-the-task",
         breaks="a task whose frozen predecessor committed the same batch to its file sink first "
         "starts again from the checkpoint instead of going FAILED",
-        file="workers/spark_task.py",
+        file="workers/spark/task.py",
         original='    "Race while writing batch",\n',
         replacement="",
         tests=(
@@ -980,7 +980,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="prepared-run-granted-before-its-assignment",
         breaks="a task prepared ahead of a move reads nothing until its old owner has let it go "
         "(the old and the new owner never commit its batches at the same time)",
-        file="workers/spark_task.py",
+        file="workers/spark/task.py",
         original="        await self._launch(config, context, gate)\n",
         replacement="        gate.grant()  # mutation: the prepared run goes on at once\n"
         "        await self._launch(config, context, gate)\n",
@@ -993,7 +993,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="web-view-not-live",
         breaks="the web view shows a moved task on its new worker within 5 s of the rebalance",
-        file="workers/ui/page.js",
+        file="workers/rest/ui/page.js",
         original=".finally(function () { setTimeout(poll, 1000); });",
         replacement=".finally(function () {});",
         tests=(WEB_VIEW_BROWSER,),
@@ -1001,7 +1001,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="timeline-join-not-named",
         breaks="the timeline's entry for a new epoch names the worker that joined",
-        file="workers/cluster_timeline.py",
+        file="workers/observe/timeline.py",
         original="joined = [] if first else sorted(members - self.members)",
         replacement="joined = []",
         tests=(
@@ -1013,7 +1013,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="unassigned-seconds-not-counted",
         breaks="/metrics counts per connector the seconds during which it had tasks unassigned",
-        file="workers/cluster_timeline.py",
+        file="workers/observe/timeline.py",
         original="            self.unassigned.setdefault(name, UnassignedTime()).open.setdefault(task, at)",
         replacement="            pass  # mutation: no unassigned span",
         tests=(
@@ -1025,7 +1025,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="handoff-gap-not-counted",
         breaks="/metrics has per connector the handoff gap of its moved tasks",
-        file="workers/cluster_timeline.py",
+        file="workers/observe/timeline.py",
         original="                self.gaps.setdefault(item[0], HandoffGaps()).add(gap)",
         replacement="                pass  # mutation: gaps not counted",
         tests=(
@@ -1036,7 +1036,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="crashed-workers-tasks-not-unassigned",
         breaks="a worker leaving the group leaves its tasks unassigned until they run elsewhere",
-        file="workers/cluster_timeline.py",
+        file="workers/observe/timeline.py",
         original="""            for worker in left:
                 self._gone(worker, at)""",
         replacement="""            for worker in left:
@@ -1049,7 +1049,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="web-view-names-not-escaped",
         breaks="names users chose (connectors) are HTML-escaped in the web view",
-        file="workers/web_view.py",
+        file="workers/rest/web_view.py",
         original="    return html.escape(str(value), quote=True)",
         replacement="    return str(value)",
         tests=(WEB_VIEW_STATE,),
@@ -1058,7 +1058,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="topic-creation-groups-ignored",
         breaks="a source connector's topic is created with the settings of the group that matches it",
-        file="workers/topic_creation.py",
+        file="workers/config/topic_creation.py",
         original="return next((group for group in self.groups if group.matches(topic)), self.default)",
         replacement="return self.default  # mutation",
         tests=(
@@ -1071,7 +1071,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="topic-creation-last-group-wins",
         breaks="of the groups that match a topic, the first listed decides how it is created",
-        file="workers/topic_creation.py",
+        file="workers/config/topic_creation.py",
         original="return next((group for group in self.groups if group.matches(topic)), self.default)",
         replacement="return next((g for g in reversed(self.groups) if g.matches(topic)), self.default)",
         tests=(
@@ -1082,7 +1082,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="topic-creation-exclusion-ignored",
         breaks="a group's exclude patterns keep a topic out of it whatever its include patterns say",
-        file="workers/topic_creation.py",
+        file="workers/config/topic_creation.py",
         original="        return not self.exclude.fullmatch(topic) and bool(self.include.fullmatch(topic))\n",
         replacement="        return bool(self.include.fullmatch(topic))  # mutation\n",
         tests=(
@@ -1094,7 +1094,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="topic-creation-default-settings-not-required",
         breaks="a connector asking for topic creation without the default group's partitions and "
         "replication factor is refused at create, naming them",
-        file="workers/topic_creation.py",
+        file="workers/config/topic_creation.py",
         original="        if name not in config:\n            problems.append(\n",
         replacement="        if False:  # mutation\n            problems.append(\n",
         tests=(
@@ -1107,7 +1107,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="topics-left-to-auto-creation",
         breaks="a source task creates the topic it writes to before its first record, as its connector asks",
-        file="workers/task_writes.py",
+        file="workers/runtime/task_writes.py",
         original="            await self.topics.ensure(topic)\n",
         replacement="            pass  # mutation: the coordinator creates it with its defaults\n",
         tests=(
@@ -1118,7 +1118,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="topic-creation-failure-not-the-tasks",
         breaks="a topic that cannot be created (replication factor above 1) fails the task, saying why",
-        file="workers/task_topics.py",
+        file="workers/runtime/task_topics.py",
         original="elif code == ErrorCode.TOPIC_ALREADY_EXISTS:",
         replacement="elif code in (ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.INVALID_REPLICATION_FACTOR):",
         tests=(
@@ -1130,7 +1130,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="override-policy-allows-everything",
         breaks="connector.client.config.override.policy None or Principal refuses the overrides "
         "Kafka's refuses",
-        file="workers/client_overrides.py",
+        file="workers/config/client_overrides.py",
         original='    return policy == "All" or (policy == "Principal" and name in PRINCIPAL_SETTINGS)\n',
         replacement="    return True  # mutation\n",
         tests=(
@@ -1144,7 +1144,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="unapplied-producer-override-accepted",
         breaks="a producer override the task output would not apply is refused, saying why, not "
         "stored and ignored",
-        file="workers/client_overrides.py",
+        file="workers/config/client_overrides.py",
         original="        return None if name in PRODUCER_TUNING else _NOT_APPLIED[client]\n",
         replacement="        return None  # mutation\n",
         tests=(
@@ -1224,7 +1224,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="loading-answer-not-counted-by-the-watchdog",
         breaks="workers keep their work through a coordinator restart shorter than their session",
-        file="workers/session_watch.py",
+        file="workers/distributed/membership/session_watch.py",
         original="ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}",
         replacement="ErrorCode.REBALANCE_IN_PROGRESS}",
         tests=(
@@ -1235,7 +1235,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="coordinator-outage-stops-the-work",
         breaks="a coordinator restart that running work never notices",
-        file="workers/connect_membership.py",
+        file="workers/distributed/membership/connect.py",
         original="""            log.warning("heartbeat to %s failed: %s", self.bootstrap, exc)
             self.machine.unreachable()""",
         replacement="""            log.warning("heartbeat to %s failed: %s", self.bootstrap, exc)
@@ -1250,7 +1250,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="full-heartbeat-lost-with-an-older-answer",
         breaks="a worker stopped by its watchdog while the coordinator froze gets its work back on resume",
-        file="workers/connect_membership.py",
+        file="workers/distributed/membership/connect.py",
         original='        field, given = answer["assignment"], None',
         replacement="        self._full = False  # mutation: any answer clears it\n"
         '        field, given = answer["assignment"], None',
@@ -1273,7 +1273,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="write-retries-hammer-an-outage",
         breaks="a task's write retries back off as Kafka's producer does while the coordinator is away",
-        file="workers/fenced_output.py",
+        file="workers/storage/fenced_output.py",
         original="await asyncio.sleep(min(RETRY_BACKOFF_S * 2 ** min(retries, 10), RETRY_BACKOFF_MAX_S))",
         replacement="await asyncio.sleep(RETRY_BACKOFF_S)",
         tests=(
@@ -1466,7 +1466,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="tasks-max-uncapped",
         breaks="a connector asking for more tasks than any cluster could run is refused, naming tasks.max",
-        file="workers/plugins.py",
+        file="workers/plugins/api.py",
         original="        if 1 <= int(value) <= MAX_TASKS:",
         replacement="        if 1 <= int(value):  # mutation",
         tests=(
@@ -1477,7 +1477,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="plugin-path-not-importable",
         breaks="connectors installed on plugin.path are listed and run",
-        file="workers/plugins.py",
+        file="workers/plugins/api.py",
         original="            sys.path.append(str(location.path))\n",
         replacement="            pass  # mutation: the location is not on the import path\n",
         tests=(
@@ -1488,7 +1488,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="plugin-path-first-in-spark",
         breaks="Spark's Python processes import a plugin's copy of a package only where the worker does",
-        file="workers/spark_runtime.py",
+        file="workers/spark/runtime.py",
         original="        paths += [p for p in sys.path if p and p not in plugin_paths] + list(plugin_paths)",
         replacement="        paths += list(plugin_paths)  # mutation: before the interpreter's own packages",
         tests=(
@@ -1499,7 +1499,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="plugin-path-not-given-to-spark",
         breaks="a Spark connector installed on plugin.path runs its own code in Spark's Python processes",
-        file="workers/spark_runtime.py",
+        file="workers/spark/runtime.py",
         original="os.environ.update(python_environment(dict(os.environ), plugin_import_paths()))",
         replacement="os.environ.update(python_environment(dict(os.environ)))  # mutation",
         tests=(
@@ -1510,7 +1510,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="plugin-path-last-of-a-name-wins",
         breaks="of two plugins of one name, the one whose modules are imported is used, and the other named",
-        file="workers/plugin_scan.py",
+        file="workers/plugins/scan.py",
         original="    if entry.name in result.found:\n",
         replacement="    if False:  # mutation: a later plugin of a name replaces the earlier\n",
         tests=(
@@ -1554,7 +1554,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="rest-config-shape-unchecked",
         breaks="a REST request with a config that is not a JSON object gets a 400, never a 500",
-        file="workers/rest.py",
+        file="workers/rest/server.py",
         original='        if not isinstance(config, dict):\n            raise RestError(400, "Connector',
         replacement='        if False:  # mutation\n            raise RestError(400, "Connector',
         tests=(
@@ -1625,7 +1625,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="config-burst-not-coalesced",
         breaks="a burst of config changes costs the rebalances of one change",
-        file="workers/leader_duties.py",
+        file="workers/distributed/leader_duties.py",
         original="CONFIG_QUIET_S = 1.0 ",
         replacement="CONFIG_QUIET_S = 0.0 ",
         tests=(
@@ -1636,7 +1636,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="internal-topics-in-gigabyte-segments",
         breaks="a worker restarting after a long run reads about the live offsets, not their whole history",
-        file="workers/topic_log.py",
+        file="workers/storage/topic_log.py",
         original='"segment.bytes": str(INTERNAL_SEGMENT_BYTES)',
         replacement='"segment.bytes": str(1 << 30)',
         tests=(
@@ -1870,7 +1870,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="inapplicable-worker-settings-silent",
         breaks="a Kafka Connect setting that changes nothing here is accepted with a warning saying why",
-        file="workers/inapplicable_settings.py",
+        file="workers/config/inapplicable.py",
         original='            warnings.append(f"{name}={value} changes nothing here: {why}")',
         replacement="            pass  # mutation",
         tests=(
@@ -1880,7 +1880,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="worker-settings-problems-one-at-a-time",
         breaks="a worker file's problems are all reported at once",
-        file="workers/worker_config.py",
+        file="workers/config/worker.py",
         original="            raise ConfigError(*problems)",
         replacement="            raise ConfigError(problems[0])",
         tests=(
@@ -1892,7 +1892,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="config-provider-variables-not-resolved",
         breaks="a task runs with its config's ${provider:path:key} variables resolved by the worker's "
         "config providers",
-        file="workers/task_runner.py",
+        file="workers/runtime/task_runner.py",
         original="        await task.start(resolved, self._context(runner.item, task, writes))",
         replacement="        await task.start(task_config, self._context(runner.item, task, writes))",
         tests=(
@@ -1904,7 +1904,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="config-provider-values-written-to-the-config-topic",
         breaks="a value a config provider read is never written to the config topic: task configs keep "
         "the connector's ${...} text",
-        file="workers/task_runner.py",
+        file="workers/runtime/task_runner.py",
         original="        wanted = with_variables(config, generated)",
         replacement="        wanted = generated",
         tests=(
@@ -1917,7 +1917,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="json-converter-schemas-always-on",
         breaks="JsonConverter writes without the schema envelope when schemas.enable is false",
-        file="workers/converters.py",
+        file="workers/plugins/converters.py",
         original='        schemas=settings.get("schemas.enable", "true").strip().lower() == "true",',
         replacement="        schemas=True,",
         tests=(
@@ -1928,7 +1928,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="internal-topic-partitions-fixed",
         breaks="the workers create their offset and status topics with the partitions their settings ask for",
-        file="workers/herder.py",
+        file="workers/distributed/herder.py",
         original="                config.offset_storage_partitions,",
         replacement="                25,",
         tests=(
@@ -1939,7 +1939,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="assignments-not-logged",
         breaks="a worker's log says each assignment: its epoch, what is assigned and what starts",
-        file="workers/member_driver.py",
+        file="workers/distributed/membership/driver.py",
         original="        if assignment.epoch == self._told_epoch and not work:",
         replacement="        if True:",
         tests=(
@@ -1961,7 +1961,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="cluster-log-levels-not-applied",
         breaks="a log level set with scope=cluster reaches every worker",
-        file="workers/herder.py",
+        file="workers/distributed/herder.py",
         original="            affected = self.loggers.set_level(name, change.level)",
         replacement="            affected = []",
         tests=(
@@ -1972,7 +1972,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="active-topics-not-recorded",
         breaks="the topics a connector's tasks use are listed at GET /connectors/<name>/topics",
-        file="workers/task_runner.py",
+        file="workers/runtime/task_runner.py",
         original="        tracking = self.config.topic_tracking_enable",
         replacement="        tracking = False",
         tests=(
@@ -1983,7 +1983,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="offsets-altered-while-running",
         breaks="a running connector's offsets cannot be altered or reset (KIP-875: STOPPED first)",
-        file="workers/rest.py",
+        file="workers/rest/server.py",
         original="        if not self.herder.stopped(name):",
         replacement="        if False:",
         tests=(
@@ -1994,7 +1994,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="offsets-reset-forgets-nothing",
         breaks="a reset connector's task starts afresh",
-        file="workers/offset_store.py",
+        file="workers/storage/offset_store.py",
         original='        await self.alter(connector, [(entry["partition"], None) for entry in '
         "self.of_connector(connector)])",
         replacement="        pass  # mutation",
@@ -2426,7 +2426,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="deleted-connector-kept-in-the-timeline",
         breaks="a deleted connector's figures leave the workers' /metrics and web view",
-        file="workers/herder.py",
+        file="workers/distributed/herder.py",
         original="            self.watch.timeline.forget(name, time.time())\n",
         replacement="            pass  # mutation: the timeline keeps it\n",
         tests=(
@@ -2437,7 +2437,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="deleted-connectors-stopping-tasks-bring-it-back",
         breaks="the statuses a deleted connector's stopping tasks write do not bring it back to the timeline",
-        file="workers/cluster_timeline.py",
+        file="workers/observe/timeline.py",
         original="            if state != RUNNING:\n"
         "                return  # a deleted connector's tasks stopping\n",
         replacement="            pass  # mutation\n",
@@ -2449,7 +2449,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="deleted-connector-counters-kept",
         breaks="a deleted connector's started and stopped counters leave the workers' /metrics",
-        file="workers/worker_metrics.py",
+        file="workers/observe/metrics.py",
         original="            if connector in figures.configured or figures.running.get(connector)\n",
         replacement="            if True  # mutation\n",
         tests=(
@@ -2564,7 +2564,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="unplanned-start-holds-nothing",
         breaks="a TopicIngest task that started under a new tasks.max but planned no batch yet holds its "
         "partitions: no other task reads them meanwhile (every record once)",
-        file="workers/connectors/share_handoff.py",
+        file="workers/spark/share_handoff.py",
         original="            waiting |= new & (set(held) | set(initial_offsets(checkpoint)))\n",
         replacement="            waiting |= new & set(held)  # mutation: only planned batches hold\n",
         tests=(
@@ -2575,7 +2575,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="spark-start-timeout-fails-the-task",
         breaks="a Spark start that times out on a busy machine is started again; the task never goes FAILED",
-        file="workers/spark_task.py",
+        file="workers/spark/task.py",
         original="and any(all(w in error for w in words) for words in MACHINERY_FAILURES)\n",
         replacement="and False  # mutation: every end of a query fails its task\n",
         tests=(
@@ -2586,7 +2586,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="planner-process-per-query",
         breaks="every streaming query of a worker is planned in its one planner host, not a process each",
-        file="workers/planner_site/sitecustomize.py",
+        file="workers/spark/planner_site/sitecustomize.py",
         original="\n_hand_over_a_planner()\n",
         replacement="\npass  # mutation: each planner plans its query itself\n",
         tests=(
@@ -2597,7 +2597,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="checkpoints-through-filecontext",
         breaks="a Spark task's checkpoints and sink logs are written without the JVM running readlink",
-        file="workers/spark_runtime.py",
+        file="workers/spark/runtime.py",
         original="    CHECKPOINT_MANAGER_SETTING: ",
         replacement='    "spark.mutation.unused": ',
         tests=(
@@ -2607,7 +2607,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="late-batch-of-an-earlier-run-counted",
         breaks="a batch of a task's earlier run, delivered late, is not taken for its current run's",
-        file="workers/spark_runtime.py",
+        file="workers/spark/runtime.py",
         original="        if self._current.get(progress.name) != str(progress.runId):\n",
         replacement="        if False:  # mutation: every batch of the name is the current run's\n",
         tests=(
@@ -2617,7 +2617,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="dead-planner-host-not-replaced",
         breaks="a planner host that dies is started again for the queries that start after",
-        file="workers/spark_planner_host.py",
+        file="workers/spark/planner_host.py",
         original="            if self.process is None or self.process.poll() is None:\n",
         replacement="            if True:  # mutation: a dead host stays dead\n",
         tests=(
@@ -2628,7 +2628,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="reader-connects-after-its-grant",
         breaks="the reader Spark makes again for a prepared run's first batch neither waits nor connects",
-        file="workers/connectors/topic_spark_source.py",
+        file="workers/spark/topic_source.py",
         original="        if gate and not granted(gate):  # last: options are checked before the wait\n",
         replacement="        if gate:  # mutation: every reader of a gated source connects and waits\n",
         tests=(
@@ -2639,7 +2639,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="readied-consumer-not-kept",
         breaks="a consumer readied for a task's reads is the one its first read uses",
-        file="workers/connectors/partition_reads.py",
+        file="workers/spark/partition_reads.py",
         original="        raise\n    _give_back(key, cached)\n",
         replacement="        raise\n    cached.consumer.close()  # mutation: dropped\n",
         tests=(
@@ -2649,7 +2649,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="warm-up-batches-all-at-once",
         breaks="a prepared run's warm-up runs batch by batch through the file sink's first compaction",
-        file="workers/spark_warmup.py",
+        file="workers/spark/warmup.py",
         original="class _WarmupReader(DataSourceStreamReader, SupportsTriggerAvailableNow):\n",
         replacement="class _WarmupReader(DataSourceStreamReader):  # mutation: all in one batch\n",
         tests=(

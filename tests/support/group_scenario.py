@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from connect_rebalance.processes import CoordinatorProcess
 from tests.support.wire import RawConnection
-from workers.cluster import metrics
+from workers.harness.cluster import metrics
 
 OFFSET_COMMIT = 8
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from workers.topic_log import Handler
+from workers.storage.topic_log import Handler
 
 
 class MemoryLog:

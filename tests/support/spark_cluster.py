@@ -23,9 +23,9 @@ from typing import Any
 
 from connect_rebalance.processes import CoordinatorProcess, connect_timings
 from tests.support.worker_cluster import WorkerCluster
-from workers.process import WorkerProcess
-from workers.spark_jvm import SHORT_LIVED_JVM_OPTIONS, class_archive_path, driver_options
-from workers.spark_runtime import SparkRuntime
+from workers.harness.process import WorkerProcess
+from workers.harness.spark_jvm import SHORT_LIVED_JVM_OPTIONS, class_archive_path, driver_options
+from workers.spark.runtime import SparkRuntime
 
 # The tests' Spark drivers map one class archive, built before the first e2e test
 # (tests/e2e/conftest.py) and kept between runs, as a build cache is.

@@ -25,7 +25,7 @@ from typing import Any
 
 import pyspark
 
-from workers.spark_jvm import SHORT_LIVED_JVM_OPTIONS
+from workers.harness.spark_jvm import SHORT_LIVED_JVM_OPTIONS
 
 SPARK_HOME = str(Path(pyspark.__file__).resolve().parent)
 

@@ -1,6 +1,6 @@
-"""Worker clusters for integration tests: `workers.cluster`, where the quickstart and the
+"""Worker clusters for integration tests: `workers.harness.cluster`, where the quickstart and the
 benchmarks find it too."""
 
-from workers.cluster import WorkerCluster, metrics, rest, stops
+from workers.harness.cluster import WorkerCluster, metrics, rest, stops
 
 __all__ = ["WorkerCluster", "metrics", "rest", "stops"]

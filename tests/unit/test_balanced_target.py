@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connect_rebalance.work import CONNECTOR, Work
-from workers.balanced_target import balanced_target
+from workers.distributed.assignor.balanced_target import balanced_target
 
 pytestmark = pytest.mark.unit
 

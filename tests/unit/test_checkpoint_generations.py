@@ -1,4 +1,4 @@
-"""KIP-875 on Spark connectors (checkpoint_generations.py), on checkpoints written to disk: a
+"""KIP-875 on Spark connectors (spark/checkpoint_generations.py), on checkpoints written to disk: a
 reset or alter begins a new generation (its own output directories, the old checkpoints
 gone), an alter keeps the partitions it does not name where they were, and the topic source
 starts a fresh checkpoint's partitions where the generation says."""
@@ -12,18 +12,18 @@ from types import SimpleNamespace
 import pytest
 
 from tests.unit.test_topic_ingest_plan import write_batch
-from workers.connectors.checkpoint_generations import (
+from workers.connectors.file_ingest import FileIngest, files_read
+from workers.connectors.topic_ingest import TopicIngest, current_offsets
+from workers.spark.checkpoint_generations import (
     GENERATION,
     OffsetsRefused,
     begin_generation,
     generation,
     starting_offsets,
 )
-from workers.connectors.file_ingest import FileIngest, files_read
-from workers.connectors.parquet_output import output_dir
-from workers.connectors.share_handoff import mark
-from workers.connectors.topic_ingest import TopicIngest, current_offsets
-from workers.connectors.topic_spark_source import TopicStreamReader
+from workers.spark.parquet_output import output_dir
+from workers.spark.share_handoff import mark
+from workers.spark.topic_source import TopicStreamReader
 
 pytestmark = pytest.mark.unit
 

@@ -11,14 +11,14 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
 from coordinator.config import ConfigError
-from workers.connector_clients import ConnectorSettingsRefused, connector_clients, connector_problems
-from workers.connectors.partition_reads import librdkafka_settings
+from workers.config.connector_clients import ConnectorSettingsRefused, connector_clients, connector_problems
+from workers.config.worker import WorkerConfig
 from workers.connectors.topic_ingest import TopicIngest, source_options
-from workers.connectors.topic_spark_source import consumer_options
 from workers.connectors.verifiable import VerifiableSource
-from workers.fenced_output import Outgoing, TaskOutput
-from workers.output_connections import OutputConnections
-from workers.worker_config import WorkerConfig
+from workers.runtime.output_connections import OutputConnections
+from workers.spark.partition_reads import librdkafka_settings
+from workers.spark.topic_source import consumer_options
+from workers.storage.fenced_output import Outgoing, TaskOutput
 
 pytestmark = pytest.mark.unit
 BASE = {"bootstrap.servers": "localhost:9092", "group.id": "g", "config.storage.topic": "c",

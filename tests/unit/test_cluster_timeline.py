@@ -1,11 +1,11 @@
-"""The worker's timeline of its connect group (workers/cluster_timeline.py), on a virtual clock:
+"""The worker's timeline of its connect group (workers/observe/timeline.py), on a virtual clock:
 given a group of w1-w3 running orders' 4 tasks, when w4 joins and one task moves, then ..."""
 
 from __future__ import annotations
 
 import pytest
 
-from workers.cluster_timeline import ClusterTimeline
+from workers.observe.timeline import ClusterTimeline
 
 pytestmark = pytest.mark.unit
 

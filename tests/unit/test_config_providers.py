@@ -1,4 +1,4 @@
-"""Kafka Connect's config providers (workers/config_providers.py): `${provider:[path:]key}`
+"""Kafka Connect's config providers (workers/config/providers.py): `${provider:[path:]key}`
 resolved as Apache Kafka resolves it, by its three providers and their `allowed.paths` and
 `allowlist.pattern`; the provider settings refused at start when they would do nothing or
 cannot work; a worker's own settings resolved at start; and a connector that starts in
@@ -16,7 +16,7 @@ from aiohttp import web
 from connect_rebalance.properties import ConfigError
 from connect_rebalance.work import CONNECTOR
 from tests.support.memory_log import MemoryLogs
-from workers.config_providers import (
+from workers.config.providers import (
     PACKAGE,
     AllowedPaths,
     ConfigProvider,
@@ -30,10 +30,10 @@ from workers.config_providers import (
     resolve,
     with_variables,
 )
-from workers.herder import Herder
-from workers.plugins import ConfigDef, Connector, Task
-from workers.rest import RestApi
-from workers.worker_config import WorkerConfig
+from workers.config.worker import WorkerConfig
+from workers.distributed.herder import Herder
+from workers.plugins.api import ConfigDef, Connector, Task
+from workers.rest.server import RestApi
 
 pytestmark = pytest.mark.unit
 REQUIRED = {"bootstrap.servers": "h:9092", "group.id": "g", "config.storage.topic": "c",

@@ -5,7 +5,7 @@ worker supports with overlapping versions, and a worker that would leave none is
 with UNSUPPORTED_ASSIGNOR; a target computed by `eager` makes every worker give up
 everything before anything is assigned, and a property test checks that over random
 scripts of a group mixing eager-only workers with workers offering both. The workers'
-side (workers/assignors.py): what a worker offers follows `connect.protocol`; an eager
+side (workers/distributed/assignor/assignors.py): what a worker offers follows `connect.protocol`; an eager
 target ignores stickiness and holds nothing back for a crashed worker.
 """
 
@@ -23,8 +23,8 @@ from connect_rebalance.work import CONNECTOR, Work, work_of
 from tests.support.connect_case_studies import computing
 from tests.support.connect_driver import ConnectDriver, notation
 from tests.unit.test_connect_group_core import WORKERS, Cluster, driver, operation
-from workers import assignors
-from workers.lost_work import HeldWork
+from workers.distributed.assignor import assignors
+from workers.distributed.assignor.lost_work import HeldWork
 
 pytestmark = pytest.mark.unit
 EAGER = ClientAssignor("eager", 1, 1, 1)

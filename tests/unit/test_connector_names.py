@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.connector_names import java_trim, name_problem, path_segment
-from workers.plugins import find_plugin
-from workers.spark_runtime import checkpoint_path
+from workers.plugins.api import find_plugin
+from workers.plugins.names import java_trim, name_problem, path_segment
+from workers.spark.runtime import checkpoint_path
 
 pytestmark = pytest.mark.unit
 CONTROLS = "String may not contain control sequences but had the following ASCII chars"

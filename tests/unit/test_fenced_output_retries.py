@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from workers.fenced_output import Outgoing, TaskOutput
+from workers.storage.fenced_output import Outgoing, TaskOutput
 
 pytestmark = pytest.mark.unit
 

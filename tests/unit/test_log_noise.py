@@ -29,7 +29,7 @@ def test_a_client_librarys_repeated_message_is_written_once_per_quiet_period() -
     now[0] = 11.0
     later = record("kafka.cluster", noise)
     assert repeats.filter(later) and later.getMessage() == f"{noise} (and 299 more like it in the last 11 s)"
-    assert all(repeats.filter(record("workers.herder", "ours")) for _ in range(5)), (
+    assert all(repeats.filter(record("workers.distributed.herder", "ours")) for _ in range(5)), (
         "our own lines were held back"
     )
     assert repeats.filter(record("kafka.conn", noise)), "another logger's message is its own"

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connect_rebalance.work import CONNECTOR, Work
-from workers.lost_work import ComputingMemory, HeldWork, plan
+from workers.distributed.assignor.lost_work import ComputingMemory, HeldWork, plan
 
 pytestmark = pytest.mark.unit
 

@@ -1,8 +1,8 @@
-"""The member state machine both group protocols run (workers/member_machine.py), driven
+"""The member state machine both group protocols run (workers/distributed/membership/machine.py), driven
 by events on a virtual clock: what a worker stops, starts, tells and rejoins, and when.
 
 Each test plays the part of a driver: it feeds the machine an answer or the time and
-carries the actions out by hand (`stopped`/`starting`/`started`), as member_driver.py does.
+carries the actions out by hand (`stopped`/`starting`/`started`), as distributed/membership/driver.py does.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import asyncio
 import pytest
 
 from connect_rebalance.work import CONNECTOR, Work
-from workers.member_driver import MemberDriver
-from workers.member_machine import (
+from workers.distributed.membership.driver import MemberDriver
+from workers.distributed.membership.machine import (
     Action,
     Assignment,
     Beat,
@@ -23,7 +23,7 @@ from workers.member_machine import (
     Start,
     Stop,
 )
-from workers.session_watch import SessionWatch
+from workers.distributed.membership.session_watch import SessionWatch
 
 pytestmark = pytest.mark.unit
 

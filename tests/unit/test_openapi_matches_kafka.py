@@ -1,9 +1,9 @@
-"""The workers' OpenAPI document (workers/openapi.py) says what Kafka Connect's says wherever both
+"""The workers' OpenAPI document (workers/rest/openapi.py) says what Kafka Connect's says wherever both
 describe the same API, so a client generated from Kafka's document calls a worker with the same
 operations, parameters and models. Kafka's side is tests/fixtures/kafka-connect-openapi-operations.json:
 the operations Kafka's build generates (swagger) from its JAX-RS resources, and the JSON fields of
 its entity classes, read from the Kafka sources its `source` names. What a worker serves beyond
-Kafka's document is marked as its own (workers/openapi.py's docstring says what and why)."""
+Kafka's document is marked as its own (workers/rest/openapi.py's docstring says what and why)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import schemathesis
 
-from workers import openapi
+from workers.rest import openapi
 
 pytestmark = pytest.mark.unit
 KAFKA = json.loads(

@@ -1,5 +1,5 @@
 """`plugin.path`: which directories and wheels hold plugins, what is refused at start, and what the
-scan finds there (workers/plugin_path.py, workers/plugin_scan.py, workers.plugins.use_plugin_path)."""
+scan finds there (workers/plugins/path.py, workers/plugins/scan.py, workers.plugins.api.use_plugin_path)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import pytest
 
 from connect_rebalance.properties import ConfigError
 from tests.support.plugin_layouts import write_installed, write_wheel
-from workers import plugins
-from workers.plugin_path import read_plugin_path
-from workers.plugins import find_plugin, plugin_import_paths, use_plugin_path
-from workers.spark_runtime import python_environment
-from workers.worker_config import WorkerConfig
+from workers.config.worker import WorkerConfig
+from workers.plugins import api as plugins
+from workers.plugins.api import find_plugin, plugin_import_paths, use_plugin_path
+from workers.plugins.path import read_plugin_path
+from workers.spark.runtime import python_environment
 
 pytestmark = pytest.mark.unit
 REQUIRED = {"bootstrap.servers": "h:9092", "group.id": "g", "config.storage.topic": "c",
@@ -163,7 +163,7 @@ def test_spark_python_processes_import_plugins_after_the_interpreters_own_packag
 
     path = python_environment({"PYTHONPATH": "/opt/extra"}, plugin_dirs)["PYTHONPATH"].split(os.pathsep)
 
-    assert path[:2] == [str(Path(plugins.__file__).resolve().parents[1]), "/opt/extra"]
+    assert path[:2] == [str(Path(plugins.__file__).resolve().parents[2]), "/opt/extra"]
     assert path[-2:] == plugin_dirs
     # The interpreter's own packages come first, as in the worker: a plugin's copy of one is not used.
     assert site_packages in path[2:-2]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.rebalance_clock import RebalanceClock
+from workers.observe.rebalance_clock import RebalanceClock
 
 pytestmark = pytest.mark.unit
 

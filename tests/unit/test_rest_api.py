@@ -15,10 +15,10 @@ from aiohttp.test_utils import TestClient
 
 from connect_rebalance.work import CONNECTOR
 from tests.support.memory_log import MemoryLogs
-from workers import openapi
-from workers.herder import Herder
-from workers.rest import RestApi
-from workers.worker_config import WorkerConfig
+from workers.config.worker import WorkerConfig
+from workers.distributed.herder import Herder
+from workers.rest import openapi
+from workers.rest.server import RestApi
 
 pytestmark = pytest.mark.unit
 SETTINGS = {"bootstrap.servers": "localhost:9092", "group.id": "connect-cluster",
@@ -312,10 +312,10 @@ async def test_plugins_their_configs_and_validation(client: Client) -> None:
 async def test_admin_loggers_read_and_set_levels_as_kafka_connect_answers(client: Client) -> None:
     import logging
 
-    logging.getLogger("workers.herder")  # made at import: a known logger
+    logging.getLogger("workers.distributed.herder")  # made at import: a known logger
     code, levels = await answer(await client.get("/admin/loggers"))
     assert code == 200 and "root" in levels and set(levels["root"]) == {"level", "last_modified"}
-    code, level = await answer(await client.get("/admin/loggers/workers.herder"))
+    code, level = await answer(await client.get("/admin/loggers/workers.distributed.herder"))
     assert code == 200 and level["level"] in ("INFO", "WARN", "DEBUG") and level["last_modified"] is None
     assert (
         await error_of(await client.get("/admin/loggers/no.such.logger"), 404)
@@ -324,11 +324,12 @@ async def test_admin_loggers_read_and_set_levels_as_kafka_connect_answers(client
 
     try:
         code, affected = await answer(await client.put("/admin/loggers/workers", json={"level": "debug"}))
-        assert code == 200 and "workers" in affected and "workers.herder" in affected
+        assert code == 200 and "workers" in affected and "workers.distributed.herder" in affected
         assert all(name == "workers" or name.startswith("workers.") for name in affected)
-        code, level = await answer(await client.get("/admin/loggers/workers.herder"))
+        code, level = await answer(await client.get("/admin/loggers/workers.distributed.herder"))
         assert level["level"] == "DEBUG" and isinstance(level["last_modified"], int)
-        assert (await answer(await client.get("/admin/loggers")))[1]["workers.herder"]["level"] == "DEBUG"
+        listed = (await answer(await client.get("/admin/loggers")))[1]
+        assert listed["workers.distributed.herder"]["level"] == "DEBUG"
         assert await error_of(await client.put("/admin/loggers/workers", json={"level": "LOUD"}), 404) == (
             "invalid log level 'LOUD'."
         )

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from coordinator.config import ConfigError
-from workers.config_state import ConfigState
-from workers.session_key import (
+from workers.config.worker import WorkerConfig
+from workers.storage.config_state import ConfigState
+from workers.storage.session_key import (
     ALGORITHM_HEADER,
     MAX_AGE_MS,
     SIGNATURE_HEADER,
@@ -15,7 +16,6 @@ from workers.session_key import (
     SessionKey,
     task_configs_path,
 )
-from workers.worker_config import WorkerConfig
 
 pytestmark = pytest.mark.unit
 NOW = 1_700_000_000_000

@@ -1,4 +1,4 @@
-"""A partition that changes TopicIngest task when tasks.max changes (share_handoff.py): where
+"""A partition that changes TopicIngest task when tasks.max changes (spark/share_handoff.py): where
 its new task starts reading it, and when it must wait, from the tasks' checkpoints on disk."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.test_topic_ingest_plan import write_batch
-from workers.connectors.share_handoff import INITIAL_OFFSETS, Handoff, handoff, mark, unmarked_gone
-from workers.connectors.topic_spark_source import TopicStreamReader
+from workers.spark.share_handoff import INITIAL_OFFSETS, Handoff, handoff, mark, unmarked_gone
+from workers.spark.topic_source import TopicStreamReader
 
 pytestmark = pytest.mark.unit
 

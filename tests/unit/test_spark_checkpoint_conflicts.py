@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.spark_task import lost_to_another_run
+from workers.spark.task import lost_to_another_run
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.spark_task import (
+from workers.spark.task import (
     MACHINERY_RESTARTS,
     TRANSIENT_BACKOFF_MAX_S,
     machinery_backoff_s,

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from workers.spark_runtime import SparkRuntime
+from workers.spark.runtime import SparkRuntime
 
 pytestmark = pytest.mark.unit
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from workers.status_store import StatusStore, _stale
-from workers.topic_log import Handler
+from workers.storage.status_store import StatusStore, _stale
+from workers.storage.topic_log import Handler
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from workers.topic_creation import topic_creation, topic_creation_problems
+from workers.config.topic_creation import topic_creation, topic_creation_problems
 
 pytestmark = pytest.mark.unit
 DEFAULTS = {"topic.creation.default.partitions": "3", "topic.creation.default.replication.factor": "-1"}
@@ -116,7 +116,7 @@ def test_settings_kafka_would_store_and_never_use_are_refused() -> None:
 
 
 def test_listing_the_default_group_is_a_warning_as_in_kafka(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, "workers.topic_creation"):
+    with caplog.at_level(logging.WARNING, "workers.config.topic_creation"):
         assert problems_of(**{"topic.creation.groups": "default, g"}) == {}
         creation = topic_creation({**DEFAULTS, "topic.creation.groups": "default, g"})
     assert creation is not None and [g.name for g in creation.groups] == ["g"]

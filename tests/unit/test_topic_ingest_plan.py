@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from workers.connectors.partition_split import partitions_of_task
-from workers.connectors.share_handoff import committed_offsets
-from workers.connectors.start_gate import Gate
 from workers.connectors.topic_ingest import TopicIngest, current_offsets, sink_offsets
-from workers.connectors.topic_spark_source import (
+from workers.spark.partition_split import partitions_of_task
+from workers.spark.share_handoff import committed_offsets
+from workers.spark.start_gate import Gate
+from workers.spark.topic_source import (
     PartitionRange,
     TopicStreamReader,
     fair_share,

@@ -1,4 +1,4 @@
-"""The computing worker's staging of moves (workers/warm_handoff.py): a Spark task moving
+"""The computing worker's staging of moves (workers/distributed/warm_handoff.py): a Spark task moving
 between two workers stays with its old owner until its new owner reports it prepared."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from connect_rebalance.work import CONNECTOR, Work
-from workers.warm_handoff import stage
+from workers.distributed.warm_handoff import stage
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""The worker's web view in process (workers/web_view.py): `/ui` is one small page that loads
+"""The worker's web view in process (workers/rest/web_view.py): `/ui` is one small page that loads
 nothing from anywhere, `/ui/state` renders the cluster with every user-chosen name escaped,
 both sit behind the REST API's authentication, and `/metrics` says what the view says.
 The same page is driven in a real browser against worker processes in tests/e2e/test_web_view.py."""
@@ -18,9 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.test_worker_rest_security import basic_auth_settings
 from tests.support.memory_log import MemoryLogs
 from tests.unit.test_rest_api import SETTINGS, source
-from workers.herder import Herder
-from workers.rest import RestApi
-from workers.worker_config import WorkerConfig
+from workers.config.worker import WorkerConfig
+from workers.distributed.herder import Herder
+from workers.rest.server import RestApi
 
 pytestmark = pytest.mark.unit
 Client = TestClient[web.Request, web.Application]

@@ -1,8 +1,8 @@
 """The worker assignor in Kafka Connect's scenarios (its IncrementalCooperativeAssignorTest),
 on a virtual clock, and a property test over random histories.
 
-The assignor here computes each member's target (`workers/assignors.py`: the balance rule
-of balanced_target.py, and lost_work.py's memory of who ran what); moving an item is then
+The assignor here computes each member's target (`workers/distributed/assignor/`: the
+balance rule of balanced_target.py, and lost_work.py's memory of who ran what); moving an item is then
 revoke-then-assign, done by the coordinator on `connect` and by `incremental_deltas` in two
 rounds on `classic`. So where Kafka Connect's tests assert a revoking round and then an
 assigning one, these assert the target and, for classic, the two rounds' deltas.
@@ -24,9 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connect_rebalance.work import CONNECTOR, Work
-from workers import assignors
-from workers.classic_membership import incremental_deltas
-from workers.lost_work import ComputingMemory
+from workers.distributed.assignor import assignors
+from workers.distributed.assignor.lost_work import ComputingMemory
+from workers.distributed.membership.classic import incremental_deltas
 
 pytestmark = pytest.mark.unit
 DELAY = 300.0  # scheduled.rebalance.max.delay.ms, as Kafka Connect's default (seconds here)

@@ -9,7 +9,7 @@ import pytest
 from connect_rebalance.jaas import parse_file, parse_modules
 from connect_rebalance.sasl_client import AuthenticationFailed, ScramClient
 from coordinator.config import ConfigError
-from workers.worker_config import WorkerConfig
+from workers.config.worker import WorkerConfig
 
 pytestmark = pytest.mark.unit
 BASE = {"bootstrap.servers": "localhost:9092", "group.id": "g", "config.storage.topic": "c",

@@ -11,9 +11,9 @@ import pytest
 
 from connect_rebalance.properties import ConfigError, read_properties
 from coordinator.config import CoordinatorConfig
-from workers.converters import ConversionError, Converter, converter_problems, record_converters
-from workers.inapplicable_settings import sort_out
-from workers.worker_config import WorkerConfig
+from workers.config.inapplicable import sort_out
+from workers.config.worker import WorkerConfig
+from workers.plugins.converters import ConversionError, Converter, converter_problems, record_converters
 
 pytestmark = pytest.mark.unit
 REQUIRED = {"bootstrap.servers": "h:9092", "group.id": "g", "config.storage.topic": "c",

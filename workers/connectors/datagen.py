@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..plugins import ConfigDef, TaskContext, indexed_task_configs, non_negative_int, positive_int
-from ..spark_task import SparkTask
-from .checkpoint_generations import CheckpointedConnector
-from .parquet_output import parquet_sink
+from workers.plugins.api import ConfigDef, TaskContext, indexed_task_configs, non_negative_int, positive_int
+from workers.spark.checkpoint_generations import CheckpointedConnector
+from workers.spark.parquet_output import parquet_sink
+from workers.spark.task import SparkTask
 
 
 class DatagenTask(SparkTask):

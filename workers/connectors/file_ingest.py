@@ -16,7 +16,7 @@ through Spark (`parquet_output.read_output`) gives every row once.
 Its offsets (`GET /connectors/{name}/offsets`) are, per sub-directory, how many of its files
 the tasks' committed batches have read and the last of them. They can be reset (KIP-875
 `DELETE`: every file is read again, into a new generation of output directories,
-checkpoint_generations.py) but not altered: a file source's position is the set of files it
+spark/checkpoint_generations.py) but not altered: a file source's position is the set of files it
 has read, which Spark keeps and cannot be told.
 """
 
@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..plugins import ConfigDef, ConfigProblem, TaskContext, indexed_task_configs, positive_int
-from ..spark_runtime import checkpoint_path
-from ..spark_task import SparkTask
-from .checkpoint_generations import CheckpointedConnector, connector_root
-from .parquet_output import parquet_sink
-from .share_handoff import task_checkpoints
-from .spark_logs import log_entries
+from workers.plugins.api import ConfigDef, ConfigProblem, TaskContext, indexed_task_configs, positive_int
+from workers.spark.checkpoint_generations import CheckpointedConnector, connector_root
+from workers.spark.metadata_logs import log_entries
+from workers.spark.parquet_output import parquet_sink
+from workers.spark.runtime import checkpoint_path
+from workers.spark.share_handoff import task_checkpoints
+from workers.spark.task import SparkTask
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class FileIngestTask(SparkTask):
         directories = self._directories(config)
         if not directories:
             return
-        from ..spark_warmup import run_in_scratch  # PySpark's: loaded where Spark runs
+        from workers.spark.warmup import run_in_scratch  # PySpark's: loaded where Spark runs
 
         schema = _schema(spark, config, directories)
 

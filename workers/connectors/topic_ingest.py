@@ -1,7 +1,7 @@
 """TopicIngest: topic partitions on the coordinator (or any Kafka cluster) -> Parquet, with Spark.
 
 Each task runs one Structured Streaming query: the `topic` data source
-(`topic_spark_source`) over the task's share of the partitions, into Parquet under
+(`workers.spark.topic_source`) over the task's share of the partitions, into Parquet under
 `<output.path>/task-<n>` (one directory per task: a file sink's `_spark_metadata` log has
 one writer). The query's offsets live in its checkpoint, so a task that moves to another
 worker — after a graceful stop or a crash — resumes after its last committed batch, and
@@ -10,14 +10,14 @@ reading the output through Spark gives every record once (`read_output`).
 The split needs no lookup when task configs are made (a connector has no cluster to ask
 then): each task config names its index and the task count, and the task's query subscribes
 to the topics and reads the partitions with `(crc32(topic) + partition) % tasks == index`
-(partition_split.py). The query looks for new partitions at every batch (at most
+(spark/partition_split.py). The query looks for new partitions at every batch (at most
 `partition.discovery.interval.ms` behind), so partitions added to a topic while the
 connector runs are read, from their first record, by the task they fall to; adding
 partitions moves no existing partition to another task, so no checkpoint loses a partition
 it had read. A task whose share is empty still runs its query, so that it reads the
 partitions that later fall to it. Changing `tasks.max` does move partitions between tasks: a
 moved partition is read on from where its former task leaves it, once that task has let go
-of it (share_handoff.py: the runs' markers in the checkpoints).
+of it (spark/share_handoff.py: the runs' markers in the checkpoints).
 """
 
 from __future__ import annotations
@@ -27,10 +27,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..plugins import ConfigDef, TaskContext, indexed_task_configs, non_negative_int, positive_int
-from ..spark_runtime import checkpoint_path
-from ..spark_task import SparkTask
-from .checkpoint_generations import (
+from workers.plugins.api import ConfigDef, TaskContext, indexed_task_configs, non_negative_int, positive_int
+from workers.spark.checkpoint_generations import (
     GENERATION,
     CheckpointedConnector,
     OffsetChanges,
@@ -39,8 +37,17 @@ from .checkpoint_generations import (
     connector_root,
     starting_offsets,
 )
-from .parquet_output import parquet_sink
-from .share_handoff import INITIAL_OFFSETS, Partition, committed_offsets, flatten, mark, task_checkpoints
+from workers.spark.parquet_output import parquet_sink
+from workers.spark.runtime import checkpoint_path
+from workers.spark.share_handoff import (
+    INITIAL_OFFSETS,
+    Partition,
+    committed_offsets,
+    flatten,
+    mark,
+    task_checkpoints,
+)
+from workers.spark.task import SparkTask
 
 STARTING = ("earliest", "latest")
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
@@ -75,7 +82,7 @@ class TopicIngestTask(SparkTask):
 
     checkpoint: str | None = None
     count = 0
-    preparable = True  # the `topic` source waits at a start gate (start_gate.py)
+    preparable = True  # the `topic` source waits at a start gate (spark/start_gate.py)
 
     def writer(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> Any:
         worker = context.extra["worker_config"]
@@ -99,16 +106,16 @@ class TopicIngestTask(SparkTask):
 
     def warm_up(self, spark: Any, config: Mapping[str, str], context: TaskContext) -> None:
         """The Python workers that will run this task's first reads here connect to its
-        topics' cluster first (spark_warmup.warm_reads): a first read in a new worker otherwise
+        topics' cluster first (workers.spark.warmup.warm_reads): a first read in a new worker otherwise
         spends most of its time connecting."""
-        from ..spark_warmup import warm_reads  # PySpark's: loaded where Spark runs
+        from workers.spark.warmup import warm_reads  # PySpark's: loaded where Spark runs
 
         bootstrap = config.get("bootstrap.servers") or context.bootstrap_servers
         warm_reads(spark, source_options(config, bootstrap, context.consumer_settings))
 
     def begin_run(self) -> None:
         # This run's previous one has stopped: what its checkpoint planned is what the task
-        # still reads of partitions another task now holds (share_handoff.py).
+        # still reads of partitions another task now holds (spark/share_handoff.py).
         if self.checkpoint is not None:
             mark(self.checkpoint, self.count, stopped=False)
 
@@ -229,7 +236,7 @@ def find_partitions(
 ) -> list[tuple[str, int]]:
     """The topics' partitions, asked of the cluster (with the `consumer` settings, Kafka's
     names); a topic that does not exist is an error."""
-    from .topic_spark_source import new_consumer
+    from workers.spark.topic_source import new_consumer
 
     timeout_ms = int(timeout_s * 1000)
     client = new_consumer(bootstrap, consumer, allow_auto_create_topics=False, request_timeout_ms=timeout_ms)
@@ -254,7 +261,7 @@ def topic_stream(
 ) -> Any:
     """The task's streaming DataFrame: its share of the topics' partitions, as they are at
     each batch, read by the `topic` data source (`source_options`)."""
-    from .topic_spark_source import TopicDataSource
+    from workers.spark.topic_source import TopicDataSource
 
     spark.dataSource.register(TopicDataSource)
     found = source_options(config, bootstrap, consumer, options)
@@ -269,7 +276,7 @@ def source_options(
 ) -> dict[str, str]:
     """The `topic` source's options for a task: the config's, the consumer's settings (Kafka's
     names) as `kafka.<setting>`, and `options` besides."""
-    from .topic_spark_source import KAFKA_OPTION
+    from workers.spark.topic_source import KAFKA_OPTION
 
     found = {
         "bootstrap.servers": bootstrap,

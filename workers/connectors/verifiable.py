@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ..plugins import ConfigDef, Connector, Task, TaskContext, non_negative_int, positive_int
+from workers.plugins.api import ConfigDef, Connector, Task, TaskContext, non_negative_int, positive_int
 
 
 class VerifiableSourceTask(Task):
