@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+# Kafka's producer `compression.type` values and their record batch codecs: a connector's
+# `producer.override.compression.type` compresses its tasks' batches.
+COMPRESSION_CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 def _non_negative(kind: str, most: int | None = None, why: str = "") -> Callable[[str], int]:

@@ -458,7 +458,8 @@ def test_group_connect_migration_policy_is_validated_by_name() -> None:
 
 
 def test_the_computing_worker_knows_a_classic_worker_by_its_url_and_installs_it_an_embedded_header() -> None:
-    from workers.distributed.leader_planning import LeaderInfo, _classic_header, _is_classic, _worker_id_of
+    from workers.distributed.leader_planning import _classic_header, _is_classic, _worker_id_of
+    from workers.distributed.membership.leader_info import LeaderInfo
 
     h, d, ids, g = upgraded()
     prepared = d.prepare("C1")

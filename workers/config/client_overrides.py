@@ -27,9 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from connect_rebalance.client_security import ClientSecurity, is_security_setting
-from connect_rebalance.client_tuning import ADMIN, CONSUMER, tuning_problem
+from connect_rebalance.client_tuning import ADMIN, COMPRESSION_CODECS, CONSUMER, tuning_problem
 from workers.plugins.api import ConfigProblem
-from workers.storage.fenced_output import COMPRESSION_CODECS
 
 CLIENTS = ("producer", "consumer", "admin")
 POLICY_PACKAGE = "org.apache.kafka.connect.connector.policy."

@@ -38,9 +38,10 @@ from workers.config.worker import WorkerConfig
 from workers.distributed.assignor import assignors
 from workers.distributed.internal_requests import send_task_configs
 from workers.distributed.leader_duties import ConfigAnnouncer, keep_session_key
-from workers.distributed.leader_planning import LeaderInfo, TargetPlanner
+from workers.distributed.leader_planning import TargetPlanner
 from workers.distributed.membership.classic import ClassicMembership
 from workers.distributed.membership.connect import ConnectMembership
+from workers.distributed.membership.leader_info import LeaderInfo
 from workers.distributed.membership.machine import Assignment, MemberState
 from workers.observe.cluster_watch import ClusterWatch
 from workers.observe.loggers import Loggers, level_number

@@ -19,7 +19,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from connect_rebalance.connect_protocol import NO_ERROR, ConnectAssignment, encode_assignment
@@ -29,40 +29,13 @@ from workers.config.worker import WorkerConfig, url_host_port
 from workers.distributed import warm_handoff
 from workers.distributed.assignor import assignors, lost_work
 from workers.distributed.membership.connect import InstallPlan
+from workers.distributed.membership.leader_info import LeaderInfo, work_items
 from workers.plugins.api import find_plugin
 from workers.storage.config_state import STARTED
 from workers.storage.config_store import ConfigStore
 from workers.storage.status_store import StatusStore
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class LeaderInfo:
-    """What the computing worker tells every worker with its target (assignment metadata)."""
-
-    leader: str = ""
-    leader_url: str = ""
-    config_offset: int = 0
-    delay_ms: int = 0
-    assignor: str = ""  # the assignor that computed the target (classic: the embedded protocol)
-    warm: list[tuple[str, int]] = field(default_factory=list)  # to prepare: another worker runs it
-
-    def warm_work(self) -> frozenset[Work]:
-        """What this worker is to prepare (warm_handoff.py), as work items."""
-        return _items(self.warm)
-
-    def encode(self) -> bytes:
-        return json.dumps(self.__dict__).encode()
-
-    @classmethod
-    def decode(cls, data: bytes) -> LeaderInfo:
-        """What the computing worker sent; fields this worker does not know are left out."""
-        try:
-            fields = json.loads(data) if data else {}
-            return cls(**{k: v for k, v in fields.items() if k in cls.__dataclass_fields__})
-        except (ValueError, TypeError, AttributeError):
-            return cls()
 
 
 class TargetPlanner:
@@ -91,7 +64,7 @@ class TargetPlanner:
         # What each worker that prepares moved work reports warmed (classic workers never do),
         # and which workers are leaving once their work is prepared elsewhere.
         said = {m["member_id"]: assignor_metadata(m) for m in prepared["members"] if m["member_id"] in live}
-        warmed = {m: _items(meta["warmed"]) for m, meta in said.items() if meta.get("warms")}
+        warmed = {m: work_items(meta["warmed"]) for m, meta in said.items() if meta.get("warms")}
         leaving = {m: live[m] for m, meta in said.items() if meta.get("leaving")}
         target, delay_ms, warm = await self.plan(
             live, {m: current[m] for m in live}, state.work(), prepared["assignment_epoch"],
@@ -205,14 +178,6 @@ def assignor_metadata(member: Mapping[str, Any]) -> dict[str, Any]:
         return said if isinstance(said, dict) else {}
     except ValueError:
         return {}
-
-
-def _items(listed: Any) -> frozenset[Work]:
-    """Work items as JSON lists them ([connector, task] pairs); what does not parse, nothing."""
-    try:
-        return frozenset((str(c), int(t)) for c, t in listed or ())
-    except (ValueError, TypeError):
-        return frozenset()
 
 
 def _is_classic(member: Mapping[str, Any]) -> bool:

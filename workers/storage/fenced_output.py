@@ -36,6 +36,7 @@ from kafka.partitioner.default import murmur2
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from connect_rebalance.client_security import ClientSecurity
+from connect_rebalance.client_tuning import COMPRESSION_CODECS
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
@@ -51,9 +52,6 @@ DELIVERY_TIMEOUT_S = 60.0  # as Kafka's producer: give up on a request after thi
 # retry doubles from 0.1 s up to 1 s, so an outage (a coordinator restarting) is not hammered.
 RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S = 0.1, 1.0
 REQUEST_TIMEOUT_S = 30.0
-# Kafka's producer `compression.type` values and their record batch codecs: a connector's
-# `producer.override.compression.type` compresses its tasks' batches.
-COMPRESSION_CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 # How long a stopping run waits for its last write to be answered, counted from when it was
 # sent: an answer that takes longer means the coordinator is not answering (a partition, a
 # frozen coordinator), and the stop must not wait on it; the fence covers that write.

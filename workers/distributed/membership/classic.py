@@ -66,8 +66,8 @@ from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.client import ProtocolClient
 from connect_rebalance.work import Work
 from workers.distributed.assignor.assignors import eager_round_robin
-from workers.distributed.leader_planning import LeaderInfo
 from workers.distributed.membership.driver import MachineView, MemberDriver, WorkListener
+from workers.distributed.membership.leader_info import LeaderInfo
 from workers.distributed.membership.machine import Assignment, MemberMachine, Rejoin
 from workers.distributed.membership.session_watch import SESSION_KEEPING_ANSWERS, SessionWatch
 
@@ -80,7 +80,7 @@ RETRY_BACKOFF_S = 0.5
 Snapshot = Callable[[], Awaitable[tuple[frozenset[Work], int]]]
 # The incremental cooperative leader's target: (member id -> url, what each owns, all work, generation)
 # -> (each member's target, the delay everyone rejoins after while a lost worker's work is held).
-TargetPlanner = Callable[
+PlanTarget = Callable[
     [Mapping[str, str], Mapping[str, frozenset[Work]], frozenset[Work], int],
     Awaitable[tuple[dict[str, frozenset[Work]], int]],
 ]
@@ -95,7 +95,7 @@ class ClassicMembership(MachineView):
         listener: WorkListener,
         snapshot: Snapshot,
         config_offset: Callable[[], int],
-        plan_target: TargetPlanner,
+        plan_target: PlanTarget,
         *,
         connect_protocol: str = "sessioned",
         client_id: str = "connect-rebalance-worker",
