@@ -33,6 +33,7 @@ from kafka.errors import KafkaError
 from connect_rebalance.properties import ConfigError
 from workers.config.worker import WorkerConfig
 from workers.distributed.herder import LEAVE_HANDOFF_S, Herder
+from workers.distributed.herder_api import HerderApi
 from workers.distributed.membership.connect import MembershipRefused
 from workers.plugins.api import use_plugin_path
 from workers.rest.server import RestApi
@@ -77,7 +78,7 @@ async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None
     for warning in [*config.setting_warnings, *use_plugin_path(config.plugin_locations())]:
         log.warning("%s", warning)
     herder = Herder(config)
-    api = RestApi(herder)
+    api = RestApi(HerderApi(herder))
     runners = [await _served(api.app, config, config.rest_listeners, sockets)]
     if api.admin_app is not None:  # the admin endpoints' own listeners (admin.listeners)
         runners.append(await _served(api.admin_app, config, config.admin_rest_listeners, admin_sockets))

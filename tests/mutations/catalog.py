@@ -546,7 +546,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="json-values-stored-as-python-text",
         breaks="a JSON number or boolean in a connector config is stored as Kafka Connect stores it",
-        file="workers/rest/server.py",
+        file="workers/config/connector_validation.py",
         original="value if isinstance(value, str) else json.dumps(value)",
         replacement="value if isinstance(value, str) else str(value)",
         tests=(
@@ -599,9 +599,38 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="follower-writes-itself",
+        breaks="a config write sent to a follower is made by the leader, which writes the config topic",
+        file="workers/rest/forwarding.py",
+        original="        if leader_url is None:\n            return await write()\n",
+        replacement=(
+            "        if True:  # mutation: every worker writes what it is sent\n"
+            "            return await write()\n"
+        ),
+        tests=(f"{UNIT}/test_rest_resources.py::test_a_followers_writes_are_answered_by_its_leader",),
+    ),
+    Mutation(
+        name="rest-reaches-past-the-herder-protocol",
+        breaks="the REST API asks the worker only what its Herder protocol offers",
+        file="workers/rest/root.py",
+        original='"spark_runtime": self.herder.spark_runtime(),',
+        replacement='"spark_runtime": self.herder.spark.describe(),  # mutation: a herder part',
+        tests=(
+            f"{UNIT}/test_rest_resources.py::test_every_resource_is_served_from_the_herder_protocol_alone",
+        ),
+    ),
+    Mutation(
+        name="herder-refusal-answered-500",
+        breaks="a config or offsets change the herder refuses is Kafka Connect's 400 with its reason",
+        file="workers/rest/server.py",
+        original="    except (InvalidConnectorConfig, OffsetsRefused) as exc:",
+        replacement="    except ZeroDivisionError as exc:  # mutation: the herder's refusals are not mapped",
+        tests=(f"{UNIT}/test_rest_resources.py::test_the_herders_refusals_are_kafka_connects_400s",),
+    ),
+    Mutation(
         name="forward-decodes-the-path",
         breaks="a write sent to a follower acts on the connector its URL names, not another",
-        file="workers/rest/server.py",
+        file="workers/rest/forwarding.py",
         original='        url = URL(f"{base_url}{request.rel_url.raw_path}", encoded=True)\n',
         replacement='        url = f"{base_url}{request.path}"  # mutation: the decoded path\n',
         tests=(
@@ -612,7 +641,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="forward-drops-the-location",
         breaks="a connector created through a follower is answered with its Location",
-        file="workers/rest/server.py",
+        file="workers/rest/forwarding.py",
         original='for h in ("Location",) if h in answer.headers}',
         replacement="for h in () if h in answer.headers}",
         tests=(
@@ -796,7 +825,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="restart-planned-without-a-status",
         breaks="a restart with includeTasks or onlyFailed before any status is 404, as in Kafka Connect",
-        file="workers/rest/server.py",
+        file="workers/rest/connectors.py",
         original="        if plan and not self.herder.has_status(name):\n",
         replacement="        if False:  # mutation: 202 with an empty worker id\n",
         tests=(f"{UNIT}/test_rest_api.py::test_status_and_restart",),
@@ -804,15 +833,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="stopped-connector-offsets-empty",
         breaks="a stopped TopicIngest reports the offsets its checkpoints committed (KIP-875)",
-        file="workers/distributed/herder.py",
+        file="workers/distributed/herder_api.py",
         original=(
             "        plugin = self._checkpointed(name)\n        if plugin is None:\n"
-            "            return self.offsets.of_connector(name)\n"
+            "            return self.herder.offsets.of_connector(name)\n"
         ),
         replacement=(
             "        plugin = self._checkpointed(name)\n"
             "        if plugin is None or not self.task_configs(name):  # mutation: running tasks only\n"
-            "            return self.offsets.of_connector(name)\n"
+            "            return self.herder.offsets.of_connector(name)\n"
         ),
         tests=(
             "tests/e2e/test_spark_connector_offsets.py::"
@@ -863,7 +892,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="rest-topics-reset-not-served",
         breaks="every operation of Kafka Connect's REST API is served",
-        file="workers/rest/server.py",
+        file="workers/rest/connectors.py",
         original='            web.put("/connectors/{connector}/topics/reset", self.reset_topics),\n',
         replacement="",
         tests=(
@@ -874,7 +903,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="offsets-changed-while-tasks-run",
         breaks="a stopped connector's offsets are not changed while one of its tasks still runs",
-        file="workers/distributed/herder.py",
+        file="workers/distributed/herder_api.py",
         original="        if not self.stopped(name) or running:\n",
         replacement="        if not self.stopped(name):  # mutation: running tasks are not looked for\n",
         tests=(
@@ -885,10 +914,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="stopping-tasks-hidden-from-status",
         breaks="a connector's status shows its tasks that still run after their configs went",
-        file="workers/distributed/herder.py",
+        file="workers/distributed/herder_api.py",
         original=(
-            "        stopping = [task for task in self.statuses.tasks_still_running(name)"
-            " if task >= configured]\n"
+            "        stopping = [task for task in statuses.tasks_still_running(name) if task >= configured]\n"
         ),
         replacement="        stopping: list[int] = []  # mutation: tasks still stopping are not shown\n",
         tests=(
@@ -1554,7 +1582,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="rest-config-shape-unchecked",
         breaks="a REST request with a config that is not a JSON object gets a 400, never a 500",
-        file="workers/rest/server.py",
+        file="workers/rest/connectors.py",
         original='        if not isinstance(config, dict):\n            raise RestError(400, "Connector',
         replacement='        if False:  # mutation\n            raise RestError(400, "Connector',
         tests=(
@@ -1983,7 +2011,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="offsets-altered-while-running",
         breaks="a running connector's offsets cannot be altered or reset (KIP-875: STOPPED first)",
-        file="workers/rest/server.py",
+        file="workers/rest/offsets.py",
         original="        if not self.herder.stopped(name):",
         replacement="        if False:",
         tests=(

@@ -32,6 +32,7 @@ from workers.config.providers import (
 )
 from workers.config.worker import WorkerConfig
 from workers.distributed.herder import Herder
+from workers.distributed.herder_api import HerderApi
 from workers.plugins.api import ConfigDef, Connector, Task
 from workers.rest.server import RestApi
 
@@ -336,9 +337,10 @@ class RecordingSource(Connector):
 
 
 async def started_connector(herder: Herder, name: str, config: dict[str, str]) -> dict[str, Any]:
-    await herder.create_connector(name, config, "STARTED")
+    api = HerderApi(herder)
+    await api.create_connector(name, config, "STARTED")
     await herder.runner.start(frozenset({(name, CONNECTOR)}), lambda: _nothing())
-    status = herder.connector_status(name)
+    status = api.connector_status(name)
     assert status is not None
     return status
 
@@ -363,8 +365,8 @@ async def test_a_connector_sees_its_config_resolved_and_the_config_topic_keeps_t
     status = await started_connector(herder, "rec", raw)
     assert status["connector"]["state"] == "RUNNING"
     assert RecordingSource.seen == [{**raw, "topic": "orders", "tasks.max": "2"}]
-    assert herder.connector_config("rec") == raw
-    assert herder.task_configs("rec") == [
+    assert HerderApi(herder).connector_config("rec") == raw
+    assert HerderApi(herder).task_configs("rec") == [
         {"topic": raw["topic"], "task": "0"},
         {"topic": raw["topic"], "task": "1"},
     ]
@@ -376,7 +378,7 @@ async def test_a_connector_sees_its_config_resolved_and_the_config_topic_keeps_t
         f"setting 'topic': ${{file:{secrets}/gone.properties:topic}} could not be resolved"
         in (failed["connector"]["trace"])
     )
-    assert herder.task_configs("broken") == []
+    assert HerderApi(herder).task_configs("broken") == []
 
 
 def test_env_reads_the_workers_environment_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -394,11 +396,11 @@ async def test_rest_validates_a_config_as_resolved_and_never_shows_a_value_read(
                                                 "false", "config.providers.env.class": "EnvVar"}),
                     logs=MemoryLogs())  # fmt: skip
     herder.ready.set()
-    client = await aiohttp_client(RestApi(herder).app)
+    client = await aiohttp_client(RestApi(HerderApi(herder)).app)
     config = {"connector.class": "VerifiableSource", "topic": "out", "tasks.max": "${env:TASKS}"}
     response = await client.put("/connectors/resolved/config", json=config)
     assert response.status == 201, await response.text()
-    assert herder.connector_config("resolved") == {**config, "name": "resolved"}
+    assert HerderApi(herder).connector_config("resolved") == {**config, "name": "resolved"}
 
     response = await client.put("/connectors/bad/config", json={**config, "tasks.max": "${env:BAD_TASKS}"})
     body = await response.text()

@@ -17,6 +17,7 @@ from connect_rebalance.work import CONNECTOR
 from tests.support.memory_log import MemoryLogs
 from workers.config.worker import WorkerConfig
 from workers.distributed.herder import Herder
+from workers.distributed.herder_api import HerderApi
 from workers.rest import openapi
 from workers.rest.server import RestApi
 
@@ -41,7 +42,7 @@ def herder() -> Herder:
 @pytest.fixture
 async def client(herder: Herder, aiohttp_client: Callable[[web.Application], Awaitable[Client]]) -> Client:
     herder.ready.set()  # its topics are in memory: read to their end already
-    return await aiohttp_client(RestApi(herder).app)
+    return await aiohttp_client(RestApi(HerderApi(herder)).app)
 
 
 async def answer(response: Any) -> tuple[int, Any]:
@@ -77,7 +78,7 @@ async def test_root_health_and_metrics(client: Client, herder: Herder) -> None:
 def test_the_openapi_document_lists_every_route_as_it_is_routed(herder: Herder) -> None:
     """Generated clients and the fuzzers reach every route, and a path parameter has the name
     the handler reads it by (Kafka Connect's: `{connector}`, `{task}`, `{pluginName}`, `{logger}`)."""
-    app = RestApi(herder).app
+    app = RestApi(HerderApi(herder)).app
     routed = {(r.method.lower(), r.resource.canonical) for r in app.router.routes() if r.method != "HEAD"}
     documented = {(method, path) for path, item in openapi.document()["paths"].items() for method in item}
     assert routed == documented
@@ -186,7 +187,7 @@ async def test_a_worker_without_topic_creation_or_overrides_says_so_at_create(
     }
     herder = Herder(WorkerConfig.from_settings(settings), logs=MemoryLogs())
     herder.ready.set()
-    client = await aiohttp_client(RestApi(herder).app)
+    client = await aiohttp_client(RestApi(HerderApi(herder)).app)
     unchecked = source("kept", **{"topic.creation.default.partitions": "none"})
     assert (await client.post("/connectors", json=unchecked)).status == 201, "not used here, so not read"
     overridden = source("tuned", **{"producer.override.linger.ms": "5"})

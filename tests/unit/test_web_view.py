@@ -20,6 +20,7 @@ from tests.support.memory_log import MemoryLogs
 from tests.unit.test_rest_api import SETTINGS, source
 from workers.config.worker import WorkerConfig
 from workers.distributed.herder import Herder
+from workers.distributed.herder_api import HerderApi
 from workers.rest.server import RestApi
 
 pytestmark = pytest.mark.unit
@@ -35,7 +36,7 @@ async def secured(
     settings = {**SETTINGS, **basic_auth_settings(tmp_path, {"admin": "secret"})}
     herder = Herder(WorkerConfig.from_settings(settings), logs=MemoryLogs())
     herder.ready.set()
-    return herder, await aiohttp_client(RestApi(herder).app)
+    return herder, await aiohttp_client(RestApi(HerderApi(herder)).app)
 
 
 AUTH = {"Authorization": "Basic " + base64.b64encode(b"admin:secret").decode()}

@@ -1,5 +1,6 @@
 """The herder: wires a worker's pieces together, as Kafka Connect's DistributedHerder does, and
-is what the REST API talks to (its methods, Kafka Connect's `Herder` interface).
+is what the REST API's requests are answered from (herder_api.py, Kafka Connect's `Herder`
+interface).
 
 The pieces, each in its module:
 - the config topic, followed and written (`ConfigStore`; only the leader writes it: REST
@@ -45,13 +46,10 @@ from workers.distributed.membership.leader_info import LeaderInfo
 from workers.distributed.membership.machine import Assignment, MemberState
 from workers.observe.cluster_watch import ClusterWatch
 from workers.observe.loggers import Loggers, level_number
-from workers.observe.metrics import WorkerFigures
-from workers.plugins.api import find_plugin
 from workers.runtime.output_connections import OutputConnections
 from workers.runtime.task_runner import TaskRunner
-from workers.spark.checkpoint_generations import CheckpointedConnector, OffsetChanges, OffsetsRefused
 from workers.spark.runtime import SparkRuntime
-from workers.storage.config_state import STOPPED, Changed, ConfigChange, ConfigState
+from workers.storage.config_state import Changed, ConfigChange, ConfigState
 from workers.storage.config_store import ConfigStore
 from workers.storage.offset_store import OffsetStore
 from workers.storage.session_key import SessionKey
@@ -92,7 +90,6 @@ class Herder:
         self.announcer = ConfigAnnouncer(self.state, self.is_leader, lambda: self.membership.heartbeat_now())
         self.statuses = StatusStore(partial(logs, config.status_storage_topic), config.worker_id)
         self.offsets = OffsetStore(partial(logs, config.offset_storage_topic))
-        self._offset_changes = asyncio.Lock()  # KIP-875 alters and resets, one at a time
         # Tasks' records and source offsets, fenced by epoch, connected as `producer.*` says (the
         # whole of their security, as in Kafka Connect), or as their connector's producer overrides say.
         self.outputs = OutputConnections(
@@ -248,11 +245,6 @@ class Herder:
             affected = self.loggers.set_level(name, change.level)
             log.info("log level of %s set to %s cluster-wide (%d loggers)", name, change.level, len(affected))
 
-    async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
-        """A log level for every worker of the cluster (this one too, once it reads it back),
-        written to the config topic by whichever worker was asked, as Kafka Connect does."""
-        await self.configs.put_logger_level(namespace, level)
-
     # -- the group ------------------------------------------------------------------------
 
     def is_leader(self) -> bool:
@@ -369,150 +361,3 @@ class Herder:
 
         future.add_done_callback(done)
         return future
-
-    # -- what the REST API reads and writes (Kafka Connect's Herder interface) -------------
-
-    def started(self) -> bool:
-        return self.ready.is_set()
-
-    async def wait_started(self) -> None:
-        await self.ready.wait()
-
-    def cluster_id(self) -> str:
-        """The Kafka cluster's id, read at start (`GET /` reports it, as Kafka Connect does)."""
-        return self.kafka_cluster_id
-
-    def connectors(self) -> list[str]:
-        return sorted(self.state.connectors)
-
-    def connector_config(self, name: str) -> dict[str, str] | None:
-        return self.state.connectors.get(name)
-
-    def task_configs(self, name: str) -> list[dict[str, str]]:
-        return self.state.tasks.get(name, [])
-
-    def connector_status(self, name: str) -> dict[str, Any] | None:
-        config = self.state.connectors.get(name)
-        if config is None:
-            return None
-        tasks = []
-        configured = len(self.task_configs(name))
-        stopping = [task for task in self.statuses.tasks_still_running(name) if task >= configured]
-        for i in [*range(configured), *stopping]:
-            status = self.statuses.status_of((name, i))
-            progress = self.runner.progress((name, i))  # known to the worker running it
-            tasks.append(_entry(status, id=i) | ({"progress": progress} if progress else {}))
-        plugin = find_plugin(config.get("connector.class", ""))
-        connector = _entry(self.statuses.status_of((name, CONNECTOR)))
-        return {
-            "name": name,
-            "connector": connector,
-            "tasks": tasks,
-            "type": plugin.type if plugin else "unknown",
-        }
-
-    def has_status(self, name: str) -> bool:
-        return self.statuses.reported((name, CONNECTOR))
-
-    def worker_url(self, worker_id: str) -> str:
-        return self.statuses.worker_url(worker_id, self.config.rest_url.split("://", 1)[0])
-
-    def runs(self, item: Work) -> bool:
-        return item in self.runner.running
-
-    async def restart(self, item: Work) -> None:
-        await self.runner.restart(item)
-
-    def _checkpointed(self, name: str) -> type[CheckpointedConnector] | None:
-        """The connector's plugin, if its offsets are its tasks' Spark checkpoints."""
-        plugin = find_plugin(self.state.connectors.get(name, {}).get("connector.class", ""))
-        return plugin if plugin is not None and issubclass(plugin, CheckpointedConnector) else None
-
-    async def connector_offsets(self, name: str) -> list[dict[str, Any]]:
-        """KIP-875's offsets: the offset topic's, or those in the Spark checkpoints of connectors
-        that keep them there, of every task (also while the connector is stopped)."""
-        plugin = self._checkpointed(name)
-        if plugin is None:
-            return self.offsets.of_connector(name)
-        return await asyncio.to_thread(plugin.checkpoint_offsets, self.config, name)
-
-    async def alter_offsets(self, name: str, changes: OffsetChanges) -> None:
-        """KIP-875's alter of a stopped connector (OffsetsRefused: one it cannot do, or one
-        whose tasks have not all stopped yet)."""
-        async with self._offset_changes:
-            plugin = await self._offsets_changeable(name, "alter")
-            if plugin is None:
-                await self.offsets.alter(name, list(changes))
-            else:
-                await asyncio.to_thread(plugin.alter_offsets, self.config, name, changes)
-
-    async def reset_offsets(self, name: str) -> None:
-        """KIP-875's reset of a stopped connector (OffsetsRefused: its tasks have not all stopped)."""
-        async with self._offset_changes:
-            plugin = await self._offsets_changeable(name, "reset")
-            if plugin is None:
-                await self.offsets.reset(name)
-            else:
-                await asyncio.to_thread(plugin.reset_offsets, self.config, name)
-
-    def stopped(self, name: str) -> bool:
-        """KIP-875's STOPPED: the target state, and no task configs left (the stop has taken)."""
-        return self.state.target_state(name) == STOPPED and not self.task_configs(name)
-
-    async def _offsets_changeable(self, name: str, verb: str) -> type[CheckpointedConnector] | None:
-        """The connector's checkpointed plugin (None: its offsets are in the offset topic), once
-        the config and status topics, read to their ends, say it is stopped and none of its
-        tasks still runs anywhere: a task stopping on another worker may still commit a batch
-        (or an offset) that the change would then be undone by, as Kafka Connect refuses a
-        sink connector's change while its consumer group has members."""
-        await self.configs.read_to_end()
-        await self.statuses.read_to_end()
-        running = [str(task) for task in self.statuses.tasks_still_running(name)]
-        if not self.stopped(name) or running:
-            raise OffsetsRefused(
-                f"Failed to {verb} offsets for connector {name} either because its tasks haven't stopped "
-                f"completely yet or the connector was resumed before the request to {verb} its offsets "
-                "could be successfully completed. If the connector is in a stopped state, this operation "
-                "can be safely retried" + (f" (tasks still running: {', '.join(running)})" if running else "")
-            )
-        return self._checkpointed(name)
-
-    def figures(self) -> WorkerFigures:
-        membership, runner, spark = self.membership, self.runner, self.spark
-        return WorkerFigures(
-            membership.rebalances, membership.epoch, self.leader.assignor, membership.clock,
-            membership.zombie_stops, dict(runner.started_by_connector), dict(runner.stopped_by_connector),
-            runner.running_by_connector(), spark.ready, spark.queries_started, spark.queries_stopped,
-            runner.task_progress(), self.watch.timeline, time.time(), self.configured_tasks(),
-            self.watch.rates.rates(),
-        )  # fmt: skip
-
-    def configured_tasks(self) -> dict[str, int]:
-        """Connector -> its number of task configs (whose unassigned time counts)."""
-        return {name: len(configs) for name, configs in self.state.tasks.items()}
-
-    async def create_connector(self, name: str, config: dict[str, str], initial_state: str) -> None:
-        await self.configs.put_connector(name, config, initial_state)
-        await self.configs.read_to_end()
-
-    async def put_connector_config(self, name: str, config: dict[str, str]) -> None:
-        await self.configs.put_connector(name, config)
-        await self.configs.read_to_end()
-
-    async def delete_connector(self, name: str) -> None:
-        await self.configs.delete_connector(name)
-        await self.configs.read_to_end()
-
-    async def set_target_state(self, name: str, state: str) -> None:
-        await self.configs.put_target_state(name, state)
-        await self.configs.read_to_end()
-
-    async def request_restart(self, name: str, include_tasks: bool, only_failed: bool) -> None:
-        await self.configs.request_restart(name, include_tasks, only_failed)
-        await self.configs.read_to_end()
-
-
-def _entry(status: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """A status as Kafka Connect's REST API shows it: state, worker, and the trace if FAILED."""
-    entry = {**extra, "state": status["state"], "worker_id": status["worker_id"]}
-    return entry | ({"trace": status["trace"]} if status.get("trace") else {})

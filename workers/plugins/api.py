@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -183,6 +183,14 @@ class Task(ABC):
     def progress(self) -> dict[str, Any]:
         """Figures for status and metrics (records written, batches run...)."""
         return {}
+
+
+# KIP-875's alter: (partition, offset or None to forget it) pairs, as the REST body gives them.
+OffsetChanges = Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]]
+
+
+class OffsetsRefused(ValueError):
+    """A KIP-875 alter or reset that cannot be done: the REST API answers 400 with the message."""
 
 
 class Connector(ABC):

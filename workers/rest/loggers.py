@@ -13,38 +13,31 @@ LoggingResource answers (KIP-495, and KIP-976's `scope=cluster`).
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from workers.observe.loggers import level_number
-from workers.rest.errors import RestError
-
-if TYPE_CHECKING:
-    from workers.distributed.herder import Herder
+from workers.rest.errors import RestError, json_body
+from workers.rest.herder import WorkerHerder
 
 log = logging.getLogger(__name__)
 
 
-def logger_routes(herder: Herder) -> list[web.RouteDef]:
+def logger_routes(herder: WorkerHerder) -> list[web.RouteDef]:
     async def list_loggers(request: web.Request) -> web.Response:
-        return web.json_response(herder.loggers.all_levels())
+        return web.json_response(herder.logger_levels())
 
     async def get_logger(request: web.Request) -> web.Response:
         name = request.match_info["logger"]
-        found = herder.loggers.level(name)
+        found = herder.logger_level(name)
         if found is None:
             raise RestError(404, f"Logger {name} not found.")
         return web.json_response(found)
 
     async def set_level(request: web.Request) -> web.StreamResponse:
         name = request.match_info["logger"]
-        try:
-            body = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise RestError(400, f"Invalid JSON in the request body: {exc}") from exc
+        body = await json_body(request)
         level = body.get("level") if isinstance(body, dict) else None
         if not isinstance(level, str):
             raise RestError(400, "Desired 'level' parameter was not specified in request.")
@@ -56,7 +49,7 @@ def logger_routes(herder: Herder) -> list[web.RouteDef]:
             return web.Response(status=204)
         if scope != "worker":
             log.warning("invalid scope %r in a request to set a log level; taken as worker", scope)
-        affected = herder.loggers.set_level(name, level)
+        affected = herder.set_logger_level(name, level)
         log.info(
             "log level of %s and the loggers under it set to %s (%d loggers)",
             name,

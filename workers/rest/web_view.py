@@ -21,14 +21,12 @@ import ssl
 import time
 from datetime import UTC, datetime
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
 from connect_rebalance.work import CONNECTOR, work_name
-
-if TYPE_CHECKING:
-    from workers.distributed.herder import Herder
+from workers.rest.herder import Herder
 
 PEER_TIMEOUT_S = 1.0
 # The timeline's time axis: from its oldest run still in the last two minutes (at least 20 s).
@@ -48,33 +46,32 @@ def page() -> str:
 
 def web_view_routes(herder: Herder) -> list[web.RouteDef]:
     async def view(request: web.Request) -> web.Response:
-        herder.watch.viewed()
+        herder.viewed()
         return web.Response(text=page(), content_type="text/html", charset="utf-8")
 
     async def state(request: web.Request) -> web.Response:
-        herder.watch.viewed()
-        rates = {work_name(item): rate for item, rate in herder.watch.rates.rates().items()}
+        herder.viewed()
+        rates = {work_name(item): rate for item, rate in herder.task_rates().items()}
         rates |= await _peer_rates(herder, request.headers.get("Authorization"))
         cluster = cluster_state(herder, rates, time.time())
         return web.json_response({**cluster, "fragments": fragments(cluster)})
 
     async def own_rates(request: web.Request) -> web.Response:
-        return web.json_response({work_name(i): r for i, r in herder.watch.rates.rates().items()})
+        return web.json_response({work_name(i): r for i, r in herder.task_rates().items()})
 
     return [web.get("/ui", view), web.get("/ui/state", state), web.get("/ui/rates", own_rates)]
 
 
 async def _peer_rates(herder: Herder, authorization: str | None) -> dict[str, float]:
     """The rows/s of the tasks the group's other workers run, from their `/ui/rates`."""
-    scheme = herder.config.rest_url.split("://", 1)[0]
-    others = [w for w in herder.watch.timeline.members if w != herder.config.worker_id]
+    others = [w for w in herder.timeline().members if w != herder.config.worker_id]
     if not others:
         return {}
     headers = {"Authorization": authorization} if authorization else {}
     tls: ssl.SSLContext | bool = herder.client_tls() or True
 
     async def ask(session: ClientSession, worker: str) -> dict[str, float]:
-        url = f"{herder.statuses.worker_url(worker, scheme)}/ui/rates"
+        url = f"{herder.worker_url(worker)}/ui/rates"
         try:
             async with session.get(url, headers=headers, ssl=tls) as answer:
                 found = await answer.json() if answer.status == 200 else {}
@@ -89,7 +86,7 @@ async def _peer_rates(herder: Herder, authorization: str | None) -> dict[str, fl
 
 def cluster_state(herder: Herder, rates: dict[str, float], now: float) -> dict[str, Any]:
     """The cluster as this worker knows it, as JSON."""
-    timeline = herder.watch.timeline
+    timeline = herder.timeline()
     figures = timeline.connector_figures(now, herder.configured_tasks())
     connectors = []
     running: dict[str, int] = {}
@@ -112,7 +109,7 @@ def cluster_state(herder: Herder, rates: dict[str, float], now: float) -> dict[s
         for w in timeline.workers()
     ]  # fmt: skip
     group = {"id": herder.config.group_id, "protocol": herder.config.group_protocol,
-             "epoch": timeline.epoch, "state": herder.watch.group_state}  # fmt: skip
+             "epoch": timeline.epoch, "state": herder.group_state()}  # fmt: skip
     return {"worker": herder.config.worker_id, "now": now, "group": group, "workers": workers,
             "connectors": connectors, "timeline": timeline.snapshot()}  # fmt: skip
 

@@ -23,17 +23,15 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from workers.plugins.api import Connector
+from workers.plugins.api import Connector, OffsetChanges, OffsetsRefused
 from workers.spark.runtime import checkpoint_path
 from workers.spark.share_handoff import Partition, flatten, task_checkpoints, write_atomically
 
 GENERATION = "generation.json"
-# KIP-875 alter: (partition, offset or None) pairs, as the REST body gives them.
-OffsetChanges = Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]]
 
 
 def connector_root(checkpoint_dir: str | Path, connector: str) -> Path:
@@ -70,10 +68,6 @@ def begin_generation(root: Path, offsets: Mapping[Partition, int] | None = None)
     for task in task_checkpoints(root):
         shutil.rmtree(root / str(task))
     return following
-
-
-class OffsetsRefused(ValueError):
-    """A KIP-875 alter this connector cannot do: the REST API answers 400 with the message."""
 
 
 class CheckpointedConnector(Connector):
