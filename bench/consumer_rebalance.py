@@ -74,7 +74,7 @@ from connect_rebalance.processes import CoordinatorProcess  # noqa: E402
 from connect_rebalance.protocol import codec  # noqa: E402
 from connect_rebalance.protocol.api_keys import ApiKey  # noqa: E402
 from connect_rebalance.protocol.client import ProtocolClient  # noqa: E402
-from coordinator.config import CoordinatorConfig  # noqa: E402
+from coordinator.configs.coordinator import CoordinatorConfig  # noqa: E402
 from coordinator.groups.coordinator import GroupCoordinator  # noqa: E402
 from coordinator.groups.requests import GroupRequest  # noqa: E402
 

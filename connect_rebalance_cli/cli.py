@@ -43,7 +43,7 @@ def _settings_from_args(args: argparse.Namespace) -> dict[str, str]:
 
 
 def cmd_coordinator(args: argparse.Namespace) -> int:
-    from coordinator.config import ConfigError, CoordinatorConfig
+    from coordinator.configs.coordinator import ConfigError, CoordinatorConfig
     from coordinator.main import run
 
     try:
@@ -55,7 +55,7 @@ def cmd_coordinator(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from coordinator.config import ConfigError
+    from coordinator.configs.coordinator import ConfigError
     from workers.config.worker import WorkerConfig
     from workers.main import run
 

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_offline(args: argparse.Namespace) -> int:
-    from coordinator.offline import OfflineSecurity
+    from coordinator.security.offline import OfflineSecurity
 
     with OfflineSecurity(Path(args.data_dir)) as security:
         if args.action == "add":

@@ -20,21 +20,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from .broker_configs import DynamicBrokerConfigs
-from .config import CoordinatorConfig
-from .producer_fences import ProducerFences
-from .storage.files import read_json, write_json_atomically
-from .storage.partition_log import now_ms
-from .storage.segment import Segment
-from .storage.topic_store import Topic, TopicStore, validate_topic_name
-from .topic_configs import log_settings
+from coordinator.configs.broker import DynamicBrokerConfigs
+from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.configs.topics import log_settings
+from coordinator.storage.files import read_json, write_json_atomically
+from coordinator.storage.partition_log import now_ms
+from coordinator.storage.producer_fences import ProducerFences
+from coordinator.storage.segment import Segment
+from coordinator.storage.topic_store import Topic, TopicStore, validate_topic_name
 
 if TYPE_CHECKING:
-    from .group_service import GroupService
-    from .quotas.rates import Throttles
-    from .security.authorizer import StandardAuthorizer
-    from .security.store import SecurityStore
+    from coordinator.group_service import GroupService
+    from coordinator.quotas.rates import Throttles
+    from coordinator.security.authorizer import StandardAuthorizer
+    from coordinator.security.store import SecurityStore
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,8 @@ from connect_rebalance.protocol.coordinator_records import (
 )
 from connect_rebalance.protocol.hot_messages import uvarint_bytes
 from connect_rebalance.work import work_field, work_of
-
-from .groups.client_assignment import ClientAssignorSpec, assignor_specs
-from .groups.connect_records import (
+from coordinator.groups.client_assignment import ClientAssignorSpec, assignor_specs
+from coordinator.groups.connect_records import (
     CONNECT_RECORD_TYPES,
     ClassicWorkerMetadata,
     ConnectCoveredRecord,
@@ -39,8 +38,8 @@ from .groups.connect_records import (
     ConnectWorkerRecord,
     ConnectWorkerSnapshot,
 )
-from .groups.reconciliation import MemberAssignment, MemberState, TargetMember
-from .groups.records import (
+from coordinator.groups.reconciliation import MemberAssignment, MemberState, TargetMember
+from coordinator.groups.records import (
     ClassicGroupSnapshot,
     ClassicMemberMetadata,
     ClassicMemberSnapshot,

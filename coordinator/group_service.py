@@ -44,14 +44,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from .broker import Broker
-from .group_record_codec import decode_record, encode_record
-from .groups.coordinator import GroupCoordinator
-from .groups.records import GroupConfigRecord, GroupMetadataRecord, Record
-from .groups.requests import GroupRequest, Outcome
-from .storage.partition_log import PartitionLog, now_ms
-from .storage.record_log import Batch, build_batch, read_records
+from coordinator.broker import Broker
+from coordinator.group_record_codec import decode_record, encode_record
+from coordinator.groups.coordinator import GroupCoordinator
+from coordinator.groups.records import GroupConfigRecord, GroupMetadataRecord, Record
+from coordinator.groups.requests import GroupRequest, Outcome
+from coordinator.storage.partition_log import PartitionLog, now_ms
+from coordinator.storage.record_log import Batch, build_batch, read_records
 
 log = logging.getLogger(__name__)
 

@@ -11,18 +11,18 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .broker import Broker, DataDirectoryLocked
-from .config import CoordinatorConfig
-from .event_loop import loop_factory
-from .group_service import GroupService
-from .quotas.rates import Throttles
-from .security.authorizer import StandardAuthorizer
-from .security.settings import super_users
-from .security.store import SecurityStore
-from .server import CoordinatorServer
+from coordinator.broker import Broker, DataDirectoryLocked
+from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.group_service import GroupService
+from coordinator.network.event_loop import loop_factory
+from coordinator.network.server import CoordinatorServer
+from coordinator.quotas.rates import Throttles
+from coordinator.security.authorizer import StandardAuthorizer
+from coordinator.security.settings import super_users
+from coordinator.security.store import SecurityStore
 
 if TYPE_CHECKING:
-    from .admin_http import AdminServer
+    from coordinator.network.admin_http import AdminServer
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def _admin_server(broker: Broker, config: CoordinatorConfig) -> AdminServer | No
     then, which keeps a start without it (a restart, above all) shorter."""
     if not config.admin_bind:
         return None
-    from .admin_http import AdminServer
+    from coordinator.network.admin_http import AdminServer
 
     return AdminServer(broker, *config.admin_bind)
 

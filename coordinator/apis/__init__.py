@@ -1,6 +1,17 @@
 """Request handlers, one module per API family; importing this package registers them all."""
 
-from . import acls, alter_configs, client_quotas, cluster, fetch, groups, produce, sasl, scram_users, topics  # noqa: F401
-from .registry import HANDLERS, ApiSpec, RequestContext
+from coordinator.apis import (  # noqa: F401 (importing a module registers its handlers)
+    acls,
+    alter_configs,
+    client_quotas,
+    cluster,
+    fetch,
+    groups,
+    produce,
+    sasl,
+    scram_users,
+    topics,
+)
+from coordinator.apis.registry import HANDLERS, ApiSpec, RequestContext
 
 __all__ = ["HANDLERS", "ApiSpec", "RequestContext"]

@@ -14,11 +14,17 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..security.acls import CLUSTER_NAME, AclBinding, AclOperation, ResourceType, new_binding, new_filter
-from ..security.records import AclRecord
-from ..storage.partition_log import now_ms
-from .registry import RequestContext, handles
+from coordinator.apis.registry import RequestContext, handles
+from coordinator.security.acls import (
+    CLUSTER_NAME,
+    AclBinding,
+    AclOperation,
+    ResourceType,
+    new_binding,
+    new_filter,
+)
+from coordinator.security.records import AclRecord
+from coordinator.storage.partition_log import now_ms
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker (authorizer.class.name is not set)"
 

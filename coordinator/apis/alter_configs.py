@@ -9,7 +9,7 @@ outlives a kill -9), and applied at once.
   compaction follow the new values from their next round. Each needs AlterConfigs on the
   topic; a topic internal to the coordinator keeps the configs its settings give it.
 - The BROKER resource (its node id, or "" for the cluster-wide default) takes Kafka's
-  dynamic broker configs (broker_configs.py has which and how), kept in
+  dynamic broker configs (configs/broker.py has which and how), kept in
   `broker_configs.json`; it needs AlterConfigs on the CLUSTER.
 A config given a new value that has no effect here is named in one warning, as CreateTopics
 does. GROUP resources are a group's dynamic configuration (group_configs.py), which either
@@ -28,15 +28,14 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..broker_configs import DEFAULT_LEVEL, DynamicBrokerConfigs, changed, no_effect_warnings
-from ..config import CoordinatorConfig
-from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from ..topic_configs import DELETE, incrementally_altered, no_repeats, replaced_configs
-from .cluster import RESOURCE_BROKER, RESOURCE_TOPIC
-from .group_configs import alter_with_groups
-from .registry import RequestContext, handles
-from .topics import warn_of_configs
+from coordinator.apis.cluster import RESOURCE_BROKER, RESOURCE_TOPIC
+from coordinator.apis.group_configs import alter_with_groups
+from coordinator.apis.registry import RequestContext, handles
+from coordinator.apis.topics import warn_of_configs
+from coordinator.configs.broker import DEFAULT_LEVEL, DynamicBrokerConfigs, changed, no_effect_warnings
+from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.configs.topics import DELETE, incrementally_altered, no_repeats, replaced_configs
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 

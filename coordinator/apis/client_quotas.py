@@ -15,11 +15,10 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..quotas.entities import Entity, checked_value, entity_of
-from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from ..security.records import ClientQuotaRecord, SecurityRecord
-from .registry import RequestContext, handles
+from coordinator.apis.registry import RequestContext, handles
+from coordinator.quotas.entities import Entity, checked_value, entity_of
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordinator.security.records import ClientQuotaRecord, SecurityRecord
 
 
 def _wire_entity(entity: Entity | list[tuple[str, str | None]]) -> list[dict[str, Any]]:

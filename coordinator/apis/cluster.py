@@ -3,7 +3,7 @@
 With an authorizer, Metadata lists only the topics the principal may Describe, and a topic
 asked for by name without Describe answers TOPIC_AUTHORIZATION_FAILED (whether it exists or
 not); auto-creation needs Create on the cluster or the topic. DescribeConfigs needs
-DescribeConfigs on the topic, on the group for a group's (apis/group_configs.py), or on the
+DescribeConfigs on the topic, on the group for a group's (group_configs.py), or on the
 cluster for the broker's settings.
 
 Authorized operations (KIP-430), when asked for: each topic the principal may Describe gets
@@ -24,17 +24,16 @@ from typing import Any, NamedTuple
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..broker_configs import config_type_of, described, documentation, is_dynamic
-from ..groups.group_configs import GROUP_CONFIGS
-from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from ..security.settings import secret_setting
-from ..storage.partition_log import LEADER_EPOCH
-from ..storage.topic_store import Topic
-from ..topic_config_table import INT, TOPIC_CONFIGS
-from ..topic_configs import effective_configs
-from .group_configs import GroupDescription, described_groups
-from .registry import HANDLERS, RequestContext, handles
+from coordinator.apis.group_configs import GroupDescription, described_groups
+from coordinator.apis.registry import HANDLERS, RequestContext, handles
+from coordinator.configs.broker import config_type_of, described, documentation, is_dynamic
+from coordinator.configs.topic_table import INT, TOPIC_CONFIGS
+from coordinator.configs.topics import effective_configs
+from coordinator.groups.group_configs import GROUP_CONFIGS
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordinator.security.settings import secret_setting
+from coordinator.storage.partition_log import LEADER_EPOCH
+from coordinator.storage.topic_store import Topic
 
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 ENDPOINT_BROKER = 1

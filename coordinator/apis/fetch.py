@@ -13,13 +13,12 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..quotas.entities import CONSUMER_BYTE_RATE
-from ..security.acls import AclOperation, ResourceType
-from ..storage.partition_log import LEADER_EPOCH, PartitionLog
-from ..turns import Slices
-from .registry import RequestContext, handles
-from .throttling import most_in_window, sit_out, throttle_ms
+from coordinator.apis.registry import RequestContext, handles
+from coordinator.apis.throttling import most_in_window, sit_out, throttle_ms
+from coordinator.network.turns import Slices
+from coordinator.quotas.entities import CONSUMER_BYTE_RATE
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.storage.partition_log import LEADER_EPOCH, PartitionLog
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = (
     -1,

@@ -32,10 +32,9 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType, operations_bit_field
-from .group_error_answers import member_error
-from .registry import RequestContext
+from coordinator.apis.group_error_answers import member_error
+from coordinator.apis.registry import RequestContext
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType, operations_bit_field
 
 Core = Callable[[Any], Awaitable[dict[str, Any]]]  # forwards a (possibly trimmed) request to the core
 

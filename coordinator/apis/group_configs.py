@@ -21,17 +21,16 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..group_service import LOADING_MESSAGE, GroupService
-from ..groups.group_configs import (
+from coordinator.apis.registry import RequestContext
+from coordinator.group_service import LOADING_MESSAGE, GroupService
+from coordinator.groups.group_configs import (
     RESOURCE_GROUP,
     SET,
     AlterGroupConfigs,
     DescribeGroupConfigs,
     GroupConfigChange,
 )
-from ..security.acls import AclOperation, ResourceType
-from .registry import RequestContext
+from coordinator.security.acls import AclOperation, ResourceType
 
 # What DescribeConfigs gets for a GROUP resource: each config's (value, source), or the error.
 GroupDescription = dict[str, tuple[int, int]] | KafkaApiError

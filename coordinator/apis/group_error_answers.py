@@ -14,8 +14,7 @@ from typing import Any
 
 from connect_rebalance.protocol import codec
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..groups.classic import join_error
+from coordinator.groups.classic import join_error
 
 # Per-group APIs: the request's list of group ids and the response's list of answers.
 PER_GROUP_FIELDS: dict[int, tuple[str, str]] = {

@@ -9,12 +9,11 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..group_service import LOADING_MESSAGE
-from ..security.acls import AclOperation, ResourceType
-from .group_authorization import DESCRIBES_WITH_OPERATIONS, authorized_call
-from .group_error_answers import error_answer
-from .registry import RequestContext, handles
+from coordinator.apis.group_authorization import DESCRIBES_WITH_OPERATIONS, authorized_call
+from coordinator.apis.group_error_answers import error_answer
+from coordinator.apis.registry import RequestContext, handles
+from coordinator.group_service import LOADING_MESSAGE
+from coordinator.security.acls import AclOperation, ResourceType
 
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
 BATCHED_FROM_VERSION = 4

@@ -4,7 +4,7 @@ client batches, and producers fenced by epoch.
 Transactions are not offered: a transactional InitProducerId or produce is refused with a
 clear error rather than half-supported. InitFencedProducer (the project's API) gives a fence's
 producer id at a new epoch, and every batch of that producer id at an older epoch is refused
-from then on, on every partition (producer_fences.py).
+from then on, on every partition (storage/producer_fences.py).
 
 A partition has one replica, so a write with acks=all to a topic whose min.insync.replicas
 is above 1 is refused NOT_ENOUGH_REPLICAS, as Kafka refuses it when the ISR is too small.
@@ -16,15 +16,14 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..quotas.entities import PRODUCER_BYTE_RATE
-from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from ..storage import batches
-from ..storage.partition_log import now_ms
-from ..storage.topic_store import INTERNAL_TOPICS
-from ..turns import Slices
-from .registry import CloseConnection, RequestContext, handles
-from .throttling import sit_out, throttle_ms
+from coordinator.apis.registry import CloseConnection, RequestContext, handles
+from coordinator.apis.throttling import sit_out, throttle_ms
+from coordinator.network.turns import Slices
+from coordinator.quotas.entities import PRODUCER_BYTE_RATE
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordinator.storage import batches
+from coordinator.storage.partition_log import now_ms
+from coordinator.storage.topic_store import INTERNAL_TOPICS
 
 VALID_ACKS = (-1, 0, 1)
 NO_TRANSACTIONS = "transactions are not supported by this coordinator"

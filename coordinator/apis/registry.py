@@ -16,10 +16,9 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol import codec
 from connect_rebalance.protocol.codec import RequestHeader
 from connect_rebalance.tls_server import ANONYMOUS
-
-from ..broker import Broker
-from ..security.acls import SUPPORTED_OPERATIONS, AclOperation, ResourceType
-from ..security.session import Session
+from coordinator.broker import Broker
+from coordinator.security.acls import SUPPORTED_OPERATIONS, AclOperation, ResourceType
+from coordinator.security.session import Session
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,13 +13,12 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..security.sasl import (
+from coordinator.apis.registry import RequestContext, handles
+from coordinator.security.sasl import (
     AuthenticationFailed,
     CredentialLookup,
     store_lookup,
 )
-from .registry import RequestContext, handles
 
 
 def _lookup(ctx: RequestContext) -> CredentialLookup:

@@ -23,10 +23,9 @@ from connect_rebalance.scram import (
     MIN_ITERATIONS,
     credential_from_salted_password,
 )
-
-from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from ..security.records import ScramCredentialRecord, SecurityRecord
-from .registry import RequestContext, handles
+from coordinator.apis.registry import RequestContext, handles
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordinator.security.records import ScramCredentialRecord, SecurityRecord
 
 
 def _mechanism(code: int) -> str:

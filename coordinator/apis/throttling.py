@@ -15,9 +15,8 @@ from __future__ import annotations
 import asyncio
 
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..storage.partition_log import now_ms
-from .registry import RequestContext
+from coordinator.apis.registry import RequestContext
+from coordinator.storage.partition_log import now_ms
 
 # The first version of each API whose clients are throttled after their answer (KIP-219).
 MUTED_FROM_VERSION = {ApiKey.PRODUCE: 6, ApiKey.FETCH: 8}

@@ -2,7 +2,7 @@
 
 There is one node, so the only valid replication factor is 1 and every replica
 assignment must name this node; anything else is refused with the reason. Every topic
-config Kafka defines is accepted (topic_configs.py); those that have no effect here are
+config Kafka defines is accepted (configs/topics.py); those that have no effect here are
 named in one warning when a topic is created with them.
 """
 
@@ -15,10 +15,9 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from ..security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from ..topic_configs import config_warnings, effective_configs, validate_topic_configs
-from .registry import RequestContext, handles
+from coordinator.apis.registry import RequestContext, handles
+from coordinator.configs.topics import config_warnings, effective_configs, validate_topic_configs
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 

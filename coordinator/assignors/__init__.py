@@ -27,10 +27,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from .members import Assignment, AssignmentMember, PartitionSet, assign_members, group_spec, member_targets
-from .range import range_target
-from .spec import GroupSpec, IntArray, MemberPartitions, PartitionLayout, TopicPartition, layout_of
-from .uniform import uniform_target
+from coordinator.assignors.members import (
+    Assignment,
+    AssignmentMember,
+    PartitionSet,
+    assign_members,
+    group_spec,
+    member_targets,
+)
+from coordinator.assignors.range import range_target
+from coordinator.assignors.spec import (
+    GroupSpec,
+    IntArray,
+    MemberPartitions,
+    PartitionLayout,
+    TopicPartition,
+    layout_of,
+)
+from coordinator.assignors.uniform import uniform_target
 
 __all__ = [
     "ASSIGNORS",

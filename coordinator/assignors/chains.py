@@ -56,8 +56,8 @@ import itertools
 import numpy as np
 import numpy.typing as npt
 
-from .levels import balance, deal
-from .spec import GroupSpec, IntArray, TopicClass, members_by_class
+from coordinator.assignors.levels import balance, deal
+from coordinator.assignors.spec import GroupSpec, IntArray, TopicClass, members_by_class
 
 
 def move_along_chains(

@@ -18,7 +18,7 @@ import heapq
 
 import numpy as np
 
-from .spec import IntArray
+from coordinator.assignors.spec import IntArray
 
 
 def deal(members: IntArray, partitions: IntArray, owner: IntArray, sizes: IntArray) -> None:

@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .spec import GroupSpec, IntArray, MemberPartitions, PartitionLayout, TopicPartition, layout_of
+from coordinator.assignors.spec import (
+    GroupSpec,
+    IntArray,
+    MemberPartitions,
+    PartitionLayout,
+    TopicPartition,
+    layout_of,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spec import GroupSpec, IntArray, PartitionLayout, topic_classes
+from coordinator.assignors.spec import GroupSpec, IntArray, PartitionLayout, topic_classes
 
 
 def range_target(spec: GroupSpec) -> IntArray:

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .chains import move_along_chains
-from .levels import balance, deal
-from .spec import GroupSpec, IntArray, TopicClass, topic_classes
+from coordinator.assignors.chains import move_along_chains
+from coordinator.assignors.levels import balance, deal
+from coordinator.assignors.spec import GroupSpec, IntArray, TopicClass, topic_classes
 
 
 def uniform_target(spec: GroupSpec) -> IntArray:

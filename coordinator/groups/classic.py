@@ -56,10 +56,9 @@ from typing import Any
 
 from connect_rebalance import consumer_protocol
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from .context import GroupContext
-from .records import ClassicGroupSnapshot, ClassicMemberSnapshot, GroupMetadataRecord
-from .requests import (
+from coordinator.groups.context import GroupContext
+from coordinator.groups.records import ClassicGroupSnapshot, ClassicMemberSnapshot, GroupMetadataRecord
+from coordinator.groups.requests import (
     CONVERSION,
     JOIN,
     LEAVE,

@@ -45,8 +45,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from .classic import (
+from coordinator.groups.classic import (
     ClassicGroup,
     ClassicGroups,
     ClassicMember,
@@ -55,12 +54,12 @@ from .classic import (
     leave_identities,
     sync_response,
 )
-from .context import GroupContext
-from .modern.engine import ModernGroups
-from .modern.group import Member, ModernGroup
-from .reconciliation import MemberAssignment, MemberState
-from .records import GroupMetadataRecord
-from .requests import CONVERSION, JOIN, REBALANCE_TIMEOUT, SUBSCRIPTION_CHANGE, GroupRequest
+from coordinator.groups.context import GroupContext
+from coordinator.groups.modern.engine import ModernGroups
+from coordinator.groups.modern.group import Member, ModernGroup
+from coordinator.groups.reconciliation import MemberAssignment, MemberState
+from coordinator.groups.records import GroupMetadataRecord
+from coordinator.groups.requests import CONVERSION, JOIN, REBALANCE_TIMEOUT, SUBSCRIPTION_CHANGE, GroupRequest
 
 MEMBER_ID_REQUIRED_FROM_VERSION = 4
 POLICIES = {

@@ -51,14 +51,13 @@ from connect_rebalance.connect_protocol import (
 )
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.work import Work, work_field, work_of
-
-from .client_assignment import (
+from coordinator.groups.client_assignment import (
     ClientAssignorSpec,
     assignor_specs,
     common_assignor,
     install_problem,
 )
-from .connect_records import (
+from coordinator.groups.connect_records import (
     ClassicWorkerMetadata,
     ConnectCoveredRecord,
     ConnectCurrentAssignmentRecord,
@@ -68,12 +67,12 @@ from .connect_records import (
     ConnectWorkerRecord,
     ConnectWorkerSnapshot,
 )
-from .context import GroupContext
-from .group_configs import CONNECT_HEARTBEAT_INTERVAL, CONNECT_SESSION_TIMEOUT
-from .modern.engine import LEAVE_EPOCH, ModernGroups, invalid
-from .modern.group import Member, ModernGroup
-from .reconciliation import MemberAssignment, MemberState, TargetMember
-from .requests import CONFIG_CHANGE, FENCED, STATIC_REPLACEMENT, GroupRequest
+from coordinator.groups.context import GroupContext
+from coordinator.groups.group_configs import CONNECT_HEARTBEAT_INTERVAL, CONNECT_SESSION_TIMEOUT
+from coordinator.groups.modern.engine import LEAVE_EPOCH, ModernGroups, invalid
+from coordinator.groups.modern.group import Member, ModernGroup
+from coordinator.groups.reconciliation import MemberAssignment, MemberState, TargetMember
+from coordinator.groups.requests import CONFIG_CHANGE, FENCED, STATIC_REPLACEMENT, GroupRequest
 
 EAGER_ASSIGNOR = "eager"  # the client assignor whose targets are reconciled eagerly
 STATE_NAMES = {MemberState.STABLE: "Stable", MemberState.UNREVOKED: "Unrevoked",

@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from connect_rebalance.work import Work
-
-from .client_assignment import ClientAssignorSpec
-from .reconciliation import MemberAssignment, TargetMember
+from coordinator.groups.client_assignment import ClientAssignorSpec
+from coordinator.groups.reconciliation import MemberAssignment, TargetMember
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,24 +41,23 @@ from typing import Any, ClassVar
 
 from connect_rebalance import consumer_protocol
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from ..assignors import ASSIGNORS, AssignmentMember
-from .client_assignment import (
+from coordinator.assignors import ASSIGNORS, AssignmentMember
+from coordinator.groups.client_assignment import (
     assignor_specs,
     common_assignor,
     install_problem,
 )
-from .context import GroupContext
-from .group_configs import (
+from coordinator.groups.context import GroupContext
+from coordinator.groups.group_configs import (
     CONSUMER_ASSIGNMENT_INTERVAL,
     CONSUMER_HEARTBEAT_INTERVAL,
     CONSUMER_SESSION_TIMEOUT,
     override,
 )
-from .modern.engine import LEAVE_EPOCH, ModernGroups, invalid
-from .modern.group import TEMPORARY_LEAVE_EPOCH, Member, ModernGroup
-from .reconciliation import TargetMember
-from .records import (
+from coordinator.groups.modern.engine import LEAVE_EPOCH, ModernGroups, invalid
+from coordinator.groups.modern.group import TEMPORARY_LEAVE_EPOCH, Member, ModernGroup
+from coordinator.groups.reconciliation import TargetMember
+from coordinator.groups.records import (
     ClassicMemberMetadata,
     ConsumerGroupEpochRecord,
     ConsumerMemberRecord,
@@ -67,7 +66,7 @@ from .records import (
     TargetEpochRecord,
     TargetMemberRecord,
 )
-from .requests import SUBSCRIPTION_CHANGE, GroupRequest
+from coordinator.groups.requests import SUBSCRIPTION_CHANGE, GroupRequest
 
 Item = tuple[str, int]  # (topic id, partition)
 MEMBER_ID_REQUIRED_FROM_VERSION = 1

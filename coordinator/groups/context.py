@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, MutableMapping
 from typing import Any, Protocol
 
-from .group_type import Group
-from .requests import Outcome, Trigger
-from .settings import GroupSettings
-from .timers import Operation, Timers
+from coordinator.groups.group_type import Group
+from coordinator.groups.requests import Outcome, Trigger
+from coordinator.groups.settings import GroupSettings
+from coordinator.groups.timers import Operation, Timers
 
 _MISSING = object()
 

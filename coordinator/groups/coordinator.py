@@ -28,20 +28,19 @@ from typing import Any
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.api_keys import ApiKey
-
-from .classic import ClassicGroups, ClassicState, join_error, sync_response
-from .classic_bridge import ClassicBridge
-from .connect import ConnectEmbedding, ConnectGroups
-from .connect_records import CONNECT_RECORD_TYPES
-from .consumer import ConsumerEmbedding, ConsumerGroups
-from .context import GroupContext, TopicsView
-from .group_configs import GroupConfigs
-from .group_metrics import GroupMetrics
-from .modern.group import ModernGroup
-from .offsets import Offsets
-from .records import GroupConfigRecord, GroupMetadataRecord, OffsetCommitRecord, Record
-from .requests import GroupRequest, Outcome
-from .settings import GroupSettings
+from coordinator.groups.classic import ClassicGroups, ClassicState, join_error, sync_response
+from coordinator.groups.classic_bridge import ClassicBridge
+from coordinator.groups.connect import ConnectEmbedding, ConnectGroups
+from coordinator.groups.connect_records import CONNECT_RECORD_TYPES
+from coordinator.groups.consumer import ConsumerEmbedding, ConsumerGroups
+from coordinator.groups.context import GroupContext, TopicsView
+from coordinator.groups.group_configs import GroupConfigs
+from coordinator.groups.group_metrics import GroupMetrics
+from coordinator.groups.modern.group import ModernGroup
+from coordinator.groups.offsets import Offsets
+from coordinator.groups.records import GroupConfigRecord, GroupMetadataRecord, OffsetCommitRecord, Record
+from coordinator.groups.requests import GroupRequest, Outcome
+from coordinator.groups.settings import GroupSettings
 
 Handler = Callable[[GroupRequest, int], None]
 GROUP_APIS = (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT,

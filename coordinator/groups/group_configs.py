@@ -26,11 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from .context import GroupContext
-from .records import GroupConfigRecord
-from .requests import GroupRequest
-from .settings import GroupSettings
+from coordinator.groups.context import GroupContext
+from coordinator.groups.records import GroupConfigRecord
+from coordinator.groups.requests import GroupRequest
+from coordinator.groups.settings import GroupSettings
 
 CONSUMER_SESSION_TIMEOUT = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"

@@ -32,12 +32,11 @@ from typing import Any
 
 from connect_rebalance import consumer_protocol
 from connect_rebalance.work import work_name
-
-from .connect_records import ConnectCurrentAssignmentRecord
-from .rebalance_timeline import OpenRebalance, Rebalance, Timelines
-from .reconciliation import MemberState
-from .records import CurrentAssignmentRecord
-from .requests import Outcome
+from coordinator.groups.connect_records import ConnectCurrentAssignmentRecord
+from coordinator.groups.rebalance_timeline import OpenRebalance, Rebalance, Timelines
+from coordinator.groups.reconciliation import MemberState
+from coordinator.groups.records import CurrentAssignmentRecord
+from coordinator.groups.requests import Outcome
 
 GROUP_TYPES = ("classic", "consumer", "connect")
 # Time-to-balance histogram buckets (seconds): a settled group's next heartbeat to a rebalance

@@ -21,11 +21,10 @@ from __future__ import annotations
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from .classic import ClassicGroup, ClassicState
-from .context import GroupContext
-from .records import CommittedOffset, GroupMetadataRecord, OffsetCommitRecord
-from .requests import GroupRequest
+from coordinator.groups.classic import ClassicGroup, ClassicState
+from coordinator.groups.context import GroupContext
+from coordinator.groups.records import CommittedOffset, GroupMetadataRecord, OffsetCommitRecord
+from coordinator.groups.requests import GroupRequest
 
 NO_OFFSET = -1
 OFFSET_FETCH_GROUPS_FROM_VERSION = 8

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .client_assignment import ClientAssignorSpec
-from .connect_records import ConnectRecord
-from .reconciliation import MemberAssignment
+from coordinator.groups.client_assignment import ClientAssignorSpec
+from coordinator.groups.connect_records import ConnectRecord
+from coordinator.groups.reconciliation import MemberAssignment
 
 
 @dataclass(frozen=True, slots=True)

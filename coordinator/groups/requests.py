@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import Record
+from coordinator.groups.records import Record
 
 # Why a group's epoch (a classic group's generation) was bumped: what the request or deadline
 # that bumped it was, as the core knew it then. Not a record: the rebalance timeline keeps it.

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from .entities import QuotaSettings, QuotaTags
+from coordinator.quotas.entities import QuotaSettings, QuotaTags
 
 
 @dataclass(slots=True)

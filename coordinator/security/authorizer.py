@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .acls import (
+from coordinator.security.acls import (
     WILDCARD,
     WILDCARD_PRINCIPAL,
     AclBinding,

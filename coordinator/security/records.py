@@ -22,9 +22,8 @@ from connect_rebalance.protocol.coordinator_records import (
     SecurityScramCredentialValue,
 )
 from connect_rebalance.scram import MECHANISM_BY_TYPE, MECHANISMS, ScramCredential
-
-from ..quotas.entities import Entity
-from .acls import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from coordinator.quotas.entities import Entity
+from coordinator.security.acls import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 
 SCRAM_CREDENTIAL_KEY_VERSION, ACL_KEY_VERSION, CLIENT_QUOTA_KEY_VERSION = 0, 1, 2
 

@@ -53,7 +53,7 @@ from connect_rebalance.scram import (
 )
 
 if TYPE_CHECKING:
-    from .store import SecurityStore
+    from coordinator.security.store import SecurityStore
 
 PRE_AUTHENTICATION_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from connect_rebalance.tls_server import ANONYMOUS
-
-from .listeners import Listener
+from coordinator.security.listeners import Listener
 
 if TYPE_CHECKING:
-    from .sasl import SaslState
+    from coordinator.security.sasl import SaslState
 
 
 @dataclass(slots=True)

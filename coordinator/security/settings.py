@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from connect_rebalance.tls_server import SECRET_SETTINGS, TLS_DEFAULTS, check_tls_settings
 
 if TYPE_CHECKING:
-    from ..config import CoordinatorConfig
+    from coordinator.configs.coordinator import CoordinatorConfig
 
 LISTENER_PREFIX = "listener.name."
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")

@@ -14,14 +14,11 @@ import logging
 from pathlib import Path
 
 from connect_rebalance.scram import ScramCredential
-
-from ..config import CoordinatorConfig
-from ..quotas.entities import QuotaSettings
-from ..storage.partition_log import PartitionLog, now_ms
-from ..storage.record_log import append_records, read_records
-from ..topic_configs import log_settings
-from .acls import AclBinding, AclFilter
-from .records import (
+from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.configs.topics import log_settings
+from coordinator.quotas.entities import QuotaSettings
+from coordinator.security.acls import AclBinding, AclFilter
+from coordinator.security.records import (
     AclRecord,
     ClientQuotaRecord,
     ScramCredentialRecord,
@@ -29,6 +26,8 @@ from .records import (
     decode_security_record,
     encode_security_record,
 )
+from coordinator.storage.partition_log import PartitionLog, now_ms
+from coordinator.storage.record_log import append_records, read_records
 
 log = logging.getLogger(__name__)
 

@@ -35,9 +35,9 @@ from pathlib import Path
 
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from . import batches
-from .files import fsync_dir
-from .segment import Segment
+from coordinator.storage import batches
+from coordinator.storage.files import fsync_dir
+from coordinator.storage.segment import Segment
 
 
 @dataclass(frozen=True, slots=True)

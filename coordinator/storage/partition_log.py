@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from . import batches, compaction
-from .batches import BatchHeader
-from .files import read_json, write_json_atomically
-from .outage_log import OutageLog
-from .producer_state import ProducerEntry, ProducerStateTable
-from .segment import Segment, SegmentMark, segment_name
+from coordinator.storage import batches, compaction
+from coordinator.storage.batches import BatchHeader
+from coordinator.storage.files import read_json, write_json_atomically
+from coordinator.storage.outage_log import OutageLog
+from coordinator.storage.producer_state import ProducerEntry, ProducerStateTable
+from coordinator.storage.segment import Segment, SegmentMark, segment_name
 
 log = logging.getLogger(__name__)
 LEADER_EPOCH = 0

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from .batches import NO_PRODUCER_ID, BatchHeader
+from coordinator.storage.batches import NO_PRODUCER_ID, BatchHeader
 
 CACHED_BATCHES = 5
 

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from . import batches
-from .batches import BatchHeader
-from .partition_log import PartitionLog
+from coordinator.storage import batches
+from coordinator.storage.batches import BatchHeader
+from coordinator.storage.partition_log import PartitionLog
 
 READ_CHUNK_BYTES = 4 * 1024 * 1024
 Batch = list[tuple[bytearray, BatchHeader]]  # one batch, split and checked, ready to append

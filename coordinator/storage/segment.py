@@ -30,10 +30,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import batches
-from .batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
-from .files import reserve_blocks
-from .open_files import FILES, closed_error
+from coordinator.storage import batches
+from coordinator.storage.batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from coordinator.storage.files import reserve_blocks
+from coordinator.storage.open_files import FILES, closed_error
 
 log = logging.getLogger(__name__)
 _INDEX_ENTRY = struct.Struct(">IIq")

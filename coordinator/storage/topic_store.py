@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from .files import fsync_dir, read_json, write_json_atomically
-from .partition_log import LogSettings, PartitionLog
+from coordinator.storage.files import fsync_dir, read_json, write_json_atomically
+from coordinator.storage.partition_log import LogSettings, PartitionLog
 
 LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME_LENGTH = 249

@@ -25,7 +25,7 @@ from kafka.record.memory_records import MemoryRecords
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.broker import Broker
-from coordinator.config import CoordinatorConfig
+from coordinator.configs.coordinator import CoordinatorConfig
 from coordinator.main import serve
 from tests.support.group_scenario import create_topic
 from tests.support.group_wire import commit, fetched, listed

@@ -21,7 +21,7 @@ from confluent_kafka.admin import ResourceType as Rt
 
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.processes import CoordinatorProcess
-from coordinator.topic_config_table import TOPIC_CONFIGS
+from coordinator.configs.topic_table import TOPIC_CONFIGS
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")]
 

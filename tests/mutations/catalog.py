@@ -367,7 +367,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="connections-never-take-turns",
         breaks="a request alone on its connection is answered within a burst of pipelined requests on others",
-        file="coordinator/turns.py",
+        file="coordinator/network/turns.py",
         original="        return answered_since_woken == 0 or now < self._deadline\n",
         replacement="        return True  # mutation: every buffered request is answered back to back\n",
         tests=(
@@ -773,7 +773,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="task-output-not-fenced",
         breaks="a worker frozen past its session never writes after another worker started its task",
-        file="coordinator/producer_fences.py",
+        file="coordinator/storage/producer_fences.py",
         original="        if current is not None and epoch < current:\n",
         replacement="        if False:  # mutation: older runs write on\n",
         tests=(
@@ -784,7 +784,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="fences-forgotten-on-restart",
         breaks="a task's older runs stay fenced after a kill -9 of the coordinator",
-        file="coordinator/producer_fences.py",
+        file="coordinator/storage/producer_fences.py",
         original="        if path.exists():\n",
         replacement="        if False:  # mutation: fences start empty\n",
         tests=(
@@ -1313,7 +1313,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="max-connections-not-enforced",
         breaks="max.connections refuses the next connection while the open ones are served",
-        file="coordinator/connection_limits.py",
+        file="coordinator/network/connection_limits.py",
         original="        elif self.count >= self.total:",
         replacement="        elif False:",
         tests=(
@@ -1326,7 +1326,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="refused-connections-never-released",
         breaks="once connections end, new ones are taken again",
-        file="coordinator/connection.py",
+        file="coordinator/network/connection.py",
         original="            self._limits.release(self._counted_host)",
         replacement="            pass  # mutation: the slot stays taken",
         tests=(
@@ -1698,7 +1698,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="throttled-connection-not-muted",
         breaks="a client that ignores its throttle time gets no answer until the time is over (KIP-219)",
-        file="coordinator/connection.py",
+        file="coordinator/network/connection.py",
         original="                if session.muted_until > self._loop.time():",
         replacement="                if False and session.muted_until > self._loop.time():",
         tests=(
@@ -1768,7 +1768,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="incremental-append-overwrites",
         breaks="IncrementalAlterConfigs' APPEND adds to a list config instead of replacing it",
-        file="coordinator/topic_configs.py",
+        file="coordinator/configs/topics.py",
         original="                items += [i for i in given if i not in items]",
         replacement="                items = given",
         tests=(
@@ -1782,7 +1782,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="topic-configs-without-effect-refused",
         breaks="CreateTopics and the alters accept every topic config Kafka defines, those that have no "
         "effect here included",
-        file="coordinator/topic_configs.py",
+        file="coordinator/configs/topics.py",
         original="        if name not in TOPIC_CONFIGS:\n",
         replacement="        if name not in TOPIC_CONFIGS or TOPIC_CONFIGS[name].no_effect:  # mutation\n",
         tests=(
@@ -1794,7 +1794,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="topic-configs-without-effect-silently-ignored",
         breaks="a topic config accepted without effect here is warned about in the log, never silently "
         "ignored",
-        file="coordinator/topic_configs.py",
+        file="coordinator/configs/topics.py",
         original="        if TOPIC_CONFIGS[name].no_effect\n",
         replacement="        if TOPIC_CONFIGS[name].no_effect and False  # mutation\n",
         tests=(
@@ -1805,7 +1805,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="topic-config-range-unchecked",
         breaks="a topic config value Kafka's validator refuses is refused with INVALID_CONFIG and why",
-        file="coordinator/topic_config_table.py",
+        file="coordinator/configs/topic_table.py",
         original="        return self.valid(parsed) if self.valid is not None else None",
         replacement="        return None  # mutation",
         tests=(
@@ -2142,7 +2142,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="timeline-unknown-group-answered",
         breaks="the timeline of a group the coordinator does not host is a JSON 404",
-        file="coordinator/admin_http.py",
+        file="coordinator/network/admin_http.py",
         original="        if timeline is None:\n",
         replacement="        if False:  # mutation\n",
         tests=(f"{TIMELINE}test_an_unknown_group_is_a_json_404_and_the_cli_says_so",),
@@ -2412,7 +2412,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="per-broker-config-taken-as-cluster-default",
         breaks="a config Kafka takes only per broker is refused on the cluster-wide default",
-        file="coordinator/broker_configs.py",
+        file="coordinator/configs/broker.py",
         original="    if level == DEFAULT_LEVEL and name in NO_EFFECT and NO_EFFECT[name].per_broker:\n",
         replacement="    if False:  # mutation\n",
         tests=(
@@ -2433,7 +2433,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="read-at-start-broker-config-accepted",
         breaks="a broker setting read only at start is refused, not accepted and ignored",
-        file="coordinator/broker_configs.py",
+        file="coordinator/configs/broker.py",
         original='    return name in READ_AT_START or name.startswith(("ssl.", LISTENER_PREFIX))\n',
         replacement="    return False  # mutation\n",
         tests=(
@@ -2498,7 +2498,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="reauth-expired-session-served",
         breaks="a connection whose SASL session has expired is closed at its next request",
-        file="coordinator/server.py",
+        file="coordinator/network/server.py",
         original="            elif sasl.expired(now):\n",
         replacement="            elif False:  # mutation\n",
         tests=(REAUTH_EXPIRY,),
@@ -2506,7 +2506,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="reauth-handshake-refused",
         breaks="an authenticated client may re-authenticate on the same connection",
-        file="coordinator/server.py",
+        file="coordinator/network/server.py",
         original="            if header.api_key == ApiKey.SASL_HANDSHAKE and sasl.may_reauthenticate(now):\n",
         replacement="            if False:  # mutation\n",
         tests=(REAUTH_CLIENTS, REAUTH_RAW),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-from coordinator.broker_configs import (
+from coordinator.configs.broker import (
     DEFAULT_LEVEL,
     DYNAMIC_BROKER_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
@@ -16,8 +16,8 @@ from coordinator.broker_configs import (
     described,
     no_effect_warnings,
 )
-from coordinator.config import CoordinatorConfig
-from coordinator.topic_configs import (
+from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.configs.topics import (
     APPEND,
     DEFAULT_CONFIG,
     DELETE,

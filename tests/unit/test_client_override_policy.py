@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
-from coordinator.config import ConfigError
+from coordinator.configs.coordinator import ConfigError
 from workers.config.connector_clients import ConnectorSettingsRefused, connector_clients, connector_problems
 from workers.config.worker import WorkerConfig
 from workers.connectors.topic_ingest import TopicIngest, source_options

@@ -449,7 +449,7 @@ def test_worker_records_carry_classic_metadata_and_records_written_before_it_sti
 
 
 def test_group_connect_migration_policy_is_validated_by_name() -> None:
-    from coordinator.config import ConfigError, CoordinatorConfig
+    from coordinator.configs.coordinator import ConfigError, CoordinatorConfig
 
     assert CoordinatorConfig.from_settings({"group.connect.migration.policy": "Downgrade"}).group_settings() \
         .connect_migration_policy == "downgrade"  # fmt: skip

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from coordinator.connection_limits import ConnectionLimits, parse_overrides
+from coordinator.network.connection_limits import ConnectionLimits, parse_overrides
 
 pytestmark = pytest.mark.unit
 
@@ -29,7 +29,7 @@ def test_a_refusal_is_logged_once_per_address_until_a_connection_ends(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     limits = ConnectionLimits(total=1)
-    with caplog.at_level(logging.INFO, logger="coordinator.connection_limits"):
+    with caplog.at_level(logging.INFO, logger="coordinator.network.connection_limits"):
         assert limits.admit("10.0.0.1")
         for _ in range(100):
             limits.admit("10.0.0.2")

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 import uvloop
 
-from coordinator.config import ConfigError, CoordinatorConfig
-from coordinator.event_loop import loop_factory
+from coordinator.configs.coordinator import ConfigError, CoordinatorConfig
+from coordinator.network.event_loop import loop_factory
 
 pytestmark = pytest.mark.unit
 

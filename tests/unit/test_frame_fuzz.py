@@ -21,10 +21,10 @@ from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol import codec
 from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.broker import Broker
-from coordinator.config import CoordinatorConfig
+from coordinator.configs.coordinator import CoordinatorConfig
 from coordinator.group_service import GroupService
 from coordinator.groups.coordinator import GROUP_APIS
-from coordinator.server import CoordinatorServer
+from coordinator.network.server import CoordinatorServer
 from tests.support.frames import captured_frames, request_bytes
 
 pytestmark = pytest.mark.unit

@@ -10,7 +10,7 @@ import pytest
 from connect_rebalance.consumer_protocol import decode_assignment, decode_subscription, encode_assignment
 from connect_rebalance.errors import ErrorCode
 from connect_rebalance.protocol.api_keys import ApiKey
-from coordinator.config import ConfigError, CoordinatorConfig
+from coordinator.configs.coordinator import ConfigError, CoordinatorConfig
 from coordinator.group_record_codec import decode_record, encode_record
 from coordinator.groups.classic import ClassicGroup, ClassicState
 from coordinator.groups.consumer import ConsumerGroup

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connect_rebalance.processes import connect_timings
-from coordinator.config import ConfigError, CoordinatorConfig
+from coordinator.configs.coordinator import ConfigError, CoordinatorConfig
 
 pytestmark = pytest.mark.unit
 

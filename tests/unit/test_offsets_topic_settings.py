@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.broker import Broker
-from coordinator.config import CoordinatorConfig
+from coordinator.configs.coordinator import CoordinatorConfig
 from coordinator.group_service import INTERNAL_TOPIC, GroupService
 
 pytestmark = pytest.mark.unit

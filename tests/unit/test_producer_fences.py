@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-from coordinator.producer_fences import MAX_EPOCH, REWRITE_SLACK, ProducerFences
+from coordinator.storage.producer_fences import MAX_EPOCH, REWRITE_SLACK, ProducerFences
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from connect_rebalance.scram import new_credential
-from coordinator.config import ConfigError, CoordinatorConfig
+from coordinator.configs.coordinator import ConfigError, CoordinatorConfig
 from coordinator.security.sasl import AuthenticationFailed, SaslState, session_lifetime_ms
 from coordinator.security.settings import max_reauth_ms_by_mechanism
 

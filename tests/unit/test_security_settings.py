@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from connect_rebalance.tls_server import TLS_DEFAULTS, certificate_principal, server_context
-from coordinator.config import ConfigError, CoordinatorConfig
+from coordinator.configs.coordinator import ConfigError, CoordinatorConfig
 from coordinator.security.settings import tls_settings
 from tests.support.certificates import Pki, make_pki
 

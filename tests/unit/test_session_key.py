@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.config import ConfigError
+from coordinator.configs.coordinator import ConfigError
 from workers.config.worker import WorkerConfig
 from workers.storage.config_state import ConfigState
 from workers.storage.session_key import (

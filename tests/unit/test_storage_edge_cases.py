@@ -13,7 +13,7 @@ from connect_rebalance.protocol.codec import RequestHeader
 from coordinator.apis.fetch import fetch, list_offsets
 from coordinator.apis.registry import RequestContext
 from coordinator.broker import Broker
-from coordinator.config import CoordinatorConfig
+from coordinator.configs.coordinator import CoordinatorConfig
 
 pytestmark = pytest.mark.unit
 

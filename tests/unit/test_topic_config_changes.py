@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-from coordinator.config import CoordinatorConfig
-from coordinator.topic_configs import APPEND, DELETE, SET, SUBTRACT, incrementally_altered, replaced_configs
+from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.configs.topics import APPEND, DELETE, SET, SUBTRACT, incrementally_altered, replaced_configs
 
 pytestmark = pytest.mark.unit
 CONFIG = CoordinatorConfig()

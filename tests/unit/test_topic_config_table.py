@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-from coordinator.config import CoordinatorConfig
-from coordinator.topic_config_table import TOPIC_CONFIGS
-from coordinator.topic_configs import config_warnings, log_settings, validate_topic_configs
+from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.configs.topic_table import TOPIC_CONFIGS
+from coordinator.configs.topics import config_warnings, log_settings, validate_topic_configs
 
 pytestmark = pytest.mark.unit
 CONFIG = CoordinatorConfig()

@@ -8,7 +8,7 @@ import pytest
 
 from connect_rebalance.jaas import parse_file, parse_modules
 from connect_rebalance.sasl_client import AuthenticationFailed, ScramClient
-from coordinator.config import ConfigError
+from coordinator.configs.coordinator import ConfigError
 from workers.config.worker import WorkerConfig
 
 pytestmark = pytest.mark.unit

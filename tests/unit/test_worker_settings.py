@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from connect_rebalance.properties import ConfigError, read_properties
-from coordinator.config import CoordinatorConfig
+from coordinator.configs.coordinator import CoordinatorConfig
 from workers.config.inapplicable import sort_out
 from workers.config.worker import WorkerConfig
 from workers.plugins.converters import ConversionError, Converter, converter_problems, record_converters

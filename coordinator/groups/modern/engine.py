@@ -33,8 +33,7 @@ from dataclasses import replace
 from typing import Any, ClassVar, Generic, Protocol
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from ..client_assignment import (
+from coordinator.groups.client_assignment import (
     AssignorVersions,
     assignor_specs,
     assignors_problem,
@@ -43,10 +42,11 @@ from ..client_assignment import (
     computing_member,
     installed_epoch,
 )
-from ..context import GroupContext
-from ..group_configs import override
-from ..reconciliation import Item, MemberAssignment, MemberState, fenced_reason, reconcile
-from ..requests import (
+from coordinator.groups.context import GroupContext
+from coordinator.groups.group_configs import override
+from coordinator.groups.modern.group import TEMPORARY_LEAVE_EPOCH, Member, ModernGroup
+from coordinator.groups.reconciliation import Item, MemberAssignment, MemberState, fenced_reason, reconcile
+from coordinator.groups.requests import (
     JOIN,
     LEAVE,
     METADATA_CHANGE,
@@ -54,7 +54,6 @@ from ..requests import (
     SESSION_EXPIRY,
     GroupRequest,
 )
-from .group import TEMPORARY_LEAVE_EPOCH, Member, ModernGroup
 
 LEAVE_EPOCH = -1
 

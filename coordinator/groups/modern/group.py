@@ -16,9 +16,8 @@ from enum import StrEnum
 from typing import Any, ClassVar, Generic
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from ..client_assignment import ComputeRound
-from ..reconciliation import Item, MemberAssignment, MemberState, Ownership, TargetMember
+from coordinator.groups.client_assignment import ComputeRound
+from coordinator.groups.reconciliation import Item, MemberAssignment, MemberState, Ownership, TargetMember
 
 TEMPORARY_LEAVE_EPOCH = -2
 

@@ -14,13 +14,12 @@ from pathlib import Path
 from types import TracebackType
 
 from connect_rebalance.scram import new_credential
-
-from .broker import lock_data_dir
-from .config import CoordinatorConfig
-from .security.acls import AclBinding, AclFilter
-from .security.records import AclRecord, ScramCredentialRecord
-from .security.store import SecurityStore
-from .storage.partition_log import now_ms
+from coordinator.broker import lock_data_dir
+from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.security.acls import AclBinding, AclFilter
+from coordinator.security.records import AclRecord, ScramCredentialRecord
+from coordinator.security.store import SecurityStore
+from coordinator.storage.partition_log import now_ms
 
 
 class OfflineSecurity:

@@ -15,11 +15,10 @@ from aiohttp import web
 
 from connect_rebalance.prometheus import Exposition
 from connect_rebalance.tls_server import server_context
-
-from .broker import Broker
-from .groups.group_metrics import BALANCE_BUCKETS_S, GROUP_TYPES, GroupMetrics
-from .quotas.entities import ENFORCED_KEYS
-from .security.settings import tls_settings
+from coordinator.broker import Broker
+from coordinator.groups.group_metrics import BALANCE_BUCKETS_S, GROUP_TYPES, GroupMetrics
+from coordinator.quotas.entities import ENFORCED_KEYS
+from coordinator.security.settings import tls_settings
 
 # Group states by type, as Kafka's group coordinator counts them (consumer-group-count{state}).
 STATES = {

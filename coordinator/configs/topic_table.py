@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .config import CoordinatorConfig
-from .storage import batches
+from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.storage import batches
 
 # DescribeConfigs config_type values (KIP-569).
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7

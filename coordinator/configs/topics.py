@@ -1,7 +1,7 @@
 """A topic's configs: what CreateTopics, AlterConfigs and IncrementalAlterConfigs may set,
 what DescribeConfigs reports, and the LogSettings its partitions run with.
 
-Every config of Kafka's table (topic_config_table.py) is accepted with a value Kafka would
+Every config of Kafka's table (topic_table.py) is accepted with a value Kafka would
 take; an unknown name or a bad value is INVALID_CONFIG naming the config, and the reason
 for a bad value. A config that has no effect here is kept and described like the others;
 `config_warnings` says so, for the admin APIs to log.
@@ -13,11 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from .config import CoordinatorConfig
-from .storage import batches
-from .storage.partition_log import LogSettings
-from .topic_config_table import INT, LIST, TOPIC_CONFIGS, cross_config_problem, parse
+from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.configs.topic_table import INT, LIST, TOPIC_CONFIGS, cross_config_problem, parse
+from coordinator.storage import batches
+from coordinator.storage.partition_log import LogSettings
 
 # DescribeConfigs config_source values.
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
@@ -143,7 +142,7 @@ def incrementally_altered(
 
 def effective_configs(explicit: dict[str, str], config: CoordinatorConfig) -> dict[str, tuple[str, int]]:
     """Every topic config with its value and source: the topic's own, else a dynamic broker
-    default (AlterConfigs on the BROKER resource, broker_configs.py), else the default the
+    default (AlterConfigs on the BROKER resource, broker.py), else the default the
     coordinator's settings give."""
     dynamic = config.dynamic_topic_defaults
     return {

@@ -31,10 +31,8 @@ from dataclasses import dataclass, field
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.properties import did_you_mean
-
-from .config import CoordinatorConfig
-from .security.settings import LISTENER_PREFIX
-from .topic_config_table import (
+from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.configs.topic_table import (
     BOOLEAN,
     DOUBLE,
     INT,
@@ -46,7 +44,13 @@ from .topic_config_table import (
     at_least,
     parse,
 )
-from .topic_configs import STATIC_BROKER_CONFIG, applied_changes, no_repeats, validate_topic_configs
+from coordinator.configs.topics import (
+    STATIC_BROKER_CONFIG,
+    applied_changes,
+    no_repeats,
+    validate_topic_configs,
+)
+from coordinator.security.settings import LISTENER_PREFIX
 
 # DescribeConfigs config_source values for the two dynamic levels.
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 2, 3

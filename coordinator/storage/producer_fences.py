@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-
-from .storage.batches import NO_PRODUCER_ID
-from .storage.files import write_atomically
+from coordinator.storage.batches import NO_PRODUCER_ID
+from coordinator.storage.files import write_atomically
 
 MAX_EPOCH = 32766  # int16; the next run gets a new producer id, and the old one is fenced for good
 FENCED_FOR_GOOD = 32767

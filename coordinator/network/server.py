@@ -32,18 +32,17 @@ from connect_rebalance.protocol import codec
 from connect_rebalance.protocol.api_keys import ApiKey
 from connect_rebalance.protocol.codec import FrameError, RequestHeader, UnsupportedApiError
 from connect_rebalance.tls_server import certificate_principal, server_context
-
-from .apis import HANDLERS, RequestContext
-from .apis.cluster import advertised_api_versions
-from .apis.registry import CloseConnection
-from .broker import Broker
-from .connection import Connection
-from .connection_limits import ConnectionLimits, parse_overrides
-from .security.listeners import Listener
-from .security.sasl import PRE_AUTHENTICATION_APIS, AuthenticationFailed, SaslState, store_lookup
-from .security.session import Session
-from .security.settings import max_reauth_ms_by_mechanism, sasl_mechanisms, tls_settings
-from .turns import Turns
+from coordinator.apis import HANDLERS, RequestContext
+from coordinator.apis.cluster import advertised_api_versions
+from coordinator.apis.registry import CloseConnection
+from coordinator.broker import Broker
+from coordinator.network.connection import Connection
+from coordinator.network.connection_limits import ConnectionLimits, parse_overrides
+from coordinator.network.turns import Turns
+from coordinator.security.listeners import Listener
+from coordinator.security.sasl import PRE_AUTHENTICATION_APIS, AuthenticationFailed, SaslState, store_lookup
+from coordinator.security.session import Session
+from coordinator.security.settings import max_reauth_ms_by_mechanism, sasl_mechanisms, tls_settings
 
 log = logging.getLogger(__name__)
 

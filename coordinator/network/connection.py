@@ -35,8 +35,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .connection_limits import ConnectionLimits
-from .turns import Turns
+from coordinator.network.connection_limits import ConnectionLimits
+from coordinator.network.turns import Turns
 
 log = logging.getLogger(__name__)
 

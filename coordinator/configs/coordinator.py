@@ -21,17 +21,16 @@ from pydantic import (
 )
 
 from connect_rebalance.properties import ConfigError, unknown_setting, validation_problems
-
-from .connection_limits import parse_overrides
-from .groups.settings import GroupSettings
-from .security.listeners import (
+from coordinator.groups.settings import GroupSettings
+from coordinator.network.connection_limits import parse_overrides
+from coordinator.security.listeners import (
     DEFAULT_PROTOCOL_MAP,
     Listener,
     host_and_port,
     parse_listeners,
     parse_protocol_map,
 )
-from .security.settings import (
+from coordinator.security.settings import (
     LISTENER_PREFIX,
     check_security,
     listener_overrides,
@@ -85,14 +84,14 @@ class CoordinatorConfig(BaseModel):
     message_max_bytes: int = Field(1048588, alias="message.max.bytes", ge=0)
     socket_request_max_bytes: int = Field(104857600, alias="socket.request.max.bytes", ge=1024)
     connections_max_idle_ms: int = Field(600000, alias="connections.max.idle.ms", ge=1)
-    # Connection limits (connection_limits.py): over them a new connection is closed at once.
+    # Connection limits (network/connection_limits.py): over them a new connection is closed at once.
     max_connections: int = Field(2**31 - 1, alias="max.connections", ge=0)
     max_connections_per_ip: int = Field(2**31 - 1, alias="max.connections.per.ip", ge=0)
     max_connections_per_ip_overrides: str = Field("", alias="max.connections.per.ip.overrides")
     # Client quotas (coordinator/quotas): how byte rates are measured.
     quota_window_num: int = Field(11, alias="quota.window.num", ge=1)
     quota_window_size_seconds: int = Field(1, alias="quota.window.size.seconds", ge=1)
-    # Not a Kafka setting: the event loop every connection is served on (coordinator/event_loop.py).
+    # Not a Kafka setting: the event loop every connection is served on (coordinator/network/event_loop.py).
     event_loop: str = Field("uvloop", alias="event.loop")
     log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14)
     log_roll_ms: int = Field(604800000, alias="log.roll.ms", ge=1)
@@ -194,7 +193,7 @@ class CoordinatorConfig(BaseModel):
     )
 
     # Not a setting: the topic defaults that dynamic broker configs (AlterConfigs on the
-    # BROKER resource, broker_configs.py) give, as topic config name -> (value, DescribeConfigs
+    # BROKER resource, broker.py) give, as topic config name -> (value, DescribeConfigs
     # source). The broker replaces its config with a copy holding them, as Kafka replaces its
     # current KafkaConfig on a dynamic change.
     dynamic_topic_defaults: dict[str, tuple[str, int]] = Field(default_factory=dict)
@@ -254,7 +253,7 @@ class CoordinatorConfig(BaseModel):
     @field_validator("event_loop")
     @classmethod
     def _known_event_loop(cls, value: str) -> str:
-        from .event_loop import EVENT_LOOPS
+        from coordinator.network.event_loop import EVENT_LOOPS
 
         loop = value.strip().lower()
         if loop not in EVENT_LOOPS:

@@ -1,0 +1,6 @@
+"""The coordinator's settings: its settings file and command line (`CoordinatorConfig`), the
+broker's dynamic configs (IncrementalAlterConfigs/DescribeConfigs on the broker), and topic
+configs and their table of names, defaults and checks.
+
+Imports storage, security settings and the pure group settings; never the network edge.
+"""
