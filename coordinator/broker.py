@@ -30,7 +30,6 @@ from coordinator.storage.segment import Segment
 from coordinator.storage.topic_store import Topic, TopicStore, validate_topic_name
 
 if TYPE_CHECKING:
-    from coordinator.group_service import GroupService
     from coordinator.quotas.rates import Throttles
     from coordinator.security.authorizer import StandardAuthorizer
     from coordinator.security.store import SecurityStore
@@ -104,8 +103,6 @@ class Broker:
         self._lock_fd: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._compaction_wanted = asyncio.Event()  # set by compaction_due: the cleaner runs now
-        # The group coordinator's IO edge, attached by whoever serves this broker.
-        self.groups: GroupService | None = None
         # SCRAM credentials and ACLs, and the authorizer when authorizer.class.name names one.
         self.security: SecurityStore | None = None
         self.authorizer: StandardAuthorizer | None = None

@@ -40,17 +40,19 @@ import itertools
 import logging
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from connect_rebalance.errors import ErrorCode, KafkaApiError
-from coordinator.broker import Broker
 from coordinator.group_record_codec import decode_record, encode_record
 from coordinator.groups.coordinator import GroupCoordinator
 from coordinator.groups.records import GroupConfigRecord, GroupMetadataRecord, Record
 from coordinator.groups.requests import GroupRequest, Outcome
+from coordinator.groups.settings import GroupSettings
 from coordinator.storage.partition_log import PartitionLog, now_ms
 from coordinator.storage.record_log import Batch, build_batch, read_records
+from coordinator.storage.topic_store import TopicStore
 
 log = logging.getLogger(__name__)
 
@@ -97,14 +99,14 @@ class BrokerTopics:
     target, so the answers are kept per version of the broker's topics (a topic created,
     deleted or given partitions makes a new version) instead of formatting a UUID each time."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, topics: TopicStore) -> None:
+        self.topics = topics
         self._version = -1
         self._ids: dict[str, str] = {}  # name -> id
         self._by_id: dict[str, tuple[str, int]] = {}  # id -> (name, partitions)
 
     def _current(self) -> None:
-        topics = self.broker.topics
+        topics = self.topics
         if self._version != topics.version:
             self._ids = {name: str(topic.topic_id) for name, topic in topics.topics.items()}
             self._by_id = {self._ids[t.name]: (t.name, len(t.partitions)) for t in topics.topics.values()}
@@ -120,11 +122,11 @@ class BrokerTopics:
         return found[1] if found is not None else None
 
     def names(self) -> list[str]:
-        return sorted(self.broker.topics.topics)
+        return sorted(self.topics.topics)
 
     @property
     def version(self) -> int:
-        return self.broker.topics.version
+        return self.topics.version
 
     def name_of(self, topic_id: str) -> str | None:
         self._current()
@@ -154,11 +156,18 @@ def _append_all(log: PartitionLog, batches: list[Batch]) -> tuple[int, Exception
 
 
 class GroupService:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.core = GroupCoordinator(
-            broker.config.group_settings(), self._partition_count, topics_view=BrokerTopics(broker)
-        )
+    def __init__(
+        self,
+        topics: TopicStore,
+        settings: GroupSettings,
+        segment_bytes: int,
+        compaction_due: Callable[[], None],
+    ) -> None:
+        """`topics`: the broker's, where `__consumer_offsets` is kept and group code looks topics
+        up; `segment_bytes`: that topic's segments (`offsets.topic.segment.bytes`);
+        `compaction_due()`: told when the group log wrote enough to be worth compacting."""
+        self.topics, self._segment_bytes, self._compaction_due = topics, segment_bytes, compaction_due
+        self.core = GroupCoordinator(settings, self._partition_count, topics_view=BrokerTopics(topics))
         # Per request under way: the future its answer resolves (made only once the request is not
         # answered at once), its API key and version.
         self._pending: dict[int, tuple[asyncio.Future[dict[str, Any]] | None, int, int]] = {}
@@ -183,25 +192,25 @@ class GroupService:
         self._deleted_while_loading: set[str] = set()
 
     def _partition_count(self, topic: str) -> int | None:
-        found = self.broker.topics.get(topic)
+        found = self.topics.get(topic)
         return len(found.partitions) if found is not None else None
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def open(self) -> None:
         """Create the internal topic if needed; `start` loads it into the core."""
-        topic = self.broker.topics.get(INTERNAL_TOPIC)
+        topic = self.topics.get(INTERNAL_TOPIC)
         # Applied at every start, not only when the topic is made: a data directory from before the
         # 4 MiB default gets segments a start can replay quickly. preallocate: the group state
         # keeps a segment of disk for itself, so groups go on forming and committing while the
         # users' topics have filled the disk.
-        kept = {"segment.bytes": str(self.broker.config.offsets_topic_segment_bytes), "preallocate": "true"}
+        kept = {"segment.bytes": str(self._segment_bytes), "preallocate": "true"}
         if topic is None:
-            topic = self.broker.topics.create(
+            topic = self.topics.create(
                 INTERNAL_TOPIC, 1, {"cleanup.policy": "compact", **kept, "max.message.bytes": str(16 << 20)}
             )
         elif any(topic.configs.get(name) != value for name, value in kept.items()):
-            topic = self.broker.topics.update_configs(INTERNAL_TOPIC, kept)
+            topic = self.topics.update_configs(INTERNAL_TOPIC, kept)
         self._log = topic.partitions[0]
         self._load_end = self._log.log_end_offset
 
@@ -374,7 +383,7 @@ class GroupService:
             assert self._log is not None
             self._log.wake_waiters()  # long polls on the internal topic (a kcat reading it)
             if self._log.needs_compaction():  # kept near the live state: a restart replays all of it
-                self.broker.compaction_due()
+                self._compaction_due()
         if exc is not None:
             failed = sent[count]
             while self._held[-1] is not failed:  # everything held after it was built on it

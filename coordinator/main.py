@@ -27,14 +27,25 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _admin_server(broker: Broker, config: CoordinatorConfig) -> AdminServer | None:
+def group_service(broker: Broker) -> GroupService:
+    """The group coordinator's service over an opened broker's topics, its `__consumer_offsets`
+    opened (or made); `start` loads it."""
+    config = broker.config
+    groups = GroupService(
+        broker.topics, config.group_settings(), config.offsets_topic_segment_bytes, broker.compaction_due
+    )
+    groups.open()
+    return groups
+
+
+def _admin_server(broker: Broker, groups: GroupService, config: CoordinatorConfig) -> AdminServer | None:
     """The admin HTTP port when `admin.listeners` names one; its web framework is loaded only
     then, which keeps a start without it (a restart, above all) shorter."""
     if not config.admin_bind:
         return None
     from coordinator.network.admin_http import AdminServer
 
-    return AdminServer(broker, *config.admin_bind)
+    return AdminServer(broker, groups, *config.admin_bind)
 
 
 async def serve(
@@ -45,14 +56,13 @@ async def serve(
     """Serve until `stop` is set or SIGTERM/SIGINT arrives; then flush and close."""
     broker = Broker(config)
     broker.open()
-    broker.groups = GroupService(broker)
-    broker.groups.open()
+    groups = group_service(broker)
     attach_security(broker)
     try:
-        server = CoordinatorServer(broker)
-        admin = _admin_server(broker, config)
+        server = CoordinatorServer(broker, groups)
+        admin = _admin_server(broker, groups, config)
     except ValueError:
-        await close_broker(broker)
+        await close_broker(broker, groups)
         raise
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -64,7 +74,7 @@ async def serve(
         if admin is not None:
             await admin.start()
         broker.start_background()
-        broker.groups.start()
+        groups.start()
         log.info("serving on the %s event loop", type(loop).__module__.split(".")[0])
         if on_ready is not None:
             on_ready(broker, server, admin)
@@ -74,7 +84,7 @@ async def serve(
         if admin is not None:
             await admin.stop()
         await server.stop()
-        await close_broker(broker)
+        await close_broker(broker, groups)
 
 
 def attach_security(broker: Broker) -> None:
@@ -92,9 +102,8 @@ def attach_security(broker: Broker) -> None:
         )
 
 
-async def close_broker(broker: Broker) -> None:
-    if broker.groups is not None:
-        await broker.groups.close()
+async def close_broker(broker: Broker, groups: GroupService) -> None:
+    await groups.close()
     if broker.security is not None:
         broker.security.close()
     await broker.close()

@@ -38,7 +38,7 @@ GroupDescription = dict[str, tuple[int, int]] | KafkaApiError
 
 def _service(ctx: RequestContext) -> GroupService:
     """The loaded group service, or the error a GROUP resource answers while there is none."""
-    groups = ctx.broker.groups
+    groups = ctx.groups
     if groups is None:
         raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not running")
     if not groups.loaded:

@@ -56,7 +56,7 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 def _forward(api_key: int, min_version: int, max_version: int) -> None:
     async def handler(ctx: RequestContext, request: Any) -> dict[str, Any]:
-        groups = ctx.broker.groups
+        groups = ctx.groups
         assert groups is not None, "the group service is not running"
         if ctx.broker.authorizer is None and groups.loaded and api_key not in DESCRIBES_WITH_OPERATIONS:
             # Nothing to check or add: straight to the service.

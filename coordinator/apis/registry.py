@@ -17,6 +17,7 @@ from connect_rebalance.protocol import codec
 from connect_rebalance.protocol.codec import RequestHeader
 from connect_rebalance.tls_server import ANONYMOUS
 from coordinator.broker import Broker
+from coordinator.group_service import GroupService
 from coordinator.security.acls import SUPPORTED_OPERATIONS, AclOperation, ResourceType
 from coordinator.security.session import Session
 
@@ -28,6 +29,8 @@ class RequestContext:
     client_host: str
     # The connection's session; None for handlers driven in-process (tests), which act as ANONYMOUS.
     session: Session | None = None
+    # The group coordinator's service, wired beside the broker (main.py); None where none runs.
+    groups: GroupService | None = None
 
     @property
     def version(self) -> int:

@@ -139,8 +139,8 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             result.update(error_code=exc.code, error_message=exc.message)
         responses.append(result)
     deleted_names = {r["name"] for r in responses if r["error_code"] == 0}
-    if deleted_names and broker.groups is not None:
-        broker.groups.topics_deleted(deleted_names)
+    if deleted_names and ctx.groups is not None:
+        ctx.groups.topics_deleted(deleted_names)
     return {"throttle_time_ms": 0, "responses": responses}
 
 

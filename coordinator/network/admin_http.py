@@ -16,6 +16,7 @@ from aiohttp import web
 from connect_rebalance.prometheus import Exposition
 from connect_rebalance.tls_server import server_context
 from coordinator.broker import Broker
+from coordinator.group_service import GroupService
 from coordinator.groups.group_metrics import BALANCE_BUCKETS_S, GROUP_TYPES, GroupMetrics
 from coordinator.quotas.entities import ENFORCED_KEYS
 from coordinator.security.settings import tls_settings
@@ -28,13 +29,12 @@ STATES = {
 }
 
 
-def group_metrics(broker: Broker) -> GroupMetrics:
-    core = broker.groups.core if broker.groups is not None else None
-    return core.metrics if core is not None else GroupMetrics()
+def group_metrics(groups: GroupService | None) -> GroupMetrics:
+    return groups.core.metrics if groups is not None else GroupMetrics()
 
 
-def render_metrics(broker: Broker) -> str:
-    metrics = group_metrics(broker)
+def render_metrics(broker: Broker, groups: GroupService | None) -> str:
+    metrics = group_metrics(groups)
     throttles = broker.throttles
     figures = sorted(metrics.groups.items())
     label = [({"group": group_id, "type": f.group_type}, f) for group_id, f in figures]
@@ -117,8 +117,8 @@ def kafka_group_families(exposition: Exposition, metrics: GroupMetrics) -> Expos
 
 
 class AdminServer:
-    def __init__(self, broker: Broker, host: str, port: int) -> None:
-        self.broker, self.host, self.port = broker, host, port
+    def __init__(self, broker: Broker, groups: GroupService | None, host: str, port: int) -> None:
+        self.broker, self.groups, self.host, self.port = broker, groups, host, port
         self._runner: web.AppRunner | None = None
         # https:// admin.listeners: the broker's ssl.* settings (keystore, truststore, client auth).
         self._tls = (
@@ -151,11 +151,13 @@ class AdminServer:
         return f"{'https' if self._tls is not None else 'http'}://{self.host}:{self.port}"
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        return web.Response(text=render_metrics(self.broker), content_type=Exposition.CONTENT_TYPE)
+        return web.Response(
+            text=render_metrics(self.broker, self.groups), content_type=Exposition.CONTENT_TYPE
+        )
 
     async def _timeline(self, request: web.Request) -> web.Response:
         group_id = request.match_info["group_id"]
-        timeline = group_metrics(self.broker).timeline(group_id)
+        timeline = group_metrics(self.groups).timeline(group_id)
         if timeline is None:
             return web.json_response(
                 {"error_code": 404, "message": f"Group {group_id} not found."}, status=404

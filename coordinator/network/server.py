@@ -36,6 +36,7 @@ from coordinator.apis import HANDLERS, RequestContext
 from coordinator.apis.cluster import advertised_api_versions
 from coordinator.apis.registry import CloseConnection
 from coordinator.broker import Broker
+from coordinator.group_service import GroupService
 from coordinator.network.connection import Connection
 from coordinator.network.connection_limits import ConnectionLimits, parse_overrides
 from coordinator.network.turns import Turns
@@ -53,8 +54,8 @@ DECODE_ON_A_THREAD_BYTES = 1 << 20
 
 
 class CoordinatorServer:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, broker: Broker, groups: GroupService | None = None) -> None:
+        self.broker, self.groups = broker, groups
         self.listeners = broker.config.kafka_listeners
         self._servers: list[asyncio.base_events.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
@@ -225,7 +226,7 @@ class CoordinatorServer:
         except FrameError as exc:
             log.warning("%s (client %r): %s; closing", client_host, header.client_id, exc)
             return CLOSE
-        context = RequestContext(self.broker, header, client_host, session)
+        context = RequestContext(self.broker, header, client_host, session, self.groups)
         try:
             fields = await spec.handler(context, request)
             if fields is None:

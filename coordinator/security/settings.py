@@ -16,12 +16,10 @@ Nothing is started with less security than the settings ask for.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from connect_rebalance.tls_server import SECRET_SETTINGS, TLS_DEFAULTS, check_tls_settings
-
-if TYPE_CHECKING:
-    from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.security.listeners import Listener
 
 LISTENER_PREFIX = "listener.name."
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -32,6 +30,23 @@ REAUTH = "connections.max.reauth.ms"
 PER_LISTENER = frozenset(
     {*TLS_DEFAULTS, "sasl.enabled.mechanisms", REAUTH, *(f"{m.lower()}.{REAUTH}" for m in SASL_MECHANISMS)}
 )
+
+
+class SecuritySettings(Protocol):
+    """The coordinator's settings these checks read (its `CoordinatorConfig` has them)."""
+
+    authorizer_class_name: str
+    super_users: str
+    advertised_listeners: str | None
+    listener_name_settings: dict[str, dict[str, str]]
+
+    @property
+    def kafka_listeners(self) -> list[Listener]: ...
+    @property
+    def admin_uses_tls(self) -> bool: ...
+    def advertised_for(self, listener_name: str) -> tuple[str, int] | None: ...
+    def setting(self, name: str, listener_name: str | None = None) -> str | None: ...
+
 
 # Kafka broker settings that name a feature this coordinator does not offer.
 _NOT_OFFERED = {
@@ -87,17 +102,17 @@ def listener_overrides(settings: Mapping[str, object]) -> dict[str, dict[str, st
     return out
 
 
-def tls_settings(config: CoordinatorConfig, listener_name: str | None) -> dict[str, str | None]:
+def tls_settings(config: SecuritySettings, listener_name: str | None) -> dict[str, str | None]:
     """The effective ssl.* settings of a listener (None: the admin port's, the global ones)."""
     return {name: config.setting(name, listener_name) for name in TLS_DEFAULTS}
 
 
-def sasl_mechanisms(config: CoordinatorConfig, listener_name: str) -> tuple[str, ...]:
+def sasl_mechanisms(config: SecuritySettings, listener_name: str) -> tuple[str, ...]:
     value = config.setting("sasl.enabled.mechanisms", listener_name) or ""
     return tuple(m.strip().upper() for m in value.split(",") if m.strip())
 
 
-def max_reauth_ms_by_mechanism(config: CoordinatorConfig, listener_name: str) -> dict[str, int]:
+def max_reauth_ms_by_mechanism(config: SecuritySettings, listener_name: str) -> dict[str, int]:
     """A SASL listener's connections.max.reauth.ms for each enabled mechanism, as Kafka's
     SaslChannelBuilder finds it: listener.name.<listener>.<mechanism>.connections.max.reauth.ms,
     else listener.name.<listener>.connections.max.reauth.ms, else connections.max.reauth.ms."""
@@ -109,7 +124,7 @@ def max_reauth_ms_by_mechanism(config: CoordinatorConfig, listener_name: str) ->
     }
 
 
-def _check_reauth_overrides(config: CoordinatorConfig) -> None:
+def _check_reauth_overrides(config: SecuritySettings) -> None:
     for listener_name, overrides in config.listener_name_settings.items():
         for name, value in overrides.items():
             if name.endswith(REAUTH):
@@ -121,7 +136,7 @@ def _check_reauth_overrides(config: CoordinatorConfig) -> None:
                     ) from None
 
 
-def check_security(config: CoordinatorConfig) -> None:
+def check_security(config: SecuritySettings) -> None:
     try:
         listeners = config.kafka_listeners
     except ValueError as exc:
@@ -165,6 +180,6 @@ def check_security(config: CoordinatorConfig) -> None:
             raise ValueError(f"super.users entry {principal!r} is not Type:name (e.g. User:admin)")
 
 
-def super_users(config: CoordinatorConfig) -> frozenset[str]:
+def super_users(config: SecuritySettings) -> frozenset[str]:
     """`super.users`: principals separated by ';', as Kafka writes them."""
     return frozenset(p.strip() for p in config.super_users.split(";") if p.strip())

@@ -27,6 +27,7 @@ from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.broker import Broker
 from coordinator.configs.coordinator import CoordinatorConfig
 from coordinator.main import serve
+from coordinator.network.server import CoordinatorServer
 from tests.support.group_scenario import create_topic
 from tests.support.group_wire import commit, fetched, listed
 from tests.support.wire import RawConnection
@@ -82,8 +83,10 @@ class InProcessCoordinator:
             }
         )
 
-        def on_ready(broker: Broker, *_: Any) -> None:
+        def on_ready(broker: Broker, server: CoordinatorServer, *_: Any) -> None:
             self.broker, self.loop = broker, asyncio.get_running_loop()
+            assert server.groups is not None
+            self.groups = server.groups
             ready.set()
 
         async def main() -> None:
@@ -95,14 +98,14 @@ class InProcessCoordinator:
         assert ready.wait(30), "the coordinator did not start"
         host, port = self.broker.advertised_address
         self.bootstrap = f"{host}:{port}"
-        group_log = self.broker.groups._log
+        group_log = self.groups._log
         self.disk = Disk(group_log.append)
         group_log.append = self.disk.append  # type: ignore[method-assign]
         return self
 
     @property
     def waiting_for_log(self) -> int:
-        return self.broker.groups.waiting_for_log
+        return self.groups.waiting_for_log
 
     def stop(self) -> None:
         if not self._thread.is_alive():
@@ -288,7 +291,7 @@ def test_compacting_the_group_log_leaves_commits_and_the_event_loop_serving(
 ) -> None:
     settings = {"offsets.topic.segment.bytes": "1024", "log.cleaner.backoff.ms": "50"}
     coordinator = InProcessCoordinator(tmp_path / "data", settings).start()
-    cleaner = SlowCleaner(coordinator.broker.groups._log)
+    cleaner = SlowCleaner(coordinator.groups._log)
     try:
         create_topic(coordinator.bootstrap, "orders", 1)
         other, filler, committer = (RawConnection(coordinator.bootstrap, timeout=60) for _ in range(3))

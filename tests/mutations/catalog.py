@@ -503,7 +503,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="deleted-topic-keeps-its-offsets",
         breaks="a topic created again under a deleted one's name is read by its groups from its start",
         file="coordinator/apis/topics.py",
-        original="        broker.groups.topics_deleted(deleted_names)\n",
+        original="        ctx.groups.topics_deleted(deleted_names)\n",
         replacement="        pass  # mutation: the groups never hear of it\n",
         tests=(
             f"{INTEGRATION}/test_group_durability_and_admin.py::"
@@ -597,6 +597,29 @@ MUTATIONS: tuple[Mutation, ...] = (
             f"{INTEGRATION}/test_workers.py::"
             "test_running_tasks_restart_with_their_new_configs_when_the_connector_config_changes",
         ),
+    ),
+    Mutation(
+        name="security-settings-type-the-coordinator-config",
+        breaks="no import circle among the project's modules, TYPE_CHECKING imports included",
+        file="coordinator/security/settings.py",
+        original="from coordinator.security.listeners import Listener\n",
+        replacement=(
+            "from coordinator.security.listeners import Listener\n\n"
+            "if __import__('typing').TYPE_CHECKING:  # mutation: the config's type, imported\n"
+            "    from coordinator.configs.coordinator import CoordinatorConfig  # noqa: F401\n"
+        ),
+        tests=("tests/test_layout.py::test_no_import_circle_across_the_packages",),
+    ),
+    Mutation(
+        name="runtime-imports-a-connector",
+        breaks="nothing of the worker outside connectors/ depends on the connectors it ships",
+        file="workers/runtime/task_runner.py",
+        original="from workers.config.providers import VariableError, resolve, with_variables\n",
+        replacement=(
+            "from workers.config.providers import VariableError, resolve, with_variables\n"
+            "from workers.connectors import verifiable  # noqa: F401 (mutation)\n"
+        ),
+        tests=("tests/test_layout.py::test_nothing_of_the_worker_imports_its_connectors",),
     ),
     Mutation(
         name="follower-writes-itself",
@@ -1220,7 +1243,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="offsets-log-compacted-only-by-the-clock",
         breaks="what a restart replays stays near the live state, however long the offsets history",
         file="coordinator/group_service.py",
-        original="                self.broker.compaction_due()",
+        original="                self._compaction_due()",
         replacement="                pass  # mutation: the cleaner waits out its backoff",
         tests=(
             f"{INTEGRATION}/test_coordinator_restart.py::"
@@ -1450,8 +1473,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="group-state-without-a-disk-reserve",
         breaks="consumer groups form and commit while the users' topics have filled the disk",
         file="coordinator/group_service.py",
-        original='str(self.broker.config.offsets_topic_segment_bytes), "preallocate": "true"}',
-        replacement='str(self.broker.config.offsets_topic_segment_bytes), "preallocate": "false"}',
+        original='str(self._segment_bytes), "preallocate": "true"}',
+        replacement='str(self._segment_bytes), "preallocate": "false"}',
         tests=(
             f"{INTEGRATION}/test_full_disk.py::"
             "test_a_full_disk_answers_storage_errors_keeps_what_it_acknowledged_and_recovers",

@@ -22,8 +22,8 @@ from connect_rebalance.protocol import codec
 from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.broker import Broker
 from coordinator.configs.coordinator import CoordinatorConfig
-from coordinator.group_service import GroupService
 from coordinator.groups.coordinator import GROUP_APIS
+from coordinator.main import group_service
 from coordinator.network.server import CoordinatorServer
 from tests.support.frames import captured_frames, request_bytes
 
@@ -39,18 +39,16 @@ class InProcessServer:
             CoordinatorConfig.from_settings({"log.dirs": str(data_dir), "listeners": "127.0.0.1:0"})
         )
         self.broker.open()
-        self.broker.groups = GroupService(self.broker)
-        self.broker.groups.open()
+        self.groups = group_service(self.broker)
         if load_groups:
             self.loop.run_until_complete(self._load_groups())
-        self.server = CoordinatorServer(self.broker)
+        self.server = CoordinatorServer(self.broker, self.groups)
         self.session = self.server.new_session(self.server.listeners[0], "fuzz", None)
 
     async def _load_groups(self) -> None:
         """Group requests reach the core, not the start-up's COORDINATOR_LOAD_IN_PROGRESS."""
-        assert self.broker.groups is not None
-        self.broker.groups.start()
-        await self.broker.groups.loaded_state()
+        self.groups.start()
+        await self.groups.loaded_state()
 
     def answer(self, frame: bytes) -> bytes | None:
         """The response frame, b"" for none (acks=0, or a JoinGroup parked for its rebalance),
@@ -69,8 +67,7 @@ class InProcessServer:
         }
 
     def close(self) -> None:
-        assert self.broker.groups is not None
-        self.loop.run_until_complete(self.broker.groups.close())
+        self.loop.run_until_complete(self.groups.close())
         self.loop.run_until_complete(self.broker.close())
         self.loop.close()
 

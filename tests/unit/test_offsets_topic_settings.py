@@ -12,7 +12,8 @@ import pytest
 
 from coordinator.broker import Broker
 from coordinator.configs.coordinator import CoordinatorConfig
-from coordinator.group_service import INTERNAL_TOPIC, GroupService
+from coordinator.group_service import INTERNAL_TOPIC
+from coordinator.main import group_service
 
 pytestmark = pytest.mark.unit
 
@@ -20,8 +21,7 @@ pytestmark = pytest.mark.unit
 def opened(data_dir: Path, **settings: str) -> Broker:
     broker = Broker(CoordinatorConfig.from_settings({"log.dirs": str(data_dir), **settings}))
     broker.open()
-    broker.groups = GroupService(broker)
-    broker.groups.open()
+    group_service(broker)
     return broker
 
 
