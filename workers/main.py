@@ -35,7 +35,7 @@ from workers.config.worker import WorkerConfig
 from workers.distributed.herder import LEAVE_HANDOFF_S, Herder
 from workers.distributed.herder_api import HerderApi
 from workers.distributed.membership.connect import MembershipRefused
-from workers.plugins.api import use_plugin_path
+from workers.plugins.registry import Plugins
 from workers.rest.server import RestApi
 
 log = logging.getLogger(__name__)
@@ -75,9 +75,10 @@ async def serve(config: WorkerConfig, stop: asyncio.Event | None = None) -> None
     config = config.with_bound_ports(
         [sock.getsockname()[1] for sock in sockets], [sock.getsockname()[1] for sock in admin_sockets]
     )
-    for warning in [*config.setting_warnings, *use_plugin_path(config.plugin_locations())]:
+    plugins, scan_warnings = Plugins.load(config.plugin_locations())
+    for warning in [*config.setting_warnings, *scan_warnings]:
         log.warning("%s", warning)
-    herder = Herder(config)
+    herder = Herder(config, plugins=plugins)
     api = RestApi(HerderApi(herder))
     runners = [await _served(api.app, config, config.rest_listeners, sockets)]
     if api.admin_app is not None:  # the admin endpoints' own listeners (admin.listeners)

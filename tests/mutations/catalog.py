@@ -1528,9 +1528,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="plugin-path-not-importable",
         breaks="connectors installed on plugin.path are listed and run",
-        file="workers/plugins/api.py",
-        original="            sys.path.append(str(location.path))\n",
-        replacement="            pass  # mutation: the location is not on the import path\n",
+        file="workers/plugins/registry.py",
+        original="                sys.path.append(str(location.path))\n",
+        replacement="                pass  # mutation: the location is not on the import path\n",
         tests=(
             f"{INTEGRATION}/test_plugin_path.py::"
             "test_plugins_on_the_plugin_path_are_listed_and_run_and_one_that_fails_to_import_is_named",
@@ -1551,7 +1551,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="plugin-path-not-given-to-spark",
         breaks="a Spark connector installed on plugin.path runs its own code in Spark's Python processes",
         file="workers/spark/runtime.py",
-        original="os.environ.update(python_environment(dict(os.environ), plugin_import_paths()))",
+        original="os.environ.update(python_environment(dict(os.environ), self.plugin_paths))",
         replacement="os.environ.update(python_environment(dict(os.environ)))  # mutation",
         tests=(
             "tests/e2e/test_plugin_path_spark.py::"

@@ -17,7 +17,8 @@ from workers.config.worker import WorkerConfig
 from workers.observe.metrics import WorkerFigures
 from workers.observe.rebalance_clock import RebalanceClock
 from workers.observe.timeline import ClusterTimeline
-from workers.plugins.api import ConfigProblem, Connector, OffsetChanges, OffsetsRefused, find_plugin, plugins
+from workers.plugins.api import ConfigProblem, Connector, OffsetChanges, OffsetsRefused
+from workers.plugins.registry import Plugins
 from workers.storage.session_key import SessionKey
 
 SETTINGS = {"bootstrap.servers": "localhost:9092", "group.id": "connect-cluster",
@@ -37,6 +38,7 @@ class FakeHerder:
     refuse_offsets: str = ""  # an OffsetsRefused message for the next change
     levels: dict[str, str] = field(default_factory=dict)
     _timeline: ClusterTimeline = field(default_factory=lambda: ClusterTimeline(time.time()))
+    _plugins: Plugins = field(default_factory=Plugins.installed)
 
     def __post_init__(self) -> None:
         self._config = WorkerConfig.from_settings(self.settings)
@@ -50,7 +52,7 @@ class FakeHerder:
         return self.configs.get(name)
 
     def connector_type(self, name: str) -> str:
-        plugin = find_plugin(self.configs.get(name, {}).get("connector.class", ""))
+        plugin = self._plugins.find(self.configs.get(name, {}).get("connector.class", ""))
         return plugin.type if plugin else "unknown"
 
     def task_configs(self, name: str) -> list[dict[str, str]]:
@@ -73,7 +75,7 @@ class FakeHerder:
 
     def validated_config(self, name: str, config: dict[str, Any]) -> dict[str, str]:
         strings = {**string_values(config), "name": name}
-        if find_plugin(strings.get("connector.class", "")) is None:
+        if self._plugins.find(strings.get("connector.class", "")) is None:
             raise InvalidConnectorConfig(f"no plugin {strings.get('connector.class')!r}")
         return strings
 
@@ -168,10 +170,10 @@ class FakeHerder:
         return None
 
     def plugins(self) -> dict[str, type[Connector]]:
-        return plugins()
+        return self._plugins.all()
 
     def find_plugin(self, name: str) -> type[Connector] | None:
-        return find_plugin(name)
+        return self._plugins.find(name)
 
     def logger_levels(self) -> dict[str, dict[str, Any]]:
         return {name: {"level": level, "last_modified": None} for name, level in self.levels.items()}

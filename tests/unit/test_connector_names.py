@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.plugins.api import find_plugin
 from workers.plugins.names import java_trim, name_problem, path_segment
+from workers.plugins.registry import Plugins
 from workers.spark.runtime import checkpoint_path
 
 pytestmark = pytest.mark.unit
@@ -55,7 +55,7 @@ def test_two_names_never_share_a_directory(a: str, b: str) -> None:
 )
 def test_kafka_connects_rule_refuses_empty_names_and_control_characters(name: str, problem: str) -> None:
     assert name_problem(name) == problem
-    plugin = find_plugin("VerifiableSource")
+    plugin = Plugins.installed().find("VerifiableSource")
     assert plugin is not None
     config = {"name": name, "connector.class": "VerifiableSource"}
     found = {p.name: p.message for p in plugin.validate(config)}

@@ -1,5 +1,5 @@
 """`plugin.path`: which directories and wheels hold plugins, what is refused at start, and what the
-scan finds there (workers/plugins/path.py, workers/plugins/scan.py, workers.plugins.api.use_plugin_path)."""
+scan finds there (workers/plugins/path.py, workers/plugins/scan.py, workers/plugins/registry.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 from connect_rebalance.properties import ConfigError
 from tests.support.plugin_layouts import write_installed, write_wheel
 from workers.config.worker import WorkerConfig
-from workers.plugins import api as plugins
-from workers.plugins.api import find_plugin, plugin_import_paths, use_plugin_path
+from workers.plugins import api
 from workers.plugins.path import read_plugin_path
+from workers.plugins.registry import Plugins
 from workers.spark.runtime import python_environment
 
 pytestmark = pytest.mark.unit
@@ -32,11 +32,8 @@ MODULES = ("pp_first", "pp_second", "pp_broken", "pp_compiled")
 
 @pytest.fixture
 def import_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The import path, the modules imported and the plugins found are this process's own again
-    after the test."""
+    """The import path and the modules imported are this process's own again after the test."""
     monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setattr(plugins, "_scan", None)
-    monkeypatch.setattr(plugins, "_import_paths", [])
     yield
     for name in [m for m in sys.modules if m.split(".")[0] in MODULES]:
         del sys.modules[name]
@@ -125,7 +122,7 @@ def test_the_scan_finds_plugins_on_the_path_after_the_workers_own_and_skips_each
     write_installed(empty, "pp-nothing", "1.0", {}, {})
     worker_path = list(sys.path)
 
-    warnings = use_plugin_path(read_plugin_path(f"{tmp_path / 'shelf'},{tmp_path / 'wheels'},{empty}"))
+    plugins, warnings = Plugins.load(read_plugin_path(f"{tmp_path / 'shelf'},{tmp_path / 'wheels'},{empty}"))
 
     assert warnings == [
         f"plugin.path: {compiled} was skipped: it holds compiled extension modules, which Python cannot "
@@ -141,7 +138,7 @@ def test_the_scan_finds_plugins_on_the_path_after_the_workers_own_and_skips_each
         f"plugin.path: {str(empty)!r} holds no connector plugin (no distribution with "
         "connect_rebalance.connectors entry points)",
     ]
-    found = plugins.plugins()
+    found = plugins.all()
     assert {name: f"{p.__module__}.{p.__qualname__}" for name, p in found.items()} == {
         "Datagen": "workers.connectors.datagen.Datagen",
         "FileIngest": "workers.connectors.file_ingest.FileIngest",
@@ -151,10 +148,10 @@ def test_the_scan_finds_plugins_on_the_path_after_the_workers_own_and_skips_each
         "Zipped": "pp_second.Greeter",
     }
     assert found["Zipped"].version == "2.0"  # imported from the wheel
-    assert find_plugin("pp_first.Greeter") is found["Greeter"]
+    assert plugins.find("pp_first.Greeter") is found["Greeter"]
     # After the worker's own import path, in plugin.path's order; the compiled wheel is not on it.
     assert sys.path == [*worker_path, str(first), str(second), str(empty)]
-    assert plugin_import_paths() == [str(first), str(second), str(empty)]
+    assert plugins.import_paths == [str(first), str(second), str(empty)]
 
 
 def test_spark_python_processes_import_plugins_after_the_interpreters_own_packages(tmp_path: Path) -> None:
@@ -163,7 +160,7 @@ def test_spark_python_processes_import_plugins_after_the_interpreters_own_packag
 
     path = python_environment({"PYTHONPATH": "/opt/extra"}, plugin_dirs)["PYTHONPATH"].split(os.pathsep)
 
-    assert path[:2] == [str(Path(plugins.__file__).resolve().parents[2]), "/opt/extra"]
+    assert path[:2] == [str(Path(api.__file__).resolve().parents[2]), "/opt/extra"]
     assert path[-2:] == plugin_dirs
     # The interpreter's own packages come first, as in the worker: a plugin's copy of one is not used.
     assert site_packages in path[2:-2]

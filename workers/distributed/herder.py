@@ -46,6 +46,7 @@ from workers.distributed.membership.leader_info import LeaderInfo
 from workers.distributed.membership.machine import Assignment, MemberState
 from workers.observe.cluster_watch import ClusterWatch
 from workers.observe.loggers import Loggers, level_number
+from workers.plugins.registry import Plugins
 from workers.runtime.output_connections import OutputConnections
 from workers.runtime.task_runner import TaskRunner
 from workers.spark.runtime import SparkRuntime
@@ -68,9 +69,13 @@ LogFactory = Callable[[str, Handler], TopicLog]
 
 
 class Herder:
-    def __init__(self, config: WorkerConfig, logs: LogFactory | None = None) -> None:
-        """`logs`: the worker's topics on the cluster (TopicLog) unless given (in-process tests)."""
+    def __init__(
+        self, config: WorkerConfig, logs: LogFactory | None = None, plugins: Plugins | None = None
+    ) -> None:
+        """`logs`: the worker's topics on the cluster (TopicLog) unless given (in-process tests);
+        `plugins`: those the worker found at start, or those installed beside this process."""
         self.config = config
+        self.plugins = plugins if plugins is not None else Plugins.installed()
         self.leader = LeaderInfo()
         self.reason = 0  # the assignor reason: a new one starts a new epoch (connect)
         self.leaving = False  # handing its work over before it leaves (connect)
@@ -98,13 +103,13 @@ class Herder:
         # One SparkSession per worker for every Spark task (started in `start` if warm-up is on).
         self.spark = SparkRuntime(
             config.spark_master, config.spark_settings, config.checkpoint_dir,
-            config.task_shutdown_graceful_timeout_ms, config.worker_id,
+            config.task_shutdown_graceful_timeout_ms, config.worker_id, self.plugins.import_paths,
         )  # fmt: skip
         self.runner = TaskRunner(
             config, self.state, self.statuses, self.offsets, self.outputs, self.spark,
-            lambda: self.membership.epoch, self._send_task_configs,
+            lambda: self.membership.epoch, self._send_task_configs, self.plugins,
         )  # fmt: skip
-        self.planner = TargetPlanner(config, self.configs, self.statuses, self._rebalance_due)
+        self.planner = TargetPlanner(config, self.configs, self.statuses, self._rebalance_due, self.plugins)
         # TLS of this worker's calls to other workers' REST APIs (forwards, task configs).
         self._client_tls = config.rest_tls.client_context() if config.rest_tls is not None else None
         self.membership: ConnectMembership | ClassicMembership

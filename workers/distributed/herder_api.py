@@ -24,7 +24,7 @@ from workers.config.worker import WorkerConfig
 from workers.distributed.herder import Herder
 from workers.observe.metrics import WorkerFigures
 from workers.observe.timeline import ClusterTimeline
-from workers.plugins.api import ConfigProblem, Connector, OffsetChanges, OffsetsRefused, find_plugin, plugins
+from workers.plugins.api import ConfigProblem, Connector, OffsetChanges, OffsetsRefused
 from workers.spark.checkpoint_generations import CheckpointedConnector
 from workers.storage.config_state import STOPPED
 from workers.storage.session_key import SessionKey
@@ -46,7 +46,7 @@ class ConnectorRequests:
 
     def connector_type(self, name: str) -> str:
         """`source` or `sink` as the connector's plugin says; `unknown` without one."""
-        plugin = find_plugin((self.connector_config(name) or {}).get("connector.class", ""))
+        plugin = self.herder.plugins.find((self.connector_config(name) or {}).get("connector.class", ""))
         return plugin.type if plugin else "unknown"
 
     def task_configs(self, name: str) -> list[dict[str, str]]:
@@ -72,7 +72,7 @@ class ConnectorRequests:
     def validated_config(self, name: str, config: dict[str, Any]) -> dict[str, str]:
         """The config as it is written (InvalidConnectorConfig: every problem at once)."""
         herder = self.herder
-        return validated_config(name, config, find_plugin, herder.runner.providers, herder.config)
+        return validated_config(name, config, herder.plugins.find, herder.runner.providers, herder.config)
 
     def config_problems(self, plugin: type[Connector], config: dict[str, str]) -> list[ConfigProblem]:
         return config_problems(plugin, config, self.herder.runner.providers, self.herder.config)
@@ -155,7 +155,7 @@ class ConnectorRequests:
 
     def _checkpointed(self, name: str) -> type[CheckpointedConnector] | None:
         """The connector's plugin, if its offsets are its tasks' Spark checkpoints."""
-        plugin = find_plugin((self.connector_config(name) or {}).get("connector.class", ""))
+        plugin = self.herder.plugins.find((self.connector_config(name) or {}).get("connector.class", ""))
         return plugin if plugin is not None and issubclass(plugin, CheckpointedConnector) else None
 
     async def _offsets_changeable(self, name: str, verb: str) -> type[CheckpointedConnector] | None:
@@ -222,10 +222,10 @@ class WorkerRequests:
         return self.herder.client_tls()
 
     def plugins(self) -> dict[str, type[Connector]]:
-        return plugins()
+        return self.herder.plugins.all()
 
     def find_plugin(self, name: str) -> type[Connector] | None:
-        return find_plugin(name)
+        return self.herder.plugins.find(name)
 
     def logger_levels(self) -> dict[str, dict[str, Any]]:
         return self.herder.loggers.all_levels()

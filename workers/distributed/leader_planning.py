@@ -30,7 +30,7 @@ from workers.distributed import warm_handoff
 from workers.distributed.assignor import assignors, lost_work
 from workers.distributed.membership.connect import InstallPlan
 from workers.distributed.membership.leader_info import LeaderInfo, work_items
-from workers.plugins.api import find_plugin
+from workers.plugins.registry import Plugins
 from workers.storage.config_state import STARTED
 from workers.storage.config_store import ConfigStore
 from workers.storage.status_store import StatusStore
@@ -40,9 +40,15 @@ log = logging.getLogger(__name__)
 
 class TargetPlanner:
     def __init__(
-        self, config: WorkerConfig, configs: ConfigStore, statuses: StatusStore, on_due: Callable[[], None]
+        self,
+        config: WorkerConfig,
+        configs: ConfigStore,
+        statuses: StatusStore,
+        on_due: Callable[[], None],
+        plugins: Plugins,
     ) -> None:
         self.config, self.configs, self.statuses, self.on_due = config, configs, statuses, on_due
+        self.plugins = plugins
         self._memory = lost_work.ComputingMemory()
         self._timer: asyncio.TimerHandle | None = None
 
@@ -134,7 +140,7 @@ class TargetPlanner:
         connector, task = item
         state = self.configs.state
         config = state.connectors.get(connector)
-        plugin = find_plugin(config.get("connector.class", "")) if config else None
+        plugin = self.plugins.find(config.get("connector.class", "")) if config else None
         return (
             task >= 0 and plugin is not None and bool(getattr(plugin.task_class, "preparable", False))
             and state.target_state(connector) == STARTED

@@ -7,14 +7,11 @@ drive their own IO (a lightweight task is an asyncio task; a PySpark task runs a
 job) — the worker only starts, stops and observes them, and keeps their source offsets.
 
 Plugins are found by entry point (group `connect_rebalance.connectors`), in the distributions
-installed beside the worker and in those on `plugin.path` (`path`, `scan`);
-`connector.class` may name a plugin by its entry-point name, its class name, or its dotted path.
+installed beside the worker and in those on `plugin.path` (`registry`, `path`, `scan`).
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,8 +20,6 @@ from typing import Any, ClassVar
 from workers.plugins.converters import SETTING_PREFIXES as CONVERTER_SETTINGS
 from workers.plugins.converters import converter_problems
 from workers.plugins.names import name_problem
-from workers.plugins.path import PluginPath
-from workers.plugins.scan import PluginScan, importable, scan
 
 ENTRY_POINT_GROUP = "connect_rebalance.connectors"
 
@@ -243,62 +238,3 @@ def indexed_task_configs(shared: Mapping[str, str], max_tasks: int) -> list[dict
     sub-directories), because a connector has no data source to ask when it splits.
     """
     return [{**shared, "task.index": str(i), "task.count": str(max_tasks)} for i in range(max_tasks)]
-
-
-_scan: PluginScan | None = None
-_import_paths: list[str] = []  # the plugin.path locations put on the import path
-
-
-def use_plugin_path(plugin_path: PluginPath) -> list[str]:
-    """Put `plugin.path`'s plugin locations on the import path, after the worker's own, and scan
-    for plugins there and beside the worker: once, when a worker starts, as Kafka Connect scans
-    its plugin path (a scan reads every distribution's metadata, far too slow to repeat per
-    task). The locations are appended, never run as site directories (their `.pth` files are
-    not read), so a plugin's copy of a package the worker has does not replace the worker's.
-    Returns the scan's warnings: the plugins skipped, each named, and why."""
-    global _scan
-    usable, warnings = importable(plugin_path.locations)
-    locations = {str(location.path) for location in usable}
-    installed = [p for p in sys.path if p not in _import_paths and p not in locations]
-    for location in usable:
-        if str(location.path) not in sys.path:
-            sys.path.append(str(location.path))
-            _import_paths.append(str(location.path))
-    _scan = scan(ENTRY_POINT_GROUP, Connector, installed, usable, plugin_path.entries)
-    return warnings + _scan.warnings
-
-
-def plugin_import_paths() -> list[str]:
-    """The `plugin.path` locations on the import path: Spark's Python processes need them too."""
-    return list(_import_paths)
-
-
-def _entry_points() -> dict[str, type[Connector]]:
-    global _scan
-    if _scan is None:  # no worker start scanned: the plugins installed beside this process
-        _scan = scan(ENTRY_POINT_GROUP, Connector, sys.path, ())
-    return _scan.found
-
-
-def plugins() -> dict[str, type[Connector]]:
-    """Every connector plugin found, by entry-point name."""
-    return dict(_entry_points())
-
-
-def find_plugin(name: str) -> type[Connector] | None:
-    """The plugin `connector.class` names: entry-point name, class name, or dotted path."""
-    installed = plugins()
-    if name in installed:
-        return installed[name]
-    for plugin in installed.values():
-        if name in (plugin.__name__, f"{plugin.__module__}.{plugin.__qualname__}"):
-            return plugin
-    module_name, _, class_name = name.rpartition(".")
-    if module_name:
-        try:
-            candidate = getattr(importlib.import_module(module_name), class_name, None)
-        except ImportError:
-            return None
-        if isinstance(candidate, type) and issubclass(candidate, Connector):
-            return candidate
-    return None

@@ -46,9 +46,10 @@ from workers.config.connector_clients import (
 )
 from workers.config.providers import VariableError, resolve, with_variables
 from workers.config.worker import WorkerConfig
-from workers.plugins.api import ConfigProblem, Connector, Task, TaskContext, find_plugin
+from workers.plugins.api import ConfigProblem, Connector, Task, TaskContext
 from workers.plugins.converters import SETTING_PREFIXES as CONVERTER_SETTINGS
 from workers.plugins.converters import record_converters
+from workers.plugins.registry import Plugins
 from workers.runtime.output_connections import OutputConnections
 from workers.runtime.prepared_runs import PREPARE_TIMEOUT_S, Prepared, PreparedRuns
 from workers.runtime.task_topics import TaskTopics
@@ -88,9 +89,11 @@ class TaskRunner:
         spark: SparkRuntime,
         generation: Callable[[], int],
         task_configs: TaskConfigSink,
+        plugins: Plugins,
     ) -> None:
         self.config, self.state, self.statuses, self.offsets = config, state, statuses, offsets
         self.outputs, self.spark, self.generation = outputs, spark, generation
+        self.plugins = plugins
         self.task_configs = task_configs
         self.running: dict[Work, Running] = {}
         self.started_by_connector: dict[str, int] = {}
@@ -158,7 +161,7 @@ class TaskRunner:
         configs = self.state.tasks.get(name, [])
         if not self._is_spark_task(item) or index >= len(configs) or self.state.target_state(name) != STARTED:
             return None
-        task = _plugin(self.state.connectors[name]).task_class()
+        task = self.plugins.of(self.state.connectors[name]).task_class()
         if not isinstance(task, SparkTask) or not task.preparable:
             return None
         try:
@@ -280,7 +283,7 @@ class TaskRunner:
     def is_spark_connector(self, name: str) -> bool:
         """Whether the connector's tasks are Spark queries."""
         config = self.state.connectors.get(name)
-        plugin = find_plugin(config.get("connector.class", "")) if config else None
+        plugin = self.plugins.find(config.get("connector.class", "")) if config else None
         return plugin is not None and issubclass(plugin.task_class, SparkTask)
 
     async def _start(self, item: Work) -> None:
@@ -317,7 +320,7 @@ class TaskRunner:
     async def _start_connector(self, runner: Running) -> None:
         name = runner.item[0]
         config = self.state.connectors[name]
-        connector = _plugin(config)()
+        connector = self.plugins.of(config)()
         runner.instance, runner.config = connector, dict(config)
         resolved = self.resolved(runner.item, config)
         unused = unused_settings_warning(resolved, self.config)
@@ -337,7 +340,7 @@ class TaskRunner:
         name, index = runner.item
         task_config = self.state.tasks[name][index]
         resolved = self.resolved(runner.item, task_config)
-        task = _plugin(self.state.connectors[name]).task_class()
+        task = self.plugins.of(self.state.connectors[name]).task_class()
         writes = self._writes(runner.item)
         runner.instance, runner.config, runner.writes = task, task_config, writes
         await task.start(resolved, self._context(runner.item, task, writes))
@@ -349,7 +352,7 @@ class TaskRunner:
         # Variables left as they are were logged when the connector started: not again per task.
         resolution = resolve(config, self.providers)
         try:
-            return connector_clients(_plugin(config), resolution.values, self.config)
+            return connector_clients(self.plugins.of(config), resolution.values, self.config)
         except ConnectorSettingsRefused as refused:  # its reasons go to the status: no secret in them
             hidden = [ConfigProblem(p.name, resolution.hidden(p.message, config)) for p in refused.problems]
             raise ConnectorSettingsRefused(hidden) from None
@@ -448,10 +451,3 @@ class TaskRunner:
     def _report(self, item: Work, state: str, trace: str | None = None) -> None:
         log.info("%s: %s at generation %s", work_name(item), state, self.generation())
         self.statuses.report(item, state, trace, self.generation())
-
-
-def _plugin(config: Mapping[str, str]) -> type[Connector]:
-    plugin = find_plugin(config["connector.class"])
-    if plugin is None:
-        raise ValueError(f"no connector plugin named {config['connector.class']!r}")
-    return plugin

@@ -47,7 +47,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from workers.plugins.api import plugin_import_paths
 from workers.plugins.names import path_segment
 from workers.spark.planner_host import HOST_SOCKET_ENV, PlannerHost
 from workers.spark.start_gate import Gate
@@ -118,8 +117,12 @@ class SparkRuntime:
         checkpoint_dir: str,
         stop_timeout_ms: int,
         worker_id: str = "",
+        plugin_paths: Sequence[str] = (),
     ) -> None:
+        """`plugin_paths`: the `plugin.path` locations the worker put on its import path, which
+        Spark's Python processes need too."""
         self.master, self.settings = master, dict(settings)
+        self.plugin_paths = list(plugin_paths)
         self.checkpoint_dir = Path(checkpoint_dir)
         self.stop_timeout_ms = max(stop_timeout_ms, 1000)
         self.worker_id = worker_id
@@ -150,7 +153,7 @@ class SparkRuntime:
             if self._spark is None:
                 started = time.monotonic()
                 self._set_state("STARTING")
-                os.environ.update(python_environment(dict(os.environ), plugin_import_paths()))
+                os.environ.update(python_environment(dict(os.environ), self.plugin_paths))
                 self._start_planner_host()
                 # py4j logs every listener callback at INFO.
                 logging.getLogger("py4j").setLevel(logging.WARNING)
