@@ -858,11 +858,11 @@ MUTATIONS: tuple[Mutation, ...] = (
         breaks="a stopped TopicIngest reports the offsets its checkpoints committed (KIP-875)",
         file="workers/distributed/herder_api.py",
         original=(
-            "        plugin = self._checkpointed(name)\n        if plugin is None:\n"
+            "        plugin = self._keeping_offsets(name)\n        if plugin is None:\n"
             "            return self.herder.offsets.of_connector(name)\n"
         ),
         replacement=(
-            "        plugin = self._checkpointed(name)\n"
+            "        plugin = self._keeping_offsets(name)\n"
             "        if plugin is None or not self.task_configs(name):  # mutation: running tasks only\n"
             "            return self.herder.offsets.of_connector(name)\n"
         ),

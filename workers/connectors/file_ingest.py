@@ -207,7 +207,7 @@ class FileIngest(CheckpointedConnector):
         return indexed_task_configs(self.declared(config), max_tasks)
 
     @classmethod
-    def checkpoint_offsets(cls, worker: Any, connector: str) -> list[dict[str, Any]]:
+    def offsets(cls, worker: Any, connector: str) -> list[dict[str, Any]]:
         root = connector_root(worker.checkpoint_dir, connector)
         read: dict[str, list[str]] = {}
         for task in task_checkpoints(root):

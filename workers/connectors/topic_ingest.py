@@ -154,7 +154,7 @@ class TopicIngest(CheckpointedConnector):
         return indexed_task_configs(shared, max_tasks)
 
     @classmethod
-    def checkpoint_offsets(cls, worker: Any, connector: str) -> list[dict[str, Any]]:
+    def offsets(cls, worker: Any, connector: str) -> list[dict[str, Any]]:
         """`GET /connectors/{name}/offsets`: what the tasks' checkpoints record as committed
         (every task that has one: a partition's latest may be in a task tasks.max dropped),
         or, for a partition none has committed since an alter, where the alter set it."""

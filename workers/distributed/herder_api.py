@@ -25,7 +25,6 @@ from workers.distributed.herder import Herder
 from workers.observe.metrics import WorkerFigures
 from workers.observe.timeline import ClusterTimeline
 from workers.plugins.api import ConfigProblem, Connector, OffsetChanges, OffsetsRefused
-from workers.spark.checkpoint_generations import CheckpointedConnector
 from workers.storage.config_state import STOPPED
 from workers.storage.session_key import SessionKey
 
@@ -124,11 +123,11 @@ class ConnectorRequests:
 
     async def connector_offsets(self, name: str) -> list[dict[str, Any]]:
         """KIP-875's offsets: the offset topic's, or those in the Spark checkpoints of connectors
-        that keep them there, of every task (also while the connector is stopped)."""
-        plugin = self._checkpointed(name)
+        that keep them themselves, of every task (also while the connector is stopped)."""
+        plugin = self._keeping_offsets(name)
         if plugin is None:
             return self.herder.offsets.of_connector(name)
-        return await asyncio.to_thread(plugin.checkpoint_offsets, self.herder.config, name)
+        return await asyncio.to_thread(plugin.offsets, self.herder.config, name)
 
     async def alter_offsets(self, name: str, changes: OffsetChanges) -> None:
         """KIP-875's alter of a stopped connector (OffsetsRefused: one it cannot do, or one
@@ -153,13 +152,14 @@ class ConnectorRequests:
         """KIP-875's STOPPED: the target state, and no task configs left (the stop has taken)."""
         return self.herder.state.target_state(name) == STOPPED and not self.task_configs(name)
 
-    def _checkpointed(self, name: str) -> type[CheckpointedConnector] | None:
-        """The connector's plugin, if its offsets are its tasks' Spark checkpoints."""
+    def _keeping_offsets(self, name: str) -> type[Connector] | None:
+        """The connector's plugin, if it keeps its offsets itself (Spark connectors: in their
+        tasks' checkpoints)."""
         plugin = self.herder.plugins.find((self.connector_config(name) or {}).get("connector.class", ""))
-        return plugin if plugin is not None and issubclass(plugin, CheckpointedConnector) else None
+        return plugin if plugin is not None and plugin.keeps_own_offsets else None
 
-    async def _offsets_changeable(self, name: str, verb: str) -> type[CheckpointedConnector] | None:
-        """The connector's checkpointed plugin (None: its offsets are in the offset topic), once
+    async def _offsets_changeable(self, name: str, verb: str) -> type[Connector] | None:
+        """The connector's plugin if it keeps its offsets (None: they are in the offset topic), once
         the config and status topics, read to their ends, say it is stopped and none of its
         tasks still runs anywhere: a task stopping on another worker may still commit a batch
         (or an offset) that the change would then be undone by, as Kafka Connect refuses a
@@ -174,7 +174,7 @@ class ConnectorRequests:
                 "could be successfully completed. If the connector is in a stopped state, this operation "
                 "can be safely retried" + (f" (tasks still running: {', '.join(running)})" if running else "")
             )
-        return self._checkpointed(name)
+        return self._keeping_offsets(name)
 
 
 class WorkerRequests:

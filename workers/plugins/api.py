@@ -199,6 +199,25 @@ class Connector(ABC):
     # (workers.config.client_overrides): `producer`, the tasks' writes through `TaskContext.send`
     # (with topic creation, an admin client too); `consumer`, the topics they read.
     kafka_clients: ClassVar[frozenset[str]] = frozenset({"producer"})
+    # KIP-875's hooks, as Kafka's `SourceConnector.alterOffsets`: a connector that keeps its
+    # offsets itself (a Spark connector: its tasks' checkpoints), not in the worker's offset
+    # topic, says so and answers the REST API's read, alter and reset of them. They are called
+    # off the event loop, with the worker's settings; an alter or a reset only while the
+    # connector is stopped and none of its tasks runs anywhere. OffsetsRefused: one it cannot do.
+    keeps_own_offsets: ClassVar[bool] = False
+
+    @classmethod
+    def offsets(cls, worker: Any, connector: str) -> list[dict[str, Any]]:
+        """`GET /connectors/{name}/offsets`, in Kafka Connect's shape."""
+        raise NotImplementedError(f"{cls.__name__} keeps no offsets of its own")
+
+    @classmethod
+    def alter_offsets(cls, worker: Any, connector: str, changes: OffsetChanges) -> None:
+        raise NotImplementedError(f"{cls.__name__} keeps no offsets of its own")
+
+    @classmethod
+    def reset_offsets(cls, worker: Any, connector: str) -> None:
+        raise NotImplementedError(f"{cls.__name__} keeps no offsets of its own")
 
     @classmethod
     def all_config_defs(cls) -> list[ConfigDef]:

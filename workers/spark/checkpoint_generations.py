@@ -74,9 +74,10 @@ class CheckpointedConnector(Connector):
     """A connector whose tasks are Spark queries: its offsets are their checkpoints'."""
 
     kafka_clients = frozenset()  # Parquet output, written by Spark: no records go to Kafka
+    keeps_own_offsets = True  # in its tasks' checkpoints
 
     @classmethod
-    def checkpoint_offsets(cls, worker: Any, connector: str) -> list[dict[str, Any]]:
+    def offsets(cls, worker: Any, connector: str) -> list[dict[str, Any]]:
         """`GET /connectors/{name}/offsets`, in Kafka Connect's shape (none shown: [])."""
         return []
 
