@@ -1,4 +1,9 @@
-"""Request handlers, one module per API family; importing this package registers them all."""
+"""Request handlers, one module per API family; importing this package registers them all.
+
+Handlers import the broker, the group service, configs, security, quotas, storage and the
+turns; the network edge (`coordinator/network/server.py`) calls them, and nothing here
+imports it.
+"""
 
 from coordinator.apis import (  # noqa: F401 (importing a module registers its handlers)
     acls,

@@ -15,10 +15,10 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.apis.registry import RequestContext, handles
 from coordinator.apis.throttling import most_in_window, sit_out, throttle_ms
-from coordinator.network.turns import Slices
 from coordinator.quotas.entities import CONSUMER_BYTE_RATE
 from coordinator.security.acls import AclOperation, ResourceType
 from coordinator.storage.partition_log import LEADER_EPOCH, PartitionLog
+from coordinator.turns import Slices
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = (
     -1,

@@ -18,12 +18,12 @@ from connect_rebalance.errors import ErrorCode, KafkaApiError
 from connect_rebalance.protocol.api_keys import ApiKey
 from coordinator.apis.registry import CloseConnection, RequestContext, handles
 from coordinator.apis.throttling import sit_out, throttle_ms
-from coordinator.network.turns import Slices
 from coordinator.quotas.entities import PRODUCER_BYTE_RATE
 from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from coordinator.storage import batches
 from coordinator.storage.partition_log import now_ms
 from coordinator.storage.topic_store import INTERNAL_TOPICS
+from coordinator.turns import Slices
 
 VALID_ACKS = (-1, 0, 1)
 NO_TRANSACTIONS = "transactions are not supported by this coordinator"

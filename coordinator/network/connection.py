@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from coordinator.network.connection_limits import ConnectionLimits
-from coordinator.network.turns import Turns
+from coordinator.turns import Turns
 
 log = logging.getLogger(__name__)
 

@@ -39,11 +39,11 @@ from coordinator.broker import Broker
 from coordinator.group_service import GroupService
 from coordinator.network.connection import Connection
 from coordinator.network.connection_limits import ConnectionLimits, parse_overrides
-from coordinator.network.turns import Turns
 from coordinator.security.listeners import Listener
 from coordinator.security.sasl import PRE_AUTHENTICATION_APIS, AuthenticationFailed, SaslState, store_lookup
 from coordinator.security.session import Session
 from coordinator.security.settings import max_reauth_ms_by_mechanism, sasl_mechanisms, tls_settings
+from coordinator.turns import Turns
 
 log = logging.getLogger(__name__)
 

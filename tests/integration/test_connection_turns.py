@@ -1,5 +1,5 @@
 """Connections take turns: a burst of pipelined requests on some connections does not hold up a
-request arriving alone on another (coordinator/network/turns.py). Real sockets on a real event loop,
+request arriving alone on another (coordinator/turns.py). Real sockets on a real event loop,
 with the coordinator's Connection and an answer that costs a millisecond of CPU per request;
 the order in which requests are answered is what is checked, not how long anything took."""
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from coordinator.network.connection import Connection
-from coordinator.network.turns import Turns
+from coordinator.turns import Turns
 
 pytestmark = pytest.mark.integration
 

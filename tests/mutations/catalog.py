@@ -367,7 +367,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="connections-never-take-turns",
         breaks="a request alone on its connection is answered within a burst of pipelined requests on others",
-        file="coordinator/network/turns.py",
+        file="coordinator/turns.py",
         original="        return answered_since_woken == 0 or now < self._deadline\n",
         replacement="        return True  # mutation: every buffered request is answered back to back\n",
         tests=(
