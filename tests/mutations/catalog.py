@@ -42,6 +42,11 @@ BROKER_CONFIGS = f"{INTEGRATION}/test_dynamic_broker_configs.py::"
 WEB_VIEW_STATE = (
     f"{UNIT}/test_web_view.py::test_the_state_shows_moves_joins_and_escapes_names_and_metrics_match"
 )
+NEXT_LEADER = "test_a_write_a_leader_did_not_take_goes_to_the_next_leader"
+ROLLING_RESTART_WRITES = (
+    f"{INTEGRATION}/test_writes_through_restarts.py::"
+    "test_config_writes_sent_during_a_rolling_restart_all_succeed_on_their_first_try[connect]"
+)
 WEB_VIEW_BROWSER = "tests/e2e/test_web_view.py::test_the_web_view_shows_a_join_move_a_task_live"
 
 CONNECT_SESSION_OVER_WORKERS = (
@@ -622,13 +627,39 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/test_layout.py::test_nothing_of_the_worker_imports_its_connectors",),
     ),
     Mutation(
+        name="follower-gives-up-on-a-gone-leader",
+        breaks="a write sent to a follower whose leader is gone reaches the next leader and succeeds",
+        file="workers/rest/forwarding.py",
+        original=(
+            "            except ClientConnectorError as exc:  # not delivered: the leader's port is closed\n"
+        ),
+        replacement="            except ZeroDivisionError as exc:  # mutation: a closed port fails it\n",
+        tests=(f"{UNIT}/test_rest_resources.py::{NEXT_LEADER}",),
+    ),
+    Mutation(
+        name="shutting-down-leaders-refusal-passed-back",
+        breaks="a write sent to a follower whose leader is shutting down reaches the next leader",
+        file="workers/rest/forwarding.py",
+        original="                if not _shutting_down(answer):\n                    return answer\n",
+        replacement="                return answer  # mutation: the leader's 503 is the answer\n",
+        tests=(f"{UNIT}/test_rest_resources.py::{NEXT_LEADER}", ROLLING_RESTART_WRITES),
+    ),
+    Mutation(
+        name="stopping-worker-takes-writes",
+        breaks="a worker shutting down refuses writes with a clear 503 and still answers reads",
+        file="workers/rest/server.py",
+        original="        if herder.stopping() and request.method not in READS:\n",
+        replacement="        if False:  # mutation: writes are taken until the stores close\n",
+        tests=(f"{UNIT}/test_rest_resources.py::{NEXT_LEADER}",),
+    ),
+    Mutation(
         name="follower-writes-itself",
         breaks="a config write sent to a follower is made by the leader, which writes the config topic",
         file="workers/rest/forwarding.py",
-        original="        if leader_url is None:\n            return await write()\n",
+        original="            leader_url = self.herder.leader_url()\n            if leader_url is None:\n",
         replacement=(
-            "        if True:  # mutation: every worker writes what it is sent\n"
-            "            return await write()\n"
+            "            leader_url = self.herder.leader_url()\n"
+            "            if True:  # mutation: every worker writes what it is sent\n"
         ),
         tests=(f"{UNIT}/test_rest_resources.py::test_a_followers_writes_are_answered_by_its_leader",),
     ),

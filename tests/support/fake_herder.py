@@ -30,6 +30,7 @@ SETTINGS = {"bootstrap.servers": "localhost:9092", "group.id": "connect-cluster"
 @dataclass
 class FakeHerder:
     leader: str | None = None  # a follower's leader url; None: this worker takes writes
+    shutting_down: bool = False
     settings: dict[str, str] = field(default_factory=lambda: dict(SETTINGS))
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
     targets: dict[str, str] = field(default_factory=dict)
@@ -152,6 +153,9 @@ class FakeHerder:
 
     async def wait_started(self) -> None:
         return None
+
+    def stopping(self) -> bool:
+        return self.shutting_down
 
     def cluster_id(self) -> str:
         return "fake-cluster"

@@ -7,6 +7,8 @@ test_rest_api.py, and over HTTP against worker processes in tests/integration.
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -59,7 +61,7 @@ async def test_every_resource_is_served_from_the_herder_protocol_alone(aiohttp_c
 async def test_a_followers_writes_are_answered_by_its_leader(aiohttp_client: MakeClient) -> None:
     leader = FakeHerder()
     leader_client = await aiohttp_client(RestApi(leader).app)
-    follower = FakeHerder(leader=str(leader_client.make_url("")).rstrip("/"))
+    follower = FakeHerder(leader=url_of(leader_client))
     client = await aiohttp_client(RestApi(follower).app)
 
     created = await client.post("/connectors", json={**ORDERS, "name": "a/b c"})
@@ -93,3 +95,46 @@ async def test_the_herders_refusals_are_kafka_connects_400s(aiohttp_client: Make
     refused = await body_of(await client.patch("/connectors/orders/offsets", json=change), 400)
     assert refused == {"error_code": 400, "message": "tasks still running: 0"}
     assert herder.writes == [("create", "orders")], "nothing changed by a refused request"
+
+
+async def test_a_write_a_leader_did_not_take_goes_to_the_next_leader(aiohttp_client: MakeClient) -> None:
+    stopping = FakeHerder(shutting_down=True)  # answers reads, refuses writes with 503
+    stopping_client = await aiohttp_client(RestApi(stopping).app)
+    next_leader = FakeHerder()
+    next_client = await aiohttp_client(RestApi(next_leader).app)
+    follower = FakeHerder(leader=url_of(stopping_client))
+    client = await aiohttp_client(RestApi(follower).app)
+
+    refused = await body_of(await stopping_client.post("/connectors", json=ORDERS), 503)
+    assert refused["message"] == "Worker is shutting down"
+    paused = await body_of(await stopping_client.put("/connectors/orders/pause"), 503)
+    assert paused["message"] == "Worker is shutting down", "a write it would make itself, refused too"
+    assert (await stopping_client.get("/connectors")).status == 200, "reads are still answered"
+
+    async def new_leader_after(delay: float, url: str | None) -> None:
+        await asyncio.sleep(delay)
+        follower.leader = url
+
+    elected = asyncio.create_task(new_leader_after(0.3, url_of(next_client)))
+    created = await client.post("/connectors", json=ORDERS)
+    await elected
+    assert created.status == 201, await created.text()
+    assert next_leader.writes == [("create", "orders")] and stopping.writes == follower.writes == []
+
+    # A leader whose port is closed: the follower itself is chosen next, and writes.
+    follower.leader = f"http://127.0.0.1:{closed_port()}"
+    elected = asyncio.create_task(new_leader_after(0.3, None))
+    assert (await client.put("/connectors/orders/config", json=ORDERS["config"])).status == 201
+    await elected
+    assert follower.writes == [("put", "orders")]
+
+
+def url_of(client: Client) -> str:
+    return str(client.make_url("")).rstrip("/")
+
+
+def closed_port() -> int:
+    """A port nothing listens on (bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -79,6 +79,7 @@ class Herder:
         self.leader = LeaderInfo()
         self.reason = 0  # the assignor reason: a new one starts a new epoch (connect)
         self.leaving = False  # handing its work over before it leaves (connect)
+        self.stopping = False  # shutting down: REST takes no more writes (503)
         self.ready = asyncio.Event()
         self.loggers = Loggers()  # /admin/loggers
         # Set once the config topic was read to its end at start: cluster-wide log levels
@@ -191,6 +192,7 @@ class Herder:
 
     async def stop(self) -> None:
         """Leave the group for good: every connector and task stops and moves at once."""
+        self.stopping = True
         # Said before leaving, so the computing worker hands the work out without a delay.
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._announce("LEFT"), LEFT_WRITE_TIMEOUT_S)

@@ -192,6 +192,10 @@ class WorkerRequests:
     async def wait_started(self) -> None:
         await self.herder.ready.wait()
 
+    def stopping(self) -> bool:
+        """The worker is shutting down: it takes no more writes."""
+        return self.herder.stopping
+
     def cluster_id(self) -> str:
         """The Kafka cluster's id, read at start (`GET /` reports it, as Kafka Connect does)."""
         return self.herder.kafka_cluster_id

@@ -22,7 +22,7 @@ from workers.config.http_headers import configured_headers, cross_origin, header
 from workers.plugins.api import OffsetsRefused
 from workers.rest.connectors import ConnectorsResource
 from workers.rest.errors import RestError, error
-from workers.rest.forwarding import Forwarding
+from workers.rest.forwarding import SHUTTING_DOWN, Forwarding
 from workers.rest.herder import Herder, WorkerHerder
 from workers.rest.internal import InternalResource
 from workers.rest.loggers import logger_routes
@@ -38,6 +38,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # A request that needs the cluster's state, made while the worker is still reading it (its REST
 # port answers first), waits this long for the start, as Kafka Connect queues it; then 503.
 STARTUP_WAIT_S = 60.0
+READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 @web.middleware
@@ -56,10 +57,14 @@ async def errors_as_json(request: web.Request, handler: Handler) -> web.StreamRe
 
 
 def after_start(herder: WorkerHerder) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-    """Requests other than `/`, `/health` and `/metrics` wait until the worker has started."""
+    """Requests other than `/`, `/health` and `/metrics` wait until the worker has started;
+    once it is shutting down, it takes no more writes (503: a follower sends them to the next
+    leader, a client may send them to another worker), and reads are still answered."""
 
     @web.middleware
     async def started(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if herder.stopping() and request.method not in READS:
+            return error(503, SHUTTING_DOWN)
         if not herder.started() and request.path not in ANSWERED_WHILE_STARTING:
             try:
                 await asyncio.wait_for(herder.wait_started(), STARTUP_WAIT_S)
