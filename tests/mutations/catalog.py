@@ -946,8 +946,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="rest-topics-reset-not-served",
         breaks="every operation of Kafka Connect's REST API is served",
-        file="workers/rest/connectors.py",
-        original='            web.put("/connectors/{connector}/topics/reset", self.reset_topics),\n',
+        file="workers/rest/server.py",
+        original='            web.put("/connectors/{connector}/topics/reset", connectors.reset_topics),\n',
         replacement="",
         tests=(
             "tests/integration/test_every_kafka_connect_endpoint.py::"

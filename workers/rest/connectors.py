@@ -16,35 +16,14 @@ from aiohttp import web
 
 from workers.plugins.names import java_trim
 from workers.rest.errors import RestError, json_body
-from workers.rest.forwarding import Forwarding
-from workers.rest.herder import Herder, known_config
+from workers.rest.forwarding import LeaderWrites
+from workers.rest.herder import known_config
 from workers.storage.config_state import PAUSED, STARTED, STOPPED
 
 INITIAL_STATES = {"RUNNING": STARTED, "PAUSED": PAUSED, "STOPPED": STOPPED}
 
 
-class ConnectorsResource:
-    def __init__(self, herder: Herder, forwarding: Forwarding) -> None:
-        self.herder, self.forwarding = herder, forwarding
-
-    def routes(self) -> list[web.RouteDef]:
-        return [
-            web.get("/connectors", self.list_connectors),
-            web.post("/connectors", self.create_connector),
-            web.get("/connectors/{connector}", self.get_connector),
-            web.delete("/connectors/{connector}", self.delete_connector),
-            web.get("/connectors/{connector}/config", self.get_config),
-            web.put("/connectors/{connector}/config", self.put_config),
-            web.patch("/connectors/{connector}/config", self.patch_config),
-            web.get("/connectors/{connector}/status", self.get_status),
-            web.put("/connectors/{connector}/pause", self.pause),
-            web.put("/connectors/{connector}/resume", self.resume),
-            web.put("/connectors/{connector}/stop", self.stop),
-            web.post("/connectors/{connector}/restart", self.restart_connector),
-            web.get("/connectors/{connector}/topics", self.get_topics),
-            web.put("/connectors/{connector}/topics/reset", self.reset_topics),
-        ]
-
+class ConnectorsResource(LeaderWrites):
     def _info(self, name: str) -> dict[str, Any]:
         config = known_config(self.herder, name)
         tasks = [{"connector": name, "task": i} for i in range(len(self.herder.task_configs(name)))]

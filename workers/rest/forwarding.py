@@ -24,7 +24,7 @@ from aiohttp import ClientConnectorError, ClientSession, ClientTimeout, web
 from yarl import URL
 
 from workers.rest.errors import RestError
-from workers.rest.herder import WorkerHerder
+from workers.rest.herder import Herder, WorkerHerder
 from workers.storage.session_key import ALGORITHM_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 
 log = logging.getLogger(__name__)
@@ -107,3 +107,11 @@ class Forwarding:
 def _shutting_down(answer: web.Response) -> bool:
     """A worker's refusal of a write because it is shutting down (made before it read the body)."""
     return answer.status == 503 and isinstance(answer.body, bytes) and SHUTTING_DOWN.encode() in answer.body
+
+
+class LeaderWrites:
+    """A resource some of whose requests are writes the leader makes: the worker's Herder
+    protocol, and the forwarding rule to reach the leader."""
+
+    def __init__(self, herder: Herder, forwarding: Forwarding) -> None:
+        self.herder, self.forwarding = herder, forwarding

@@ -14,18 +14,15 @@ import time
 from aiohttp import web
 
 from workers.rest.errors import RestError
-from workers.rest.forwarding import Forwarding
+from workers.rest.forwarding import Forwarding, LeaderWrites
 from workers.rest.herder import Herder, known_config
 from workers.storage.session_key import SeenSignatures, task_configs_path
 
 
-class InternalResource:
+class InternalResource(LeaderWrites):
     def __init__(self, herder: Herder, forwarding: Forwarding) -> None:
-        self.herder, self.forwarding = herder, forwarding
+        super().__init__(herder, forwarding)
         self._seen_signatures = SeenSignatures()  # internal requests already taken (replays)
-
-    def routes(self) -> list[web.RouteDef]:
-        return [web.post("/connectors/{connector}/tasks", self.put_task_configs)]
 
     async def put_task_configs(self, request: web.Request) -> web.StreamResponse:
         return await self.forwarding.by_leader(request, lambda: self._write_task_configs(request))

@@ -7,21 +7,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from workers.rest.errors import RestError, json_body
-from workers.rest.forwarding import Forwarding
-from workers.rest.herder import Herder, known_config
+from workers.rest.forwarding import LeaderWrites
+from workers.rest.herder import known_config
 
 
-class OffsetsResource:
-    def __init__(self, herder: Herder, forwarding: Forwarding) -> None:
-        self.herder, self.forwarding = herder, forwarding
-
-    def routes(self) -> list[web.RouteDef]:
-        return [
-            web.get("/connectors/{connector}/offsets", self.get_offsets),
-            web.patch("/connectors/{connector}/offsets", self.alter_offsets),
-            web.delete("/connectors/{connector}/offsets", self.reset_offsets),
-        ]
-
+class OffsetsResource(LeaderWrites):
     async def get_offsets(self, request: web.Request) -> web.Response:
         name = request.match_info["connector"]
         known_config(self.herder, name)

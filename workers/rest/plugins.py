@@ -18,13 +18,6 @@ class PluginsResource:
     def __init__(self, herder: Herder) -> None:
         self.herder = herder
 
-    def routes(self) -> list[web.RouteDef]:
-        return [
-            web.get("/connector-plugins", self.list_plugins),
-            web.get("/connector-plugins/{pluginName}/config", self.plugin_config),
-            web.put("/connector-plugins/{pluginName}/config/validate", self.validate),
-        ]
-
     async def list_plugins(self, request: web.Request) -> web.Response:
         found = [
             {"class": f"{p.__module__}.{p.__qualname__}", "type": p.type, "version": p.version}

@@ -19,14 +19,6 @@ class RootResource:
     def __init__(self, herder: WorkerHerder) -> None:
         self.herder = herder
 
-    def routes(self) -> list[web.RouteDef]:
-        return [
-            web.get("/", self.root),
-            web.get("/health", self.health),
-            web.get("/metrics", self.metrics),
-            web.get("/openapi.json", self.openapi),
-        ]
-
     async def root(self, request: web.Request) -> web.Response:
         # Kafka Connect's three fields, and the worker's Spark runtime: a task assigned while
         # it starts waits for it (its status says so too).

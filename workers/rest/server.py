@@ -1,6 +1,7 @@
-"""The worker's REST server, compatible with Kafka Connect's (connect-reference.md §5): the
-resources' routes behind the middlewares every request passes (configured headers, CORS,
-errors as Kafka Connect's JSON, authentication, the wait for the worker's start).
+"""The worker's REST server, compatible with Kafka Connect's (connect-reference.md §5): every
+route in one table, behind the middlewares every request passes (configured headers, CORS,
+errors as Kafka Connect's JSON, authentication, the wait for the worker's start and the
+refusal of writes once it stops).
 
 Status codes, JSON shapes and `{"error_code", "message"}` errors are Kafka Connect's, so its
 REST clients work unchanged. One resource a module, as Kafka Connect's `rest/resources/`:
@@ -108,15 +109,40 @@ class RestApi:
         middlewares += [errors_as_json, authentication(authenticator), after_start(herder)]
         self.app = web.Application(middlewares=middlewares)
         forwarding = Forwarding(herder)
-        resources = [
-            RootResource(herder),
-            ConnectorsResource(herder, forwarding),
-            TasksResource(herder, forwarding),
-            InternalResource(herder, forwarding),
-            OffsetsResource(herder, forwarding),
-            PluginsResource(herder),
+        root, plugins = RootResource(herder), PluginsResource(herder)
+        connectors, tasks = ConnectorsResource(herder, forwarding), TasksResource(herder, forwarding)
+        offsets, internal = OffsetsResource(herder, forwarding), InternalResource(herder, forwarding)
+        # Every route, in one place (openapi.py documents each; a test holds them to it).
+        routes = [
+            web.get("/", root.root),
+            web.get("/health", root.health),
+            web.get("/metrics", root.metrics),
+            web.get("/openapi.json", root.openapi),
+            web.get("/connectors", connectors.list_connectors),
+            web.post("/connectors", connectors.create_connector),
+            web.get("/connectors/{connector}", connectors.get_connector),
+            web.delete("/connectors/{connector}", connectors.delete_connector),
+            web.get("/connectors/{connector}/config", connectors.get_config),
+            web.put("/connectors/{connector}/config", connectors.put_config),
+            web.patch("/connectors/{connector}/config", connectors.patch_config),
+            web.get("/connectors/{connector}/status", connectors.get_status),
+            web.put("/connectors/{connector}/pause", connectors.pause),
+            web.put("/connectors/{connector}/resume", connectors.resume),
+            web.put("/connectors/{connector}/stop", connectors.stop),
+            web.post("/connectors/{connector}/restart", connectors.restart_connector),
+            web.get("/connectors/{connector}/topics", connectors.get_topics),
+            web.put("/connectors/{connector}/topics/reset", connectors.reset_topics),
+            web.get("/connectors/{connector}/tasks", tasks.get_tasks),
+            web.get("/connectors/{connector}/tasks/{task}/status", tasks.get_task_status),
+            web.post("/connectors/{connector}/tasks/{task}/restart", tasks.restart_task),
+            web.post("/connectors/{connector}/tasks", internal.put_task_configs),
+            web.get("/connectors/{connector}/offsets", offsets.get_offsets),
+            web.patch("/connectors/{connector}/offsets", offsets.alter_offsets),
+            web.delete("/connectors/{connector}/offsets", offsets.reset_offsets),
+            web.get("/connector-plugins", plugins.list_plugins),
+            web.get("/connector-plugins/{pluginName}/config", plugins.plugin_config),
+            web.put("/connector-plugins/{pluginName}/config/validate", plugins.validate),
         ]
-        routes = [route for resource in resources for route in resource.routes()]
         routes += web_view_routes(herder)
         # The admin endpoints: on these listeners unless `admin.listeners` gives them their own
         # (served by `admin_app`), or, blank, turns them off.

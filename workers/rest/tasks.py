@@ -6,21 +6,11 @@ from __future__ import annotations
 from aiohttp import ClientError, web
 
 from workers.rest.errors import RestError
-from workers.rest.forwarding import Forwarding
-from workers.rest.herder import Herder, known_config
+from workers.rest.forwarding import LeaderWrites
+from workers.rest.herder import known_config
 
 
-class TasksResource:
-    def __init__(self, herder: Herder, forwarding: Forwarding) -> None:
-        self.herder, self.forwarding = herder, forwarding
-
-    def routes(self) -> list[web.RouteDef]:
-        return [
-            web.get("/connectors/{connector}/tasks", self.get_tasks),
-            web.get("/connectors/{connector}/tasks/{task}/status", self.get_task_status),
-            web.post("/connectors/{connector}/tasks/{task}/restart", self.restart_task),
-        ]
-
+class TasksResource(LeaderWrites):
     async def get_tasks(self, request: web.Request) -> web.Response:
         name = request.match_info["connector"]
         known_config(self.herder, name)
