@@ -1063,9 +1063,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         breaks="a task prepared ahead of a move reads nothing until its old owner has let it go "
         "(the old and the new owner never commit its batches at the same time)",
         file="workers/spark/task.py",
-        original="        await self._launch(config, context, gate)\n",
-        replacement="        gate.grant()  # mutation: the prepared run goes on at once\n"
-        "        await self._launch(config, context, gate)\n",
+        original="                await self._launch(config, context, gate)\n",
+        replacement="                gate.grant()  # mutation: the prepared run goes on at once\n"
+        "                await self._launch(config, context, gate)\n",
         tests=(
             "tests/e2e/test_topic_ingest.py::"
             "test_a_task_moved_in_the_middle_of_a_long_batch_is_handed_over_at_that_batchs_commit",
