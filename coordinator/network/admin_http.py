@@ -29,12 +29,8 @@ STATES = {
 }
 
 
-def group_metrics(groups: GroupService | None) -> GroupMetrics:
-    return groups.core.metrics if groups is not None else GroupMetrics()
-
-
-def render_metrics(broker: Broker, groups: GroupService | None) -> str:
-    metrics = group_metrics(groups)
+def render_metrics(broker: Broker, groups: GroupService) -> str:
+    metrics = groups.core.metrics
     throttles = broker.throttles
     figures = sorted(metrics.groups.items())
     label = [({"group": group_id, "type": f.group_type}, f) for group_id, f in figures]
@@ -117,7 +113,7 @@ def kafka_group_families(exposition: Exposition, metrics: GroupMetrics) -> Expos
 
 
 class AdminServer:
-    def __init__(self, broker: Broker, groups: GroupService | None, host: str, port: int) -> None:
+    def __init__(self, broker: Broker, groups: GroupService, host: str, port: int) -> None:
         self.broker, self.groups, self.host, self.port = broker, groups, host, port
         self._runner: web.AppRunner | None = None
         # https:// admin.listeners: the broker's ssl.* settings (keystore, truststore, client auth).
@@ -157,7 +153,7 @@ class AdminServer:
 
     async def _timeline(self, request: web.Request) -> web.Response:
         group_id = request.match_info["group_id"]
-        timeline = group_metrics(self.groups).timeline(group_id)
+        timeline = self.groups.core.metrics.timeline(group_id)
         if timeline is None:
             return web.json_response(
                 {"error_code": 404, "message": f"Group {group_id} not found."}, status=404

@@ -54,7 +54,7 @@ DECODE_ON_A_THREAD_BYTES = 1 << 20
 
 
 class CoordinatorServer:
-    def __init__(self, broker: Broker, groups: GroupService | None = None) -> None:
+    def __init__(self, broker: Broker, groups: GroupService) -> None:
         self.broker, self.groups = broker, groups
         self.listeners = broker.config.kafka_listeners
         self._servers: list[asyncio.base_events.Server] = []

@@ -53,7 +53,7 @@ class FakeHerder:
         return self.configs.get(name)
 
     def connector_type(self, name: str) -> str:
-        plugin = self._plugins.find(self.configs.get(name, {}).get("connector.class", ""))
+        plugin = self._plugins.named_by(self.configs.get(name))
         return plugin.type if plugin else "unknown"
 
     def task_configs(self, name: str) -> list[dict[str, str]]:

@@ -45,7 +45,7 @@ class ConnectorRequests:
 
     def connector_type(self, name: str) -> str:
         """`source` or `sink` as the connector's plugin says; `unknown` without one."""
-        plugin = self.herder.plugins.find((self.connector_config(name) or {}).get("connector.class", ""))
+        plugin = self.herder.plugins.named_by(self.connector_config(name))
         return plugin.type if plugin else "unknown"
 
     def task_configs(self, name: str) -> list[dict[str, str]]:
@@ -155,7 +155,7 @@ class ConnectorRequests:
     def _keeping_offsets(self, name: str) -> type[Connector] | None:
         """The connector's plugin, if it keeps its offsets itself (Spark connectors: in their
         tasks' checkpoints)."""
-        plugin = self.herder.plugins.find((self.connector_config(name) or {}).get("connector.class", ""))
+        plugin = self.herder.plugins.named_by(self.connector_config(name))
         return plugin if plugin is not None and plugin.keeps_own_offsets else None
 
     async def _offsets_changeable(self, name: str, verb: str) -> type[Connector] | None:

@@ -140,7 +140,7 @@ class TargetPlanner:
         connector, task = item
         state = self.configs.state
         config = state.connectors.get(connector)
-        plugin = self.plugins.find(config.get("connector.class", "")) if config else None
+        plugin = self.plugins.named_by(config)
         return (
             task >= 0 and plugin is not None and bool(getattr(plugin.task_class, "preparable", False))
             and state.target_state(connector) == STARTED

@@ -69,6 +69,11 @@ class Plugins:
                 return candidate
         return None
 
+    def named_by(self, config: Mapping[str, str] | None) -> type[Connector] | None:
+        """The plugin a connector's config names in `connector.class`; None without a config
+        or without such a plugin."""
+        return self.find(config.get("connector.class", "")) if config else None
+
     def of(self, config: Mapping[str, str]) -> type[Connector]:
         """The plugin a connector's config names (ValueError: none)."""
         plugin = self.find(config["connector.class"])

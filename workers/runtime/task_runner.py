@@ -283,7 +283,7 @@ class TaskRunner:
     def is_spark_connector(self, name: str) -> bool:
         """Whether the connector's tasks are Spark queries."""
         config = self.state.connectors.get(name)
-        plugin = self.plugins.find(config.get("connector.class", "")) if config else None
+        plugin = self.plugins.named_by(config)
         return plugin is not None and issubclass(plugin.task_class, SparkTask)
 
     async def _start(self, item: Work) -> None:
