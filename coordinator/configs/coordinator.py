@@ -22,7 +22,6 @@ from pydantic import (
 
 from connect_rebalance.properties import ConfigError, unknown_setting, validation_problems
 from coordinator.groups.settings import GroupSettings
-from coordinator.network.connection_limits import parse_overrides
 from coordinator.security.listeners import (
     DEFAULT_PROTOCOL_MAP,
     Listener,
@@ -39,6 +38,19 @@ from coordinator.security.settings import (
 )
 
 LONG_MAX = 2**63 - 1
+
+
+def parse_overrides(value: str) -> dict[str, int]:
+    """`host:count,host:count` (Kafka's max.connections.per.ip.overrides); ValueError says why not."""
+    overrides: dict[str, int] = {}
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        host, sep, count = entry.rpartition(":")
+        if not sep or not host or not count.strip().isdigit():
+            raise ValueError(f"{entry!r} is not host:count")
+        overrides[host.strip()] = int(count)
+    return overrides
 
 
 class CoordinatorConfig(BaseModel):

@@ -20,19 +20,6 @@ log = logging.getLogger(__name__)
 UNLIMITED = 2**31 - 1
 
 
-def parse_overrides(value: str) -> dict[str, int]:
-    """`host:count,host:count` (Kafka's max.connections.per.ip.overrides); ValueError says why not."""
-    overrides: dict[str, int] = {}
-    for entry in (e.strip() for e in value.split(",")):
-        if not entry:
-            continue
-        host, sep, count = entry.rpartition(":")
-        if not sep or not host or not count.strip().isdigit():
-            raise ValueError(f"{entry!r} is not host:count")
-        overrides[host.strip()] = int(count)
-    return overrides
-
-
 @dataclass
 class ConnectionLimits:
     total: int = UNLIMITED

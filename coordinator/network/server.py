@@ -36,9 +36,10 @@ from coordinator.apis import HANDLERS, RequestContext
 from coordinator.apis.cluster import advertised_api_versions
 from coordinator.apis.registry import CloseConnection
 from coordinator.broker import Broker
+from coordinator.configs.coordinator import parse_overrides
 from coordinator.group_service import GroupService
 from coordinator.network.connection import Connection
-from coordinator.network.connection_limits import ConnectionLimits, parse_overrides
+from coordinator.network.connection_limits import ConnectionLimits
 from coordinator.security.listeners import Listener
 from coordinator.security.sasl import PRE_AUTHENTICATION_APIS, AuthenticationFailed, SaslState, store_lookup
 from coordinator.security.session import Session

@@ -7,7 +7,8 @@ import logging
 
 import pytest
 
-from coordinator.network.connection_limits import ConnectionLimits, parse_overrides
+from coordinator.configs.coordinator import parse_overrides
+from coordinator.network.connection_limits import ConnectionLimits
 
 pytestmark = pytest.mark.unit
 
