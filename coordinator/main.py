@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from coordinator.broker import Broker, DataDirectoryLocked
 from coordinator.configs.coordinator import CoordinatorConfig
+from coordinator.configs.event_loop import loop_factory
 from coordinator.group_service import GroupService
-from coordinator.network.event_loop import loop_factory
 from coordinator.network.server import CoordinatorServer
 from coordinator.quotas.rates import Throttles
 from coordinator.security.authorizer import StandardAuthorizer

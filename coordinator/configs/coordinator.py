@@ -103,7 +103,7 @@ class CoordinatorConfig(BaseModel):
     # Client quotas (coordinator/quotas): how byte rates are measured.
     quota_window_num: int = Field(11, alias="quota.window.num", ge=1)
     quota_window_size_seconds: int = Field(1, alias="quota.window.size.seconds", ge=1)
-    # Not a Kafka setting: the event loop every connection is served on (coordinator/network/event_loop.py).
+    # Not a Kafka setting: the event loop every connection is served on (coordinator/configs/event_loop.py).
     event_loop: str = Field("uvloop", alias="event.loop")
     log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14)
     log_roll_ms: int = Field(604800000, alias="log.roll.ms", ge=1)
@@ -265,7 +265,7 @@ class CoordinatorConfig(BaseModel):
     @field_validator("event_loop")
     @classmethod
     def _known_event_loop(cls, value: str) -> str:
-        from coordinator.network.event_loop import EVENT_LOOPS
+        from coordinator.configs.event_loop import EVENT_LOOPS
 
         loop = value.strip().lower()
         if loop not in EVENT_LOOPS:

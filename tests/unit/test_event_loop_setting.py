@@ -8,7 +8,7 @@ import pytest
 import uvloop
 
 from coordinator.configs.coordinator import ConfigError, CoordinatorConfig
-from coordinator.network.event_loop import loop_factory
+from coordinator.configs.event_loop import loop_factory
 
 pytestmark = pytest.mark.unit
 
